@@ -1,0 +1,212 @@
+//! The node model: one accessible element and its subtree (ARCHITECTURE.md §3).
+//!
+//! A driver produces a tree of [`Node`]s with [`Handle`]s it understands; the ref
+//! registry ([`crate::refs`]) assigns the short refs (`e5`) the model sees. A node's
+//! [`Bounds`] are in screen pixels and are never shown to the model in text.
+
+use serde::{Deserialize, Serialize};
+
+use crate::role::Role;
+use crate::state::{State, StateSet};
+
+/// An opaque, driver-defined handle to a native accessible object.
+///
+/// For AT-SPI it is `"<bus name>|<object path>"`; for Android a uiautomator index path.
+/// Only the driver that issued it interprets it; a handle can die when its element
+/// goes away, which is why the host also keeps a fingerprint (see [`crate::refs`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct Handle(pub String);
+
+impl Handle {
+    pub fn new(s: impl Into<String>) -> Self {
+        Handle(s.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A rectangle in screen pixels: origin at the top-left corner of the X screen (or the
+/// device screen on Android), x growing right, y growing down. `width`/`height` are
+/// never negative; a zero-size rectangle means "not laid out".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub struct Bounds {
+    pub x: i32,
+    pub y: i32,
+    pub width: i32,
+    pub height: i32,
+}
+
+impl Bounds {
+    pub const fn new(x: i32, y: i32, width: i32, height: i32) -> Self {
+        Bounds {
+            x,
+            y,
+            width,
+            height,
+        }
+    }
+
+    /// True when the rectangle covers no pixel.
+    pub fn is_empty(&self) -> bool {
+        self.width <= 0 || self.height <= 0
+    }
+
+    /// True when the two rectangles share at least one pixel.
+    pub fn intersects(&self, other: &Bounds) -> bool {
+        !self.is_empty()
+            && !other.is_empty()
+            && self.x < other.x + other.width
+            && other.x < self.x + self.width
+            && self.y < other.y + other.height
+            && other.y < self.y + self.height
+    }
+
+    /// True when the point (screen pixels) lies inside.
+    pub fn contains_point(&self, x: i32, y: i32) -> bool {
+        x >= self.x && y >= self.y && x < self.x + self.width && y < self.y + self.height
+    }
+}
+
+/// The shape of a table-like container whose cells are created on demand (a
+/// spreadsheet grid), and the part of it that is on screen. Rows and columns are
+/// 0-based indices; ranges are inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TableInfo {
+    /// Total rows the container reports (LibreOffice Calc: 1,048,576).
+    pub rows: u64,
+    /// Total columns the container reports (LibreOffice Calc: 16,384).
+    pub columns: u64,
+    /// First and last visible row, if known.
+    pub visible_rows: Option<(u64, u64)>,
+    /// First and last visible column, if known.
+    pub visible_columns: Option<(u64, u64)>,
+    /// Name the visible range in spreadsheet A1 notation (`A1:K40`) rather than by
+    /// row and column numbers.
+    pub a1: bool,
+}
+
+/// One accessible element and the children that were read.
+///
+/// Text fields (`name`, `value`, `description`) are raw UI text: untrusted, possibly
+/// containing control characters or secrets; the render sanitizes and redacts them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Node {
+    /// The driver's handle for this element.
+    pub handle: Handle,
+    /// The ref (`e5`, `w1`) assigned by the host's ref registry; `None` straight out
+    /// of a driver.
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub ref_: Option<String>,
+    pub role: Role,
+    /// Accessible name; empty when the element has none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Current text or numeric value, as text (a textbox's contents, a slider's "42").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "StateSet::is_empty")]
+    pub states: StateSet,
+    /// Platform action names the element offers (`click`, `press`, `activate`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<String>,
+    /// Screen-pixel extents; `None` when the platform did not report them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<Bounds>,
+    /// A developer-assigned id (AT-SPI `AccessibleId`, UIA `AutomationId`, Android
+    /// `resource-id`), the strongest part of a fingerprint when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<Node>,
+    /// The number of children the platform reports. Larger than `children.len()` when
+    /// the walk stopped early (child cap, managed descendants); the render states the
+    /// difference as "K more".
+    #[serde(default)]
+    pub child_count: u64,
+    /// Shape and visible range of an on-demand table (see [`TableInfo`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<TableInfo>,
+}
+
+impl Node {
+    /// A node with a role and a name and nothing else (for drivers and fixtures).
+    pub fn new(handle: impl Into<String>, role: Role, name: impl Into<String>) -> Self {
+        Node {
+            handle: Handle::new(handle),
+            role,
+            name: name.into(),
+            ..Node::default()
+        }
+    }
+
+    /// Builder: adds a state.
+    #[must_use]
+    pub fn state(mut self, s: State) -> Self {
+        self.states.insert(s);
+        self
+    }
+
+    /// Builder: sets the value.
+    #[must_use]
+    pub fn value(mut self, v: impl Into<String>) -> Self {
+        self.value = Some(v.into());
+        self
+    }
+
+    /// Builder: sets the bounds.
+    #[must_use]
+    pub fn bounds(mut self, b: Bounds) -> Self {
+        self.bounds = Some(b);
+        self
+    }
+
+    /// Builder: sets the platform actions.
+    #[must_use]
+    pub fn actions(mut self, a: &[&str]) -> Self {
+        self.actions = a.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Builder: appends children and keeps `child_count` at least their number.
+    #[must_use]
+    pub fn children(mut self, c: Vec<Node>) -> Self {
+        self.children.extend(c);
+        self.child_count = self.child_count.max(self.children.len() as u64);
+        self
+    }
+
+    pub fn has(&self, s: State) -> bool {
+        self.states.contains(s)
+    }
+
+    /// Depth-first pre-order walk over this node and all descendants.
+    pub fn walk(&self) -> impl Iterator<Item = &Node> {
+        let mut stack = vec![self];
+        std::iter::from_fn(move || {
+            let n = stack.pop()?;
+            stack.extend(n.children.iter().rev());
+            Some(n)
+        })
+    }
+
+    /// Finds a descendant (or self) by ref.
+    pub fn find_ref(&self, r: &str) -> Option<&Node> {
+        self.walk().find(|n| n.ref_.as_deref() == Some(r))
+    }
+
+    /// Total number of nodes in this subtree, including self.
+    pub fn count(&self) -> usize {
+        self.walk().count()
+    }
+}

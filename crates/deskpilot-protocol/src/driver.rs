@@ -1,0 +1,48 @@
+//! The [`Driver`] trait: what every platform backend does, and nothing more.
+//!
+//! A driver enumerates, reads, acts and emits events. It makes no policy decision:
+//! grants, refusals and budgets are the host's. Implemented in-process by the
+//! platform crates, by [`crate::rpc::RpcDriver`] over JSON-RPC, and by
+//! `FixtureDriver` (feature `test-support`) for tests.
+
+use async_trait::async_trait;
+
+use crate::DriverError;
+use crate::types::*;
+
+/// A platform backend. Every method is bounded in time: a platform call that does
+/// not answer yields [`crate::ErrorCode::NotResponding`] or
+/// [`crate::ErrorCode::Timeout`], never a hang.
+#[async_trait]
+pub trait Driver: Send + Sync {
+    /// `hello`: platform, version, capabilities, permissions.
+    async fn hello(&self) -> Result<Hello, DriverError>;
+    /// `apps.list`: applications with their windows and health.
+    async fn apps(&self) -> Result<Vec<AppInfo>, DriverError>;
+    /// `apps.launch`: start a program and wait for its first window.
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, DriverError>;
+    /// `windows.list`: every top-level window of every responsive app.
+    async fn windows(&self) -> Result<Vec<WindowInfo>, DriverError>;
+    /// `window.activate`: raise and focus a window.
+    async fn activate(&self, p: ActivateParams) -> Result<Empty, DriverError>;
+    /// `tree.snapshot`: read a window's tree (or a subtree).
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, DriverError>;
+    /// `tree.find`: elements matching a text.
+    async fn find(&self, p: FindParams) -> Result<FindResult, DriverError>;
+    /// `node.act`: perform an operation on an element.
+    async fn act(&self, p: ActParams) -> Result<ActResult, DriverError>;
+    /// `events.subscribe`.
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, DriverError>;
+    /// Events of a subscription, waiting up to `timeout_ms` for at least one.
+    /// Over JSON-RPC these arrive as `events.batch` notifications.
+    async fn next_events(&self, subscription: u64, timeout_ms: u64)
+    -> Result<EventBatch, DriverError>;
+    /// `input.keys`: synthetic keyboard input into a focused window.
+    async fn keys(&self, p: KeysParams) -> Result<InputResult, DriverError>;
+    /// `input.pointer`: synthetic pointer input (moves the user's pointer).
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult, DriverError>;
+    /// `screen.capture`: a PNG of a window.
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, DriverError>;
+    /// `screen.ocr`: words recognised in a window.
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, DriverError>;
+}

@@ -1,0 +1,450 @@
+//! Typed params and results of every driver method (ARCHITECTURE.md §5).
+//!
+//! Units: every coordinate and size is in screen pixels, origin top-left of the
+//! screen; every duration is in milliseconds; text is UTF-8.
+
+use deskpilot_core::{Bounds, Handle, Node, Op, Role};
+use serde::{Deserialize, Serialize};
+
+/// Version of this protocol; `hello` reports it and a client refuses another major.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// `hello` result: who the driver is and what it can do here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// `linux`, `android`, `windows`, `macos`, or `fixture`.
+    pub platform: String,
+    /// Driver implementation name, e.g. `deskpilot-driver-linux`.
+    pub driver: String,
+    /// Driver crate version.
+    pub version: String,
+    pub protocol: u32,
+    pub capabilities: Capabilities,
+    pub permissions: Permissions,
+}
+
+/// What a driver implements at all (not whether it is allowed right now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Capabilities {
+    pub tree: bool,
+    pub actions: bool,
+    pub keyboard: bool,
+    pub pointer: bool,
+    pub capture: bool,
+    pub ocr: bool,
+    pub events: bool,
+}
+
+/// What the platform currently allows.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Permissions {
+    /// Accessibility is on (`org.a11y.Status.IsEnabled` on Linux).
+    pub accessibility: bool,
+    /// Synthetic input is possible (X11 with XTest; false under Wayland).
+    pub input: bool,
+    /// Screen capture is possible.
+    pub capture: bool,
+    /// Human-readable notes on anything missing and how to fix it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Health of one application's accessibility connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AppStatus {
+    #[default]
+    Ok,
+    /// Did not answer a D-Bus call within the per-call timeout.
+    NotResponding,
+    /// Connected but exposes an empty tree: accessibility is off for it.
+    AccessibilityDisabled,
+}
+
+/// One application on the accessibility bus.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppInfo {
+    /// Driver handle of the application root.
+    pub handle: Handle,
+    /// Accessible name (AT-SPI application name, e.g. `mousepad`).
+    pub name: String,
+    pub pid: Option<u32>,
+    /// Owner uid of the process, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    /// Toolkit as reported by the app (`GTK`, `Qt`, `Chromium`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolkit: Option<String>,
+    pub status: AppStatus,
+    pub windows: Vec<WindowInfo>,
+}
+
+/// One top-level window (or dialog).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WindowInfo {
+    /// Driver handle of the window's accessible.
+    pub handle: Handle,
+    /// Name of the owning application.
+    pub app: String,
+    pub pid: Option<u32>,
+    pub title: String,
+    pub role: Role,
+    /// The window is the active one of the desktop.
+    pub active: bool,
+    /// Screen-pixel extents, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<Bounds>,
+}
+
+/// `apps.launch` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchParams {
+    /// Program and arguments, as for `execve` (no shell).
+    pub command: Vec<String>,
+    /// How long to wait for the app's first window, in ms (default 15,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+}
+
+/// `apps.launch` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchResult {
+    pub pid: u32,
+    /// The first window that appeared, if one did within `wait_ms`.
+    pub window: Option<WindowInfo>,
+}
+
+/// `tree.snapshot` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SnapshotParams {
+    pub window: Handle,
+    /// Read only this subtree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Handle>,
+    /// Maximum depth below the root (default: unlimited, still node-capped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// Maximum nodes to read (default 5,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_nodes: Option<u32>,
+}
+
+/// How a snapshot was read and what was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct WalkStats {
+    /// Objects returned by the platform.
+    pub objects: u64,
+    /// Objects that vanished while being read (skipped, not fatal).
+    pub vanished: u64,
+    /// Children not enumerated because of a child cap or managed descendants.
+    pub capped: u64,
+    /// Wall time of the read, ms.
+    pub elapsed_ms: u64,
+    /// The tree came from one bulk cache call rather than a per-object walk.
+    pub bulk: bool,
+}
+
+/// `tree.snapshot` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TreeSnapshot {
+    pub window: WindowInfo,
+    pub root: Node,
+    pub stats: WalkStats,
+}
+
+/// `tree.find` params: elements whose name, value or description contains `text`
+/// (case-insensitive).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindParams {
+    /// Search this window; `None` searches every window of `app` (or all apps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Handle>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// At most this many matches (default 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// One `tree.find` match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindMatch {
+    pub window: WindowInfo,
+    /// The element, without children.
+    pub node: Node,
+}
+
+/// `tree.find` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FindResult {
+    pub matches: Vec<FindMatch>,
+}
+
+/// Settle policy after an action: return once the app has been quiet for `quiet_ms`
+/// (default 300) or `max_ms` (default 3,000) has passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settle {
+    pub quiet_ms: u64,
+    pub max_ms: u64,
+}
+
+impl Default for Settle {
+    /// 300 ms quiet, 3 s ceiling (ARCHITECTURE.md §6).
+    fn default() -> Self {
+        Settle {
+            quiet_ms: 300,
+            max_ms: 3_000,
+        }
+    }
+}
+
+/// `node.act` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActParams {
+    /// The window the element belongs to (input fallbacks verify it has focus).
+    pub window: Handle,
+    /// The element to act on.
+    pub handle: Handle,
+    pub op: Op,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Wait for the app to settle before answering; `None` answers at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle: Option<Settle>,
+}
+
+/// The channel an action actually went through (ARCHITECTURE.md §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    /// A semantic accessibility action (AT-SPI `Action.DoAction`, `Selection`, focus).
+    Action,
+    /// An accessibility text interface (`EditableText`).
+    Text,
+    /// An accessibility value interface (`Value`).
+    Value,
+    /// Synthetic keyboard input (XTest).
+    Keyboard,
+    /// Synthetic pointer input (XTest): moves the user's pointer.
+    Pointer,
+}
+
+impl Channel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Action => "action",
+            Channel::Text => "text",
+            Channel::Value => "value",
+            Channel::Keyboard => "keyboard",
+            Channel::Pointer => "pointer",
+        }
+    }
+}
+
+/// What is known about an action's effect (ARCHITECTURE.md §1.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActStatus {
+    /// The platform accepted the action.
+    Executed,
+    /// The platform refused it (e.g. `DoAction` returned false); nothing happened.
+    Rejected,
+    /// The call did not answer in time; it may or may not have happened.
+    TimedOut,
+    /// Sent, but success cannot be confirmed; never retry a non-idempotent action.
+    OutcomeUnknown,
+}
+
+impl ActStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActStatus::Executed => "executed",
+            ActStatus::Rejected => "rejected",
+            ActStatus::TimedOut => "timed_out",
+            ActStatus::OutcomeUnknown => "outcome_unknown",
+        }
+    }
+}
+
+/// How settling went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SettleReport {
+    /// Time spent waiting, ms.
+    pub waited_ms: u64,
+    /// Events seen from the app while waiting.
+    pub events: u64,
+    /// The app was still busy when `max_ms` ran out.
+    pub hit_ceiling: bool,
+}
+
+/// `node.act` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActResult {
+    pub status: ActStatus,
+    pub channel: Channel,
+    /// The concrete mechanism, e.g. `DoAction("click")` or `SetTextContents`.
+    pub method: String,
+    /// Dispatch time, ms (excluding settle).
+    pub elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle: Option<SettleReport>,
+    /// Why the status is not `executed`, or what fallback was used and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Kinds of accessibility events a subscription can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    WindowCreated,
+    WindowDestroyed,
+    WindowActivated,
+    FocusChanged,
+    ChildrenChanged,
+    StateChanged,
+    NameChanged,
+    TextChanged,
+    ValueChanged,
+}
+
+/// `events.subscribe` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubscribeParams {
+    /// Only events from this application (by name); `None` for all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
+    /// Empty means every kind.
+    #[serde(default)]
+    pub kinds: Vec<EventKind>,
+}
+
+/// `events.subscribe` result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubscribeResult {
+    pub subscription: u64,
+}
+
+/// One accessibility event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub kind: EventKind,
+    /// The element the event is about.
+    pub handle: Handle,
+    /// Application name, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
+    /// Event-specific detail (new name, state name), when any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// `events.batch` notification params (and the result of [`crate::Driver::next_events`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventBatch {
+    pub subscription: u64,
+    pub events: Vec<Event>,
+    /// Events dropped because the queue was full.
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// `input.keys` params: exactly one of `chord` or `text`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeysParams {
+    /// The window that must have focus; the driver refuses if it does not.
+    pub window: Handle,
+    /// Space-separated chords such as `ctrl+s`, `shift+Tab`, `Return`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chord: Option<String>,
+    /// Literal text to type (any Unicode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// Pointer gestures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointerAction {
+    Move,
+    Click,
+    DoubleClick,
+    RightClick,
+    /// Press at (x, y), release at (to_x, to_y).
+    Drag,
+    ScrollUp,
+    ScrollDown,
+}
+
+/// `input.pointer` params. Coordinates are screen pixels; the host has already
+/// checked them against a basis (ARCHITECTURE.md §8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointerParams {
+    pub window: Handle,
+    pub action: PointerAction,
+    pub x: i32,
+    pub y: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<(i32, i32)>,
+}
+
+/// `input.keys` / `input.pointer` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputResult {
+    pub channel: Channel,
+    pub elapsed_ms: u64,
+    /// Key events or pointer events sent.
+    pub events_sent: u64,
+}
+
+/// `screen.capture` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaptureParams {
+    pub window: Handle,
+}
+
+/// `screen.capture` result: a PNG of the window's extents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaptureResult {
+    /// Where the image was taken, screen pixels.
+    pub bounds: Bounds,
+    /// Image size in pixels (equal to `bounds` size unless scaled).
+    pub width: u32,
+    pub height: u32,
+    /// Base64 of the PNG bytes.
+    pub png_base64: String,
+}
+
+/// `screen.ocr` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OcrParams {
+    pub window: Handle,
+}
+
+/// One recognised word, bounds in screen pixels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OcrWord {
+    pub text: String,
+    pub bounds: Bounds,
+    /// 0–100, as tesseract reports it.
+    pub confidence: f32,
+}
+
+/// `screen.ocr` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OcrResult {
+    pub words: Vec<OcrWord>,
+}
+
+/// `window.activate` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActivateParams {
+    pub window: Handle,
+}
+
+/// An empty result (`{}`), for methods that only succeed or fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Empty {}
