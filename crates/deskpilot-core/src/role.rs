@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A unified accessibility role. Serialized as its lowercase name (`"button"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Role {
@@ -50,6 +50,7 @@ pub enum Role {
     Separator,
     Paragraph,
     Section,
+    #[default]
     Unknown,
 }
 

@@ -115,7 +115,7 @@ impl StateSet {
         self
     }
 
-    pub fn is_empty(self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.0 == 0
     }
 
