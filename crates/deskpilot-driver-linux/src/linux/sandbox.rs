@@ -1,0 +1,672 @@
+//! Sandbox desktops: an isolated X display with its own session D-Bus and
+//! accessibility bus, so an agent (or a test) works without touching the user's desktop.
+//!
+//! A sandbox is Xvfb on display `:N`, a `dbus-daemon --session` listening on a socket in
+//! the sandbox directory, `at-spi-bus-launcher` with `org.a11y.Status.IsEnabled` turned
+//! on, and (when installed) the `openbox` window manager, which gives windows real
+//! focus and `_NET_ACTIVE_WINDOW`. Each sandbox lives in its own directory
+//! (`$XDG_RUNTIME_DIR/deskpilot/sandbox-N`, else `/tmp/deskpilot-<uid>/sandbox-N`) with a
+//! `sandbox.json` state file naming its processes, so a later command can join it
+//! (`deskpilot sandbox env`) or stop it (`deskpilot sandbox stop`).
+//!
+//! Every process started here, and every process they start, carries the environment
+//! variable `DESKPILOT_SANDBOX=<directory>`; [`Sandbox::stop`] ends the process groups
+//! it recorded and then any process still carrying that marker (D-Bus-activated
+//! services), so nothing is left behind. Sandboxes on different displays run side by
+//! side. This module never touches the user's own display or buses.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use deskpilot_protocol::{DriverError, ErrorCode};
+use serde::{Deserialize, Serialize};
+
+/// First display number tried when none is requested. High enough to stay clear of
+/// the displays a desktop session uses (`:0`, `:1`, `:10`+ for ssh forwarding).
+pub const FIRST_DISPLAY: u32 = 90;
+/// Displays tried after [`FIRST_DISPLAY`] before giving up.
+const DISPLAY_ATTEMPTS: u32 = 200;
+/// How long each daemon gets to become ready. Xvfb starts in ~100 ms here; the
+/// ceiling covers a loaded 2-core machine.
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+/// Name of the marker variable that every sandbox process inherits.
+pub const MARKER_VAR: &str = "DESKPILOT_SANDBOX";
+
+/// How to start a sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxOptions {
+    /// Display number; `None` picks the first free one from [`FIRST_DISPLAY`].
+    pub display: Option<u32>,
+    /// Screen size in pixels (default 1280×800, 24-bit).
+    pub width: u32,
+    pub height: u32,
+    /// Start a window manager (openbox) when installed (default true).
+    pub window_manager: bool,
+    /// Keep the processes running when the [`Sandbox`] value is dropped (the CLI's
+    /// `sandbox start`); otherwise dropping it stops everything (tests, demo).
+    pub detach: bool,
+}
+
+impl Default for SandboxOptions {
+    fn default() -> Self {
+        SandboxOptions {
+            display: None,
+            width: 1280,
+            height: 800,
+            window_manager: true,
+            detach: false,
+        }
+    }
+}
+
+/// What a sandbox is made of; persisted as `sandbox.json` in its directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxState {
+    /// X display number (`DISPLAY=:N`).
+    pub display: u32,
+    /// `DBUS_SESSION_BUS_ADDRESS` of the sandbox's session bus.
+    pub bus_address: String,
+    /// The sandbox directory (also the value of [`MARKER_VAR`]).
+    pub dir: PathBuf,
+    /// Process ids of the sandbox's daemons and launched apps; each leads its own
+    /// process group.
+    pub pids: Vec<u32>,
+    /// Whether a window manager runs.
+    pub window_manager: bool,
+}
+
+/// A running sandbox desktop.
+#[derive(Debug)]
+pub struct Sandbox {
+    state: SandboxState,
+    detach: bool,
+    stopped: bool,
+}
+
+/// The root directory under which sandboxes keep their state.
+pub fn sandboxes_root() -> PathBuf {
+    if let Some(rt) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(rt);
+        if p.is_dir() {
+            return p.join("deskpilot");
+        }
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    PathBuf::from(format!("/tmp/deskpilot-{uid}"))
+}
+
+fn internal(msg: impl Into<String>) -> DriverError {
+    DriverError::new(ErrorCode::Internal, msg)
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Finds `at-spi-bus-launcher`, which Debian ships outside `PATH`.
+fn bus_launcher() -> Option<PathBuf> {
+    [
+        "/usr/libexec/at-spi-bus-launcher",
+        "/usr/lib/at-spi2-core/at-spi-bus-launcher",
+        "/usr/lib/at-spi2/at-spi-bus-launcher",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.is_file())
+    .or_else(|| which("at-spi-bus-launcher"))
+}
+
+fn display_in_use(n: u32) -> bool {
+    Path::new(&format!("/tmp/.X11-unix/X{n}")).exists()
+        || Path::new(&format!("/tmp/.X{n}-lock")).exists()
+}
+
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool, child: &mut Child) -> Result<(), DriverError> {
+    let start = Instant::now();
+    while start.elapsed() < READY_TIMEOUT {
+        if ready() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(internal(format!("{what} exited early ({status})")));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(internal(format!(
+        "{what} was not ready after {} s",
+        READY_TIMEOUT.as_secs()
+    )))
+}
+
+impl Sandbox {
+    /// Starts Xvfb, a session bus, the accessibility bus (with accessibility turned
+    /// on) and, if wanted and installed, openbox.
+    ///
+    /// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when Xvfb, dbus-daemon or the AT-SPI bus
+    /// launcher is not installed (the message names the Debian packages);
+    /// `COMPUTER_INTERNAL` when a daemon fails to start. Nothing is left running on error.
+    pub fn start(opts: SandboxOptions) -> Result<Sandbox, DriverError> {
+        let xvfb = which("Xvfb").ok_or_else(|| missing("Xvfb", "xvfb"))?;
+        let dbus = which("dbus-daemon").ok_or_else(|| missing("dbus-daemon", "dbus-daemon"))?;
+        let launcher = bus_launcher().ok_or_else(|| missing("at-spi-bus-launcher", "at-spi2-core"))?;
+
+        let root = sandboxes_root();
+        std::fs::create_dir_all(&root)
+            .map_err(|e| internal(format!("cannot create {}: {e}", root.display())))?;
+        set_mode(&root, 0o700);
+
+        let candidates: Vec<u32> = match opts.display {
+            Some(n) => vec![n],
+            None => (FIRST_DISPLAY..FIRST_DISPLAY + DISPLAY_ATTEMPTS).collect(),
+        };
+        let mut last_err = None;
+        for n in candidates {
+            if display_in_use(n) {
+                if opts.display.is_some() {
+                    return Err(DriverError::new(
+                        ErrorCode::InvalidArgument,
+                        format!("display :{n} is already in use; choose another with --display or omit it"),
+                    ));
+                }
+                continue;
+            }
+            match Self::start_on(n, &opts, &root, &xvfb, &dbus, &launcher) {
+                Ok(sb) => return Ok(sb),
+                Err(e) => last_err = Some(e),
+            }
+            if opts.display.is_some() {
+                break;
+            }
+        }
+        Err(last_err.unwrap_or_else(|| internal("no free X display number found")))
+    }
+
+    fn start_on(
+        n: u32,
+        opts: &SandboxOptions,
+        root: &Path,
+        xvfb: &Path,
+        dbus: &Path,
+        launcher: &Path,
+    ) -> Result<Sandbox, DriverError> {
+        // Xvfb first: the display is ours only once Xvfb has written its own pid into
+        // the display's lock file, so two sandboxes starting at once can never both
+        // believe they own `:n` (the loser's Xvfb exits and the caller tries n+1).
+        let xlog = root.join(format!("xvfb-{n}-{}.log", std::process::id()));
+        let mut xcmd = Command::new(xvfb);
+        xcmd.args([
+            format!(":{n}"),
+            "-screen".into(),
+            "0".into(),
+            format!("{}x{}x24", opts.width, opts.height),
+            "-nolisten".into(),
+            "tcp".into(),
+            "-noreset".into(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log_file_at(&xlog));
+        std::os::unix::process::CommandExt::process_group(&mut xcmd, 0);
+        let mut x = xcmd
+            .spawn()
+            .map_err(|e| internal(format!("cannot start Xvfb: {e}")))?;
+        let xpid = x.id();
+        let sock = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
+        let lock = PathBuf::from(format!("/tmp/.X{n}-lock"));
+        let owned = wait_until(
+            "Xvfb",
+            || {
+                sock.exists()
+                    && std::fs::read_to_string(&lock)
+                        .is_ok_and(|t| t.trim().parse::<u32>() == Ok(xpid))
+            },
+            &mut x,
+        );
+        if let Err(e) = owned {
+            signal_group_or_pid(xpid, libc::SIGKILL);
+            let _ = x.wait();
+            let _ = std::fs::remove_file(&xlog);
+            return Err(e);
+        }
+
+        let dir = root.join(format!("sandbox-{n}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| internal(format!("cannot create {}: {e}", dir.display())))?;
+        set_mode(&dir, 0o700);
+        let _ = std::fs::rename(&xlog, dir.join("xvfb.log"));
+        let bus_path = dir.join("bus");
+        let mut sb = Sandbox {
+            state: SandboxState {
+                display: n,
+                bus_address: format!("unix:path={}", bus_path.display()),
+                dir: dir.clone(),
+                pids: vec![xpid],
+                window_manager: false,
+            },
+            detach: opts.detach,
+            stopped: false,
+        };
+
+        // Session bus on a socket in the sandbox directory.
+        let mut d = sb
+            .command(dbus)
+            .args([
+                "--session".to_string(),
+                "--nofork".to_string(),
+                "--nosyslog".to_string(),
+                format!("--address={}", sb.state.bus_address),
+            ])
+            .stderr(log_file(&dir, "dbus.log"))
+            .spawn()
+            .map_err(|e| internal(format!("cannot start dbus-daemon: {e}")))?;
+        sb.state.pids.push(d.id());
+        wait_until("dbus-daemon", || bus_path.exists(), &mut d)?;
+
+        // Accessibility bus, started at once rather than on first request.
+        let mut l = sb
+            .command(launcher)
+            .arg("--launch-immediately")
+            .stderr(log_file(&dir, "at-spi-bus-launcher.log"))
+            .spawn()
+            .map_err(|e| internal(format!("cannot start at-spi-bus-launcher: {e}")))?;
+        sb.state.pids.push(l.id());
+        let addr = sb.state.bus_address.clone();
+        wait_until(
+            "the accessibility bus",
+            || set_a11y_enabled(&addr).is_ok(),
+            &mut l,
+        )?;
+
+        if opts.window_manager {
+            if let Some(wm) = which("openbox") {
+                let c = sb
+                    .command(&wm)
+                    .arg("--sm-disable")
+                    .stderr(log_file(&dir, "openbox.log"))
+                    .spawn()
+                    .map_err(|e| internal(format!("cannot start openbox: {e}")))?;
+                sb.state.pids.push(c.id());
+                sb.state.window_manager = true;
+            } else {
+                tracing::warn!("openbox is not installed: the sandbox runs without a window manager");
+            }
+        }
+        sb.save()?;
+        Ok(sb)
+    }
+
+    /// Reopens the sandbox on display `n` started by another process (for `sandbox
+    /// run`, `sandbox env`, `sandbox stop`). The returned value never stops it on drop.
+    ///
+    /// Errors: `COMPUTER_INVALID_ARGUMENT` when there is no such sandbox.
+    pub fn open(n: u32) -> Result<Sandbox, DriverError> {
+        let path = sandboxes_root().join(format!("sandbox-{n}")).join("sandbox.json");
+        let text = std::fs::read_to_string(&path).map_err(|_| {
+            DriverError::new(
+                ErrorCode::InvalidArgument,
+                format!("no sandbox on display :{n}; start one with `deskpilot sandbox start`"),
+            )
+        })?;
+        let state: SandboxState = serde_json::from_str(&text)
+            .map_err(|e| internal(format!("{} is damaged: {e}", path.display())))?;
+        Ok(Sandbox {
+            state,
+            detach: true,
+            stopped: false,
+        })
+    }
+
+    /// Every sandbox with a state file, whether or not its Xvfb still runs.
+    pub fn list() -> Vec<SandboxState> {
+        let mut out = Vec::new();
+        if let Ok(rd) = std::fs::read_dir(sandboxes_root()) {
+            for e in rd.flatten() {
+                let p = e.path().join("sandbox.json");
+                if let Ok(t) = std::fs::read_to_string(&p) {
+                    if let Ok(s) = serde_json::from_str::<SandboxState>(&t) {
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        out.sort_by_key(|s| s.display);
+        out
+    }
+
+    /// The sandbox's description.
+    pub fn state(&self) -> &SandboxState {
+        &self.state
+    }
+
+    /// `DISPLAY` value, e.g. `:90`.
+    pub fn display(&self) -> String {
+        format!(":{}", self.state.display)
+    }
+
+    /// True while the sandbox's Xvfb process is alive.
+    pub fn is_alive(&self) -> bool {
+        self.state.pids.first().is_some_and(|&p| pid_alive(p))
+    }
+
+    /// The variables a process needs to live in the sandbox: display, session bus,
+    /// private XDG directories, the accessibility switches for GTK, Qt and Java, and
+    /// the marker.
+    pub fn env(&self) -> BTreeMap<String, String> {
+        let dir = &self.state.dir;
+        let mut env = BTreeMap::new();
+        let mut put = |k: &str, v: String| {
+            env.insert(k.to_string(), v);
+        };
+        put("DISPLAY", self.display());
+        put("DBUS_SESSION_BUS_ADDRESS", self.state.bus_address.clone());
+        put(MARKER_VAR, dir.display().to_string());
+        put("XDG_CONFIG_HOME", dir.join("config").display().to_string());
+        put("XDG_CACHE_HOME", dir.join("cache").display().to_string());
+        put("XDG_DATA_HOME", dir.join("data").display().to_string());
+        put("XDG_RUNTIME_DIR", dir.join("runtime").display().to_string());
+        // GSettings in memory: no dconf daemon, no writes to the user's settings.
+        put("GSETTINGS_BACKEND", "memory".into());
+        put("GTK_A11Y", "atspi".into());
+        put("NO_AT_BRIDGE", "0".into());
+        put("GNOME_ACCESSIBILITY", "1".into());
+        put("QT_ACCESSIBILITY", "1".into());
+        put("QT_LINUX_ACCESSIBILITY_ALWAYS_ON", "1".into());
+        put("SAL_USE_VCLPLUGIN", "gtk3".into());
+        put("LIBGL_ALWAYS_SOFTWARE", "1".into());
+        env
+    }
+
+    /// Lines `export K='V'` that a shell can `eval` to join the sandbox.
+    pub fn shell_exports(&self) -> String {
+        self.env()
+            .iter()
+            .filter(|(k, _)| k.as_str() != MARKER_VAR)
+            .map(|(k, v)| format!("export {k}='{}'\n", v.replace('\'', "'\\''")))
+            .collect()
+    }
+
+    /// A command that runs inside the sandbox in its own process group, with stdin
+    /// closed and stdout discarded (stdout of deskpilot is a protocol stream).
+    fn command(&self, program: &Path) -> Command {
+        let mut c = Command::new(program);
+        for d in ["config", "cache", "data", "runtime"] {
+            let p = self.state.dir.join(d);
+            let _ = std::fs::create_dir_all(&p);
+            set_mode(&p, 0o700);
+        }
+        c.envs(self.env())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
+        c
+    }
+
+    /// Launches an application inside the sandbox and records it for cleanup. Adds
+    /// the flags Chromium needs to expose its tree and to stay off the network in a
+    /// closed sandbox (ARCHITECTURE.md §6). `argv[0]` is looked up on `PATH`.
+    ///
+    /// Errors: `COMPUTER_INVALID_ARGUMENT` for an empty command or an unknown
+    /// program; `COMPUTER_INTERNAL` when it cannot be spawned.
+    pub fn spawn(&mut self, argv: &[String]) -> Result<Child, DriverError> {
+        let Some(program) = argv.first() else {
+            return Err(DriverError::new(
+                ErrorCode::InvalidArgument,
+                "no program given; e.g. `deskpilot sandbox run -- mousepad`",
+            ));
+        };
+        let path = which(program).ok_or_else(|| {
+            DriverError::new(
+                ErrorCode::InvalidArgument,
+                format!("program {program:?} was not found on PATH; install it or give a full path"),
+            )
+        })?;
+        let mut args: Vec<String> = argv[1..].to_vec();
+        if is_chromium(program) {
+            args.splice(0..0, self.chromium_flags());
+        }
+        let name = Path::new(program)
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "app".into());
+        let child = self
+            .command(&path)
+            .args(&args)
+            .stderr(log_file(&self.state.dir, &format!("{name}.log")))
+            .spawn()
+            .map_err(|e| internal(format!("cannot start {program}: {e}")))?;
+        self.state.pids.push(child.id());
+        self.save()?;
+        Ok(child)
+    }
+
+    fn chromium_flags(&self) -> Vec<String> {
+        let profile = self.state.dir.join(format!("chromium-{}", self.state.pids.len()));
+        let mut flags: Vec<String> = [
+            "--force-renderer-accessibility",
+            "--disable-gpu",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-quic",
+            "--disable-features=Translate,MediaRouter,OptimizationHints",
+            "--password-store=basic",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            flags.push("--no-sandbox".into());
+        }
+        flags.push(format!("--user-data-dir={}", profile.display()));
+        flags
+    }
+
+    fn save(&self) -> Result<(), DriverError> {
+        let path = self.state.dir.join("sandbox.json");
+        let text = serde_json::to_string_pretty(&self.state)
+            .map_err(|e| internal(format!("cannot encode sandbox state: {e}")))?;
+        std::fs::write(&path, text)
+            .map_err(|e| internal(format!("cannot write {}: {e}", path.display())))
+    }
+
+    /// Ends every process of the sandbox (SIGTERM, then SIGKILL after 2 s) and removes
+    /// its directory. Safe to call twice.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        let marker = self.state.dir.display().to_string();
+        let mut targets: Vec<u32> = self.state.pids.clone();
+        targets.extend(marked_processes(&marker));
+        // Apps first (newest first), daemons last.
+        targets.reverse();
+        targets.dedup();
+        for &pid in &targets {
+            signal_group_or_pid(pid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline && targets.iter().any(|&p| pid_alive(p)) {
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        for &pid in &targets {
+            if pid_alive(pid) {
+                signal_group_or_pid(pid, libc::SIGKILL);
+            }
+        }
+        for pid in marked_processes(&marker) {
+            signal_group_or_pid(pid, libc::SIGKILL);
+        }
+        reap(&targets);
+        let n = self.state.display;
+        let _ = std::fs::remove_file(format!("/tmp/.X{n}-lock"));
+        let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{n}"));
+        let _ = std::fs::remove_dir_all(&self.state.dir);
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if !self.detach {
+            self.stop();
+        }
+    }
+}
+
+fn missing(what: &str, package: &str) -> DriverError {
+    DriverError::new(
+        ErrorCode::PlatformUnsupported,
+        format!("{what} is not installed; install the Debian package `{package}` (apt-get install {package})"),
+    )
+}
+
+fn is_chromium(program: &str) -> bool {
+    let base = Path::new(program)
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    matches!(
+        base.as_str(),
+        "chromium" | "chromium-browser" | "google-chrome" | "google-chrome-stable"
+    )
+}
+
+fn log_file(dir: &Path, name: &str) -> Stdio {
+    log_file_at(&dir.join(name))
+}
+
+fn log_file_at(path: &Path) -> Stdio {
+    match std::fs::File::create(path) {
+        Ok(f) => Stdio::from(f),
+        Err(_) => Stdio::null(),
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
+}
+
+/// Turns `org.a11y.Status.IsEnabled` on through the session bus at `address`, which
+/// also proves the accessibility bus launcher answers.
+fn set_a11y_enabled(address: &str) -> Result<(), String> {
+    let status = Command::new("dbus-send")
+        .env("DBUS_SESSION_BUS_ADDRESS", address)
+        .args([
+            "--session",
+            "--print-reply",
+            "--reply-timeout=1000",
+            "--dest=org.a11y.Bus",
+            "/org/a11y/bus",
+            "org.freedesktop.DBus.Properties.Set",
+            "string:org.a11y.Status",
+            "string:IsEnabled",
+            "variant:boolean:true",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("dbus-send exited with {status}"))
+    }
+}
+
+fn pid_alive(pid: u32) -> bool {
+    // A zombie still answers kill(0); read its state instead.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn signal_group_or_pid(pid: u32, sig: i32) {
+    let Ok(p) = i32::try_from(pid) else { return };
+    // SAFETY: kill with a positive pid (or its negated process group) only sends a
+    // signal; it has no memory-safety preconditions.
+    unsafe {
+        if libc::kill(-p, sig) != 0 {
+            libc::kill(p, sig);
+        }
+    }
+}
+
+fn reap(pids: &[u32]) {
+    for &pid in pids {
+        let Ok(p) = i32::try_from(pid) else { continue };
+        let mut status = 0;
+        // SAFETY: waitpid with WNOHANG on a pid only reaps our own exited children.
+        unsafe {
+            libc::waitpid(p, &mut status, libc::WNOHANG);
+        }
+    }
+}
+
+/// Processes whose environment carries `DESKPILOT_SANDBOX=<marker>`.
+fn marked_processes(marker: &str) -> Vec<u32> {
+    let needle = format!("{MARKER_VAR}={marker}");
+    let mine = own_ancestry();
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if mine.contains(&pid) {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
+            if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// This process and its ancestors: never signalled by a sandbox stop, even when the
+/// caller runs inside the sandbox's environment.
+fn own_ancestry() -> Vec<u32> {
+    let mut out = vec![std::process::id()];
+    let mut pid = std::process::id();
+    for _ in 0..64 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            break;
+        };
+        let Some(ppid) = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            break;
+        };
+        if ppid <= 1 {
+            break;
+        }
+        out.push(ppid);
+        pid = ppid;
+    }
+    out
+}
