@@ -1,1 +1,492 @@
-//! (being written)
+//! What changed in a window between two snapshots (ARCHITECTURE.md §4).
+//!
+//! Owns the text returned after an action, the main token saver: elements are matched
+//! by ref (both trees must have had their refs assigned by the same
+//! [`crate::refs::RefRegistry`]), and only elements a snapshot would show are
+//! compared, printed exactly as a snapshot prints them:
+//!
+//! ```text
+//! + [e40] menu "File" focused
+//! +   [e42] menuitem "Save As…  Shift+Ctrl+S"
+//! - [e7] dialog "Save changes?" modal (and 4 inside)
+//! ~ [e5] textbox "Body" value "hel" → "hello" · focused → (unfocused)
+//! focus: e40
+//! ```
+//!
+//! `+` is an added subtree (indented two spaces per depth below its first line), `-` a
+//! removed subtree in one line, `~` a changed element (name, value, states, table
+//! range; states in arrow form, a lost state shown as its opposite in parentheses).
+//! `focus:` closes the text when focus moved. Values go through [`crate::redact`] like
+//! in a snapshot; the text never exceeds `max_tokens` and says what it cut.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use crate::budget::{self, FooterLevel, Line};
+use crate::node::Node;
+use crate::redact;
+use crate::render::{DEFAULT_MAX_LIST_ITEMS, DEFAULT_MAX_TOKENS, DEFAULT_MAX_VALUE_CHARS};
+use crate::sanitize;
+use crate::state::State;
+use crate::view::{self, View, ViewOptions, ViewStats};
+
+/// Characters of unchanged text shown before an edit inside a long value.
+const EDIT_CONTEXT_CHARS: usize = 20;
+
+/// How much diff to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffOptions {
+    /// Hard ceiling on the text, in [`crate::tokens::count`] tokens. Default 2,000.
+    pub max_tokens: usize,
+    /// Characters kept of a long name or value. Default 120.
+    pub max_value_chars: usize,
+    /// Children listed of a list-like element inside an added subtree. Default 20.
+    pub max_list_items: usize,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        DiffOptions {
+            max_tokens: DEFAULT_MAX_TOKENS,
+            max_value_chars: DEFAULT_MAX_VALUE_CHARS,
+            max_list_items: DEFAULT_MAX_LIST_ITEMS,
+        }
+    }
+}
+
+/// The changes between two snapshots of one window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diff {
+    /// Change lines joined by `\n`; empty when nothing changed.
+    pub text: String,
+    /// `tokens::count(&text)`, never above `max_tokens`.
+    pub tokens: usize,
+    /// Shown elements that are new (whether printed or cut for the budget).
+    pub added: usize,
+    /// Shown elements that are gone.
+    pub removed: usize,
+    /// Elements in both whose shown name, value, states or table range differ.
+    pub changed: usize,
+    /// The ref of the newly focused element, when focus moved to one.
+    pub focus: Option<String>,
+}
+
+impl Diff {
+    /// True when nothing a snapshot shows changed.
+    pub fn is_empty(&self) -> bool {
+        self.added == 0 && self.removed == 0 && self.changed == 0 && self.text.is_empty()
+    }
+}
+
+/// One shown element in pre-order.
+struct Flat<'v, 'a> {
+    v: &'v View<'a>,
+    parent: Option<usize>,
+}
+
+fn flatten<'v, 'a>(v: &'v View<'a>, parent: Option<usize>, out: &mut Vec<Flat<'v, 'a>>) {
+    let me = out.len();
+    out.push(Flat { v, parent });
+    for c in &v.children {
+        flatten(c, Some(me), out);
+    }
+}
+
+fn by_ref<'f>(flat: &'f [Flat<'_, '_>]) -> HashMap<&'f str, usize> {
+    let mut m = HashMap::with_capacity(flat.len());
+    for (i, f) in flat.iter().enumerate() {
+        if let Some(r) = f.v.node.ref_.as_deref() {
+            m.entry(r).or_insert(i);
+        }
+    }
+    m
+}
+
+/// The ref of the last focused element in pre-order.
+fn focused_ref<'a>(flat: &[Flat<'_, 'a>]) -> Option<&'a str> {
+    flat.iter()
+        .rev()
+        .find(|f| f.v.node.has(State::Focused))
+        .and_then(|f| f.v.node.ref_.as_deref())
+}
+
+/// The opposite of a state word, for a state that was lost.
+fn opposite(word: &str) -> &'static str {
+    match word {
+        "focused" => "unfocused",
+        "checked" => "unchecked",
+        "selected" => "unselected",
+        "disabled" => "enabled",
+        "editable" => "read-only",
+        "modal" => "not modal",
+        "busy" => "idle",
+        "password" => "not password",
+        "multiselectable" => "single-select",
+        "▾" => "not expanded",
+        "▸" => "not collapsed",
+        _ => "changed",
+    }
+}
+
+fn states_clause(before: &[&str], after: &[&str]) -> Option<String> {
+    let lost: Vec<&str> = before
+        .iter()
+        .copied()
+        .filter(|w| !after.contains(w))
+        .collect();
+    let gained: Vec<&str> = after
+        .iter()
+        .copied()
+        .filter(|w| !before.contains(w))
+        .collect();
+    let side = |mine: &[&str], other: &[&str]| {
+        if mine.is_empty() {
+            other
+                .iter()
+                .map(|w| format!("({})", opposite(w)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            mine.join(" ")
+        }
+    };
+    match (lost.is_empty(), gained.is_empty()) {
+        (true, true) => None,
+        _ => Some(format!(
+            "{} → {}",
+            side(&lost, &gained),
+            side(&gained, &lost)
+        )),
+    }
+}
+
+/// `value "old" → "new"`, or for an edit inside a long value an excerpt from a little
+/// before the first difference, with exact lengths: `value "…lazy dog. " →
+/// "…lazy dog. Hello" (5000 → 5005 chars)`.
+fn value_clause(
+    before: (&Node, Option<&Node>),
+    after: (&Node, Option<&Node>),
+    max_chars: usize,
+) -> Option<String> {
+    let b = redact::redacted_value(before.0, before.1);
+    let a = redact::redacted_value(after.0, after.1);
+    let protected = before.0.has(State::Password) || after.0.has(State::Password);
+    let (lb, la) = (redact::full_length(before.0), redact::full_length(after.0));
+    if b == a {
+        // Same text read; a longer original beyond the head read can still differ.
+        return (!protected && lb != la).then(|| format!("value length {lb} → {la} chars"));
+    }
+    let b = b.unwrap_or(Cow::Borrowed(""));
+    let a = a.unwrap_or(Cow::Borrowed(""));
+    let bd = redact::cut_redacted(before.0, &b, max_chars);
+    let ad = redact::cut_redacted(after.0, &a, max_chars);
+    if bd != ad {
+        return Some(format!("value \"{bd}\" → \"{ad}\""));
+    }
+    // Same head: show where they differ.
+    let bc: Vec<char> = b.chars().collect();
+    let ac: Vec<char> = a.chars().collect();
+    let prefix = bc.iter().zip(&ac).take_while(|(x, y)| x == y).count();
+    let max_suffix = bc.len().min(ac.len()) - prefix;
+    let suffix = bc
+        .iter()
+        .rev()
+        .zip(ac.iter().rev())
+        .take(max_suffix)
+        .take_while(|(x, y)| x == y)
+        .count();
+    let start = prefix.saturating_sub(EDIT_CONTEXT_CHARS);
+    let excerpt = |cs: &[char]| {
+        let mid: String = cs[start..cs.len() - suffix].iter().collect();
+        let lead = if start > 0 { "…" } else { "" };
+        let tail = if suffix > 0 { "…" } else { "" };
+        format!(
+            "{lead}{}{tail}",
+            sanitize::one_line(&sanitize::truncate_value(&mid, max_chars))
+        )
+    };
+    Some(format!(
+        "value \"{}\" → \"{}\" ({} → {} chars)",
+        excerpt(&bc),
+        excerpt(&ac),
+        lb,
+        la
+    ))
+}
+
+/// The `~` line for an element present in both trees, if anything shown changed.
+fn change_line(b: &View<'_>, a: &View<'_>, max_chars: usize) -> Option<String> {
+    let mut clauses = Vec::new();
+    if b.node.role != a.node.role {
+        clauses.push(format!("role {} → {}", b.node.role, a.node.role));
+    }
+    let bn = view::shown_name(b.node, max_chars);
+    let an = view::shown_name(a.node, max_chars);
+    if bn != an {
+        clauses.push(format!(
+            "name \"{}\" → \"{}\"",
+            bn.as_deref().unwrap_or(""),
+            an.as_deref().unwrap_or("")
+        ));
+    }
+    if let Some(c) = value_clause((b.node, b.parent), (a.node, a.parent), max_chars) {
+        clauses.push(c);
+    }
+    if b.node.table != a.node.table {
+        let marker = |v: &View<'_>| {
+            v.node
+                .table
+                .as_ref()
+                .map_or_else(|| "(no table)".to_string(), view::table_marker)
+        };
+        clauses.push(format!("{} → {}", marker(b), marker(a)));
+    }
+    let bs = view::state_words(b.node, !b.children.is_empty());
+    let as_ = view::state_words(a.node, !a.children.is_empty());
+    if let Some(c) = states_clause(&bs, &as_) {
+        clauses.push(c);
+    }
+    if clauses.is_empty() {
+        return None;
+    }
+    let mut line = String::from("~ ");
+    if let Some(r) = &a.node.ref_ {
+        line.push_str(&format!("[{}] ", sanitize::one_line(r)));
+    }
+    line.push_str(a.node.role.as_str());
+    if bn == an
+        && let Some(n) = an
+    {
+        line.push_str(&format!(" \"{n}\""));
+    }
+    line.push(' ');
+    line.push_str(&clauses.join(" · "));
+    Some(line)
+}
+
+/// Context for emitting added subtrees.
+struct Adds<'m> {
+    before: &'m HashMap<&'m str, usize>,
+    opts: &'m DiffOptions,
+}
+
+impl Adds<'_> {
+    fn is_added(&self, v: &View<'_>) -> bool {
+        v.node
+            .ref_
+            .as_deref()
+            .is_some_and(|r| !self.before.contains_key(r))
+    }
+
+    /// Emits `v` (added) and its added descendants; returns how many elements.
+    fn emit(
+        &self,
+        v: &View<'_>,
+        depth: usize,
+        parent: Option<usize>,
+        lines: &mut Vec<Line>,
+    ) -> usize {
+        let indent = "  ".repeat(depth);
+        let me = lines.len();
+        lines.push(Line {
+            text: format!(
+                "+ {indent}{}",
+                view::element_line(
+                    v.node,
+                    v.parent,
+                    !v.children.is_empty(),
+                    self.opts.max_value_chars
+                )
+            ),
+            glued: None,
+            parent,
+            class: if depth == 0 {
+                0
+            } else {
+                view::priority(v, false)
+            },
+            hint: None,
+        });
+        let mut count = 1;
+        let cap = if v.node.role.is_list_like() {
+            self.opts.max_list_items
+        } else {
+            usize::MAX
+        };
+        let mut listed = 0;
+        let mut more = v.more;
+        for c in v.children.iter().filter(|c| self.is_added(c)) {
+            if listed < cap || c.focus {
+                listed += 1;
+                count += self.emit(c, depth + 1, Some(me), lines);
+            } else {
+                more += 1;
+                count += count_added(c, self);
+            }
+        }
+        if more > 0 {
+            let items = if more == 1 { "item" } else { "items" };
+            lines[me].glued = Some(match v.node.ref_.as_deref() {
+                Some(r) => format!(
+                    "+ {indent}  … {more} more {items}, use observe scope={}",
+                    sanitize::one_line(r)
+                ),
+                None => format!("+ {indent}  … {more} more {items}"),
+            });
+        }
+        count
+    }
+}
+
+fn count_added(v: &View<'_>, adds: &Adds<'_>) -> usize {
+    1 + v
+        .children
+        .iter()
+        .filter(|c| adds.is_added(c))
+        .map(|c| count_added(c, adds))
+        .sum::<usize>()
+}
+
+fn count_removed(v: &View<'_>, after: &HashMap<&str, usize>) -> usize {
+    v.children
+        .iter()
+        .filter(|c| {
+            c.node
+                .ref_
+                .as_deref()
+                .is_some_and(|r| !after.contains_key(r))
+        })
+        .map(|c| 1 + count_removed(c, after))
+        .sum()
+}
+
+/// Compares two snapshots of one window whose refs come from the same registry.
+/// Elements without a ref are not compared. `diff(a, a)` is empty.
+pub fn diff(before: &Node, after: &Node, opts: &DiffOptions) -> Diff {
+    let vopts = ViewOptions {
+        max_list_items: usize::MAX,
+        query: None,
+    };
+    let vb = view::build(before, None, &vopts, &mut ViewStats::default());
+    let va = view::build(after, None, &vopts, &mut ViewStats::default());
+    let mut fb = Vec::new();
+    flatten(&vb, None, &mut fb);
+    let mut fa = Vec::new();
+    flatten(&va, None, &mut fa);
+    let mb = by_ref(&fb);
+    let ma = by_ref(&fa);
+
+    let adds = Adds { before: &mb, opts };
+    let mut lines: Vec<Line> = Vec::new();
+    let mut added = 0;
+    for f in &fa {
+        let root_of_added = adds.is_added(f.v) && f.parent.is_none_or(|p| !adds.is_added(fa[p].v));
+        if root_of_added {
+            added += adds.emit(f.v, 0, None, &mut lines);
+        }
+    }
+
+    let mut removed = 0;
+    let is_removed = |f: &Flat<'_, '_>| {
+        f.v.node
+            .ref_
+            .as_deref()
+            .is_some_and(|r| !ma.contains_key(r))
+    };
+    for f in &fb {
+        if is_removed(f) && f.parent.is_none_or(|p| !is_removed(&fb[p])) {
+            let inside = count_removed(f.v, &ma);
+            removed += 1 + inside;
+            let mut text = format!(
+                "- {}",
+                view::element_line(
+                    f.v.node,
+                    f.v.parent,
+                    !f.v.children.is_empty(),
+                    opts.max_value_chars
+                )
+            );
+            if inside > 0 {
+                text.push_str(&format!(" (and {inside} inside)"));
+            }
+            lines.push(Line {
+                text,
+                glued: None,
+                parent: None,
+                class: 0,
+                hint: None,
+            });
+        }
+    }
+
+    let mut changed = 0;
+    for f in &fa {
+        let Some(r) = f.v.node.ref_.as_deref() else {
+            continue;
+        };
+        let Some(&bi) = mb.get(r) else { continue };
+        if let Some(text) = change_line(fb[bi].v, f.v, opts.max_value_chars) {
+            changed += 1;
+            lines.push(Line {
+                text,
+                glued: None,
+                parent: None,
+                class: 0,
+                hint: None,
+            });
+        }
+    }
+
+    let focus_before = focused_ref(&fb);
+    let focus_after = focused_ref(&fa);
+    let moved = focus_before != focus_after;
+    let tail = moved.then(|| match focus_after {
+        Some(r) => format!("focus: {}", sanitize::one_line(r)),
+        None => "focus: (none)".to_string(),
+    });
+
+    let budget_tokens = opts.max_tokens;
+    let footer = |cut: usize, _: Option<&str>, level: FooterLevel| -> Option<String> {
+        let what = if cut == 1 { "line" } else { "lines" };
+        match (cut, level) {
+            (0, _) | (_, FooterLevel::Off) => None,
+            (_, FooterLevel::Full) => Some(format!(
+                "(cut {cut} {what} to fit {budget_tokens} tokens, use observe)"
+            )),
+            (_, FooterLevel::Short) => Some(format!("(cut {cut} {what})")),
+            (_, FooterLevel::Tiny) => Some("(cut)".to_string()),
+        }
+    };
+    let fitted = budget::fit(&lines, None, tail.as_deref(), &footer, budget_tokens);
+    Diff {
+        text: fitted.text,
+        tokens: fitted.tokens,
+        added,
+        removed,
+        changed,
+        focus: if moved {
+            focus_after.map(str::to_string)
+        } else {
+            None
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_clauses() {
+        assert_eq!(
+            states_clause(&["editable", "focused"], &["editable"]).as_deref(),
+            Some("focused → (unfocused)")
+        );
+        assert_eq!(
+            states_clause(&[], &["checked"]).as_deref(),
+            Some("(unchecked) → checked")
+        );
+        assert_eq!(states_clause(&["▸"], &["▾"]).as_deref(), Some("▸ → ▾"));
+        assert_eq!(states_clause(&["focused"], &["focused"]), None);
+    }
+}

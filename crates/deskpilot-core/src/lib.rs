@@ -6,6 +6,7 @@
 //! D-Bus, no adb, no files, no clock. Drivers translate platform trees into [`Node`];
 //! the host feeds them through this crate.
 
+mod budget;
 pub mod diff;
 pub mod error;
 #[cfg(any(test, feature = "test-support"))]
@@ -19,6 +20,7 @@ pub mod role;
 pub mod sanitize;
 pub mod state;
 pub mod tokens;
+mod view;
 
 pub use error::CoreError;
 pub use node::{Bounds, Handle, Node, TableInfo};

@@ -137,6 +137,11 @@ pub struct Node {
     /// Shape and visible range of an on-demand table (see [`TableInfo`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<TableInfo>,
+    /// Total length of the value in characters (Unicode scalar values) when `value`
+    /// holds only its head (a driver reads at most a few thousand characters of a
+    /// long text); `None` when `value` is complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_length: Option<u64>,
 }
 
 impl Node {

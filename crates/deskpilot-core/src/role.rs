@@ -7,7 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 /// A unified accessibility role. Serialized as its lowercase name (`"button"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Role {

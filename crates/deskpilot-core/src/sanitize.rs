@@ -1,1 +1,237 @@
-//! (being written)
+//! Making untrusted UI text safe to print on one line.
+//!
+//! Owns the escaping applied to every name, value and title before it reaches snapshot
+//! or diff text, and the truncation of long values. UI text is untrusted: a window
+//! title or label can carry newlines (forging extra snapshot lines), bidi overrides
+//! (making `exe.txt` read as `txt.exe`), zero-width or tag characters (hiding text
+//! from a human reviewer) and U+FFFC (an embedded-object placeholder with no meaning
+//! in text). After [`one_line`] none of these survives, and a `"…"` around the result
+//! is unambiguous. This module never redacts secrets; that is [`crate::redact`].
+
+/// What [`one_line`] does with one character.
+enum Treat {
+    Keep,
+    Drop,
+    Escape(&'static str),
+    Hex,
+}
+
+fn treat(c: char) -> Treat {
+    match c {
+        '\\' => Treat::Escape("\\\\"),
+        '"' => Treat::Escape("\\\""),
+        '\n' => Treat::Escape("\\n"),
+        '\r' => Treat::Escape("\\r"),
+        '\t' => Treat::Escape("\\t"),
+        '\u{2028}' => Treat::Escape("\\u{2028}"),
+        '\u{2029}' => Treat::Escape("\\u{2029}"),
+        // C0 controls, DEL and C1 controls (including U+0085 NEXT LINE).
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => Treat::Hex,
+        c if is_invisible(c) => Treat::Drop,
+        _ => Treat::Keep,
+    }
+}
+
+/// True for a bidirectional formatting character: the embeddings and overrides
+/// U+202A–U+202E, the isolates U+2066–U+2069, the marks U+200E/U+200F and the Arabic
+/// letter mark U+061C.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+}
+
+/// True for a character [`one_line`] drops because it renders as nothing (or as a
+/// placeholder) while still being text: bidi controls, zero-width space/joiners, word
+/// joiner and invisible operators, byte-order mark, soft hyphen, Mongolian vowel
+/// separator, Hangul fillers, variation selectors, Unicode tag characters (used to
+/// smuggle invisible instructions), interlinear annotation marks and U+FFFC OBJECT
+/// REPLACEMENT CHARACTER.
+pub fn is_invisible(c: char) -> bool {
+    is_bidi_control(c)
+        || matches!(
+            c,
+            '\u{ad}'
+                | '\u{115f}'
+                | '\u{1160}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200d}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{3164}'
+                | '\u{fe00}'..='\u{fe0f}'
+                | '\u{feff}'
+                | '\u{ffa0}'
+                | '\u{fff9}'..='\u{fffc}'
+                | '\u{e0000}'..='\u{e007f}'
+                | '\u{e0100}'..='\u{e01ef}'
+        )
+}
+
+/// Escapes `s` so it prints on one line and can sit between double quotes.
+///
+/// - `\` → `\\`, `"` → `\"`, newline → `\n`, carriage return → `\r`, tab → `\t`,
+///   U+2028/U+2029 → `\u{2028}`/`\u{2029}`;
+/// - any other C0/C1 control or DEL → `\xNN` (two hex digits);
+/// - invisible characters ([`is_invisible`]: bidi controls, zero-width characters,
+///   U+FFFC, …) are dropped.
+///
+/// Everything else, including all visible non-ASCII text, is kept as is.
+pub fn one_line(s: &str) -> String {
+    if s.chars().all(|c| matches!(treat(c), Treat::Keep)) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        push_treated(&mut out, c);
+    }
+    out
+}
+
+/// Like [`one_line`] but leaves `"` and `\` as they are: for a whole line of free text
+/// that is not placed between quotes (a snapshot header the caller composed, whose
+/// quoted parts it already escaped with [`one_line`]).
+pub fn plain_line(s: &str) -> String {
+    let keep = |c: char| matches!(c, '"' | '\\') || matches!(treat(c), Treat::Keep);
+    if s.chars().all(keep) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if matches!(c, '"' | '\\') {
+            out.push(c);
+            continue;
+        }
+        push_treated(&mut out, c);
+    }
+    out
+}
+
+fn push_treated(out: &mut String, c: char) {
+    match treat(c) {
+        Treat::Keep => out.push(c),
+        Treat::Drop => {}
+        Treat::Escape(e) => out.push_str(e),
+        Treat::Hex => {
+            use std::fmt::Write as _;
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+    }
+}
+
+/// A count of characters in short human form: `950`, `1.2k`, `15k`, `1.1M`.
+///
+/// Below 1,000 the exact number; below 10,000 thousands with one decimal; below one
+/// million whole thousands; then millions the same way. Rounded down, so the form
+/// never overstates, and a trailing `.0` is dropped (`1k`).
+pub fn human_count(n: usize) -> String {
+    fn scaled(n: usize, unit: usize, suffix: &str) -> String {
+        if n < 10 * unit {
+            let tenths = n / (unit / 10);
+            if tenths.is_multiple_of(10) {
+                format!("{}{suffix}", tenths / 10)
+            } else {
+                format!("{}.{}{suffix}", tenths / 10, tenths % 10)
+            }
+        } else {
+            format!("{}{suffix}", n / unit)
+        }
+    }
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => scaled(n, 1_000, "k"),
+        _ => scaled(n, 1_000_000, "M"),
+    }
+}
+
+/// Keeps the first `max_chars` characters of `s` and states the total length:
+/// `hello wor…(1.2k chars)`. Returns `s` unchanged when it has at most `max_chars`
+/// characters. Lengths are in Unicode scalar values (`char`s), not bytes; the total
+/// is formatted by [`human_count`].
+///
+/// The result is not escaped: apply [`one_line`] afterwards (the suffix contains
+/// nothing that needs escaping).
+pub fn truncate_value(s: &str, max_chars: usize) -> String {
+    truncate_stating(s, max_chars, None)
+}
+
+/// [`truncate_value`], stating `total` instead of the length of `s` when given: for
+/// text whose shown form differs in length from the original (a masked secret), so
+/// the stated length stays that of the original value.
+pub fn truncate_stating(s: &str, max_chars: usize, total: Option<usize>) -> String {
+    let Some((cut, _)) = s.char_indices().nth(max_chars) else {
+        return s.to_string();
+    };
+    let total = total.unwrap_or_else(|| s.chars().count());
+    format!("{}…({} chars)", &s[..cut], human_count(total))
+}
+
+/// The first `max_chars` characters of `s` (all of it when shorter) followed by
+/// `…(N chars)` with `N = total`, always: for text known to be only the head of a
+/// longer original (a driver read the first few thousand characters of a document).
+pub fn head_of(s: &str, max_chars: usize, total: usize) -> String {
+    let cut = s.char_indices().nth(max_chars).map_or(s.len(), |(i, _)| i);
+    format!("{}…({} chars)", &s[..cut], human_count(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_line_breaks_quotes_and_controls() {
+        assert_eq!(one_line("a\nb\rc\td"), "a\\nb\\rc\\td");
+        assert_eq!(one_line(r#"say "hi" \o/"#), r#"say \"hi\" \\o/"#);
+        assert_eq!(
+            one_line("bell\u{7}esc\u{1b}[31mnel\u{85}"),
+            "bell\\x07esc\\x1b[31mnel\\x85"
+        );
+        assert_eq!(one_line("p\u{2028}q\u{2029}"), "p\\u{2028}q\\u{2029}");
+    }
+
+    #[test]
+    fn drops_invisible_characters() {
+        assert_eq!(one_line("report\u{202e}fdp.exe"), "reportfdp.exe");
+        assert_eq!(
+            one_line("a\u{200b}b\u{feff}c\u{fffc}d\u{2066}e\u{2069}"),
+            "abcde"
+        );
+        assert_eq!(one_line("x\u{e0041}\u{e0042}y"), "xy");
+        assert_eq!(one_line("\u{200e}\u{200f}\u{61c}"), "");
+    }
+
+    #[test]
+    fn plain_line_keeps_quotes() {
+        assert_eq!(
+            plain_line("app x · window \"a\\\"b\"\n\u{202e}"),
+            "app x · window \"a\\\"b\"\\n"
+        );
+    }
+
+    #[test]
+    fn keeps_visible_unicode() {
+        assert_eq!(one_line("验证码 · Größe ✓ ▸"), "验证码 · Größe ✓ ▸");
+    }
+
+    #[test]
+    fn human_counts() {
+        assert_eq!(human_count(0), "0");
+        assert_eq!(human_count(950), "950");
+        assert_eq!(human_count(999), "999");
+        assert_eq!(human_count(1_000), "1k");
+        assert_eq!(human_count(1_234), "1.2k");
+        assert_eq!(human_count(5_000), "5k");
+        assert_eq!(human_count(9_999), "9.9k");
+        assert_eq!(human_count(15_000), "15k");
+        assert_eq!(human_count(999_999), "999k");
+        assert_eq!(human_count(1_100_000), "1.1M");
+        assert_eq!(human_count(25_000_000), "25M");
+    }
+
+    #[test]
+    fn truncates_by_chars() {
+        assert_eq!(truncate_value("short", 10), "short");
+        assert_eq!(truncate_value("exactly10!", 10), "exactly10!");
+        let long = "hello world ".repeat(100);
+        assert_eq!(truncate_value(&long, 9), "hello wor…(1.2k chars)");
+        assert_eq!(truncate_value("äöüäöü", 2), "äö…(6 chars)");
+        assert_eq!(truncate_value("abc", 0), "…(3 chars)");
+    }
+}

@@ -1,0 +1,783 @@
+//! One host session over one desktop: targets windows, reads them through a driver,
+//! renders them with refs, acts, settles and diffs.
+//!
+//! Window targeting: `observe` picks a window (by app name, `wN` ref or title) and
+//! makes it *current*; `act`, `find` and `keys` work in the current window. When an
+//! action opens a new window (a dialog), the new window is snapshotted in the same
+//! result and becomes current; when the current window closes, the active window of
+//! the desktop becomes current. Element refs (`eN`) are per window (see
+//! [`deskpilot_core::refs`]).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use deskpilot_core::diff::{DiffOptions, diff};
+use deskpilot_core::render::{RenderOptions, render};
+use deskpilot_core::{Handle, Node, Op, Role, State, StateSet};
+use deskpilot_protocol::types::*;
+use deskpilot_protocol::{Driver, DriverError, ErrorCode};
+use serde::Serialize;
+
+use crate::store::{SessionState, StateStore, WindowState};
+
+/// Default token budget of a snapshot or a diff (ARCHITECTURE.md §4).
+pub const DEFAULT_MAX_TOKENS: usize = 2_000;
+
+/// Which window a call is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// The current window (last observed), else the desktop's active window.
+    Current,
+    /// A window of the application whose name matches (case-insensitive; exact match
+    /// first, then substring); its active window first.
+    App(String),
+    /// A window ref (`w2`) or a substring of a window title.
+    Window(String),
+}
+
+/// Options of an observe.
+#[derive(Debug, Clone)]
+pub struct ObserveOptions {
+    /// Render only the subtree of this ref.
+    pub scope: Option<String>,
+    /// Keep only elements whose text matches, with their ancestors.
+    pub query: Option<String>,
+    /// Token budget (default [`DEFAULT_MAX_TOKENS`]).
+    pub max_tokens: usize,
+}
+
+impl Default for ObserveOptions {
+    fn default() -> Self {
+        ObserveOptions {
+            scope: None,
+            query: None,
+            max_tokens: DEFAULT_MAX_TOKENS,
+        }
+    }
+}
+
+/// The result of an observe: the rendered window and how it was read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Observation {
+    /// `wN` ref of the window.
+    pub window_ref: String,
+    pub window: WindowInfo,
+    /// The snapshot text the model reads.
+    pub text: String,
+    /// Tokens of `text` (o200k).
+    pub tokens: usize,
+    /// Elements shown and omitted by the render.
+    pub shown: usize,
+    pub omitted: usize,
+    pub stats: WalkStats,
+    /// Read + render wall time, ms.
+    pub elapsed_ms: u64,
+}
+
+/// One element found by [`Session::find`].
+#[derive(Debug, Clone, Serialize)]
+pub struct FindHit {
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    pub role: Role,
+    pub states: StateSet,
+    /// Sanitized, redacted one-line form, as a snapshot shows it.
+    pub line: String,
+    pub window_ref: String,
+    pub window_title: String,
+}
+
+/// The result of an action.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActOutcome {
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    pub op: Op,
+    pub result: ActResult,
+    /// The diff text (`+`, `-`, `~`, `focus:` lines); empty when nothing changed.
+    pub diff: String,
+    pub diff_tokens: usize,
+    /// Windows that appeared, each snapshotted.
+    pub new_windows: Vec<Observation>,
+    /// `wN` refs of windows that closed.
+    pub closed_windows: Vec<String>,
+    /// Dispatch to diff returned, ms.
+    pub elapsed_ms: u64,
+    /// The whole result as the model reads it.
+    pub text: String,
+    pub tokens: usize,
+}
+
+/// What [`Session::wait`] waits for.
+#[derive(Debug, Clone)]
+pub enum WaitFor {
+    /// Some element's name, value or description contains the text.
+    Text(String),
+    /// No element contains the text any more.
+    Gone(String),
+    /// An element with this role whose name contains the text.
+    Element { role: Role, name: String },
+    /// A window whose title contains the text exists.
+    Window(String),
+}
+
+/// The result of a wait that was met.
+#[derive(Debug, Clone, Serialize)]
+pub struct WaitOutcome {
+    pub met: bool,
+    pub elapsed_ms: u64,
+    /// Matching elements (for `Text`/`Element`), as find hits.
+    pub hits: Vec<FindHit>,
+}
+
+/// A host session over one desktop.
+pub struct Session {
+    driver: Arc<dyn Driver>,
+    store: StateStore,
+    state: SessionState,
+}
+
+fn err(code: ErrorCode, msg: impl Into<String>) -> DriverError {
+    DriverError::new(code, msg)
+}
+
+fn ms_since(t: Instant) -> u64 {
+    t.elapsed().as_millis() as u64
+}
+
+fn matches_text(n: &Node, needle_lower: &str) -> bool {
+    if n.has(State::Password) {
+        // A password field is found by its name only, never by its value.
+        return n.name.to_lowercase().contains(needle_lower);
+    }
+    n.name.to_lowercase().contains(needle_lower)
+        || n.value
+            .as_deref()
+            .is_some_and(|v| v.to_lowercase().contains(needle_lower))
+        || n.description
+            .as_deref()
+            .is_some_and(|v| v.to_lowercase().contains(needle_lower))
+}
+
+impl Session {
+    /// A session over `driver`, with refs persisted in `store`.
+    pub fn new(driver: Arc<dyn Driver>, store: StateStore) -> Session {
+        let state = store.load();
+        Session {
+            driver,
+            store,
+            state,
+        }
+    }
+
+    /// The driver this session talks to.
+    pub fn driver(&self) -> &Arc<dyn Driver> {
+        &self.driver
+    }
+
+    /// Writes refs and last trees back to the state file.
+    pub fn save(&self) -> Result<(), DriverError> {
+        self.store.save(&self.state)
+    }
+
+    /// The `wN` ref of a window, assigning one if it is new.
+    pub fn window_ref(&mut self, handle: &Handle) -> String {
+        self.state.windows.assign(handle)
+    }
+
+    /// Applications with their windows (window refs assigned).
+    pub async fn apps(&mut self) -> Result<Vec<(AppInfo, Vec<String>)>, DriverError> {
+        let apps = self.driver.apps().await?;
+        let mut out = Vec::with_capacity(apps.len());
+        for app in apps {
+            let refs = app
+                .windows
+                .iter()
+                .map(|w| self.state.windows.assign(&w.handle))
+                .collect();
+            out.push((app, refs));
+        }
+        self.save()?;
+        Ok(out)
+    }
+
+    /// Resolves a target to a window.
+    pub async fn resolve_window(&mut self, target: &Target) -> Result<WindowInfo, DriverError> {
+        let apps = self.driver.apps().await?;
+        let all: Vec<(&AppInfo, &WindowInfo)> = apps
+            .iter()
+            .flat_map(|a| a.windows.iter().map(move |w| (a, w)))
+            .collect();
+        let pick = |cands: Vec<&WindowInfo>| -> Option<WindowInfo> {
+            cands
+                .iter()
+                .find(|w| w.active)
+                .or_else(|| cands.first())
+                .map(|w| (*w).clone())
+        };
+        match target {
+            Target::App(name) => {
+                let lower = name.to_lowercase();
+                let exact: Vec<&WindowInfo> = all
+                    .iter()
+                    .filter(|(a, _)| a.name.to_lowercase() == lower)
+                    .map(|(_, w)| *w)
+                    .collect();
+                let cands = if exact.is_empty() {
+                    all.iter()
+                        .filter(|(a, _)| a.name.to_lowercase().contains(&lower))
+                        .map(|(_, w)| *w)
+                        .collect()
+                } else {
+                    exact
+                };
+                if let Some(w) = pick(cands) {
+                    return Ok(w);
+                }
+                let known: Vec<String> = apps.iter().map(|a| a.name.clone()).collect();
+                if let Some(a) = apps.iter().find(|a| a.name.to_lowercase().contains(&lower)) {
+                    let code = match a.status {
+                        AppStatus::NotResponding => ErrorCode::NotResponding,
+                        AppStatus::AccessibilityDisabled => ErrorCode::AccessibilityDisabled,
+                        AppStatus::Ok => ErrorCode::ElementNotFound,
+                    };
+                    return Err(err(
+                        code,
+                        format!(
+                            "app {:?} has no window that can be read (status {:?}); wait for it to open a window or check `deskpilot doctor`",
+                            a.name, a.status
+                        ),
+                    ));
+                }
+                Err(err(
+                    ErrorCode::ElementNotFound,
+                    format!(
+                        "no app named {name:?} is on the accessibility bus; running apps: {}",
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                ))
+            }
+            Target::Window(spec) => {
+                let is_ref = spec.len() > 1
+                    && spec.starts_with('w')
+                    && spec[1..].chars().all(|c| c.is_ascii_digit());
+                if is_ref {
+                    let handle = self.state.windows.resolve(spec).cloned().ok_or_else(|| {
+                        err(
+                            ErrorCode::ElementNotFound,
+                            format!("window ref {spec} is not known; run `deskpilot apps` to list windows"),
+                        )
+                    })?;
+                    return all
+                        .iter()
+                        .find(|(_, w)| w.handle == handle)
+                        .map(|(_, w)| (*w).clone())
+                        .ok_or_else(|| {
+                            err(
+                                ErrorCode::ElementNotFound,
+                                format!(
+                                    "window {spec} is gone; run `deskpilot apps` to list windows"
+                                ),
+                            )
+                        });
+                }
+                let lower = spec.to_lowercase();
+                pick(
+                    all.iter()
+                        .filter(|(_, w)| w.title.to_lowercase().contains(&lower))
+                        .map(|(_, w)| *w)
+                        .collect(),
+                )
+                .ok_or_else(|| {
+                    err(
+                        ErrorCode::ElementNotFound,
+                        format!("no window title contains {spec:?}; run `deskpilot apps` to list windows"),
+                    )
+                })
+            }
+            Target::Current => {
+                if let Some(cur) = &self.state.current {
+                    if let Some((_, w)) = all.iter().find(|(_, w)| w.handle.as_str() == cur) {
+                        return Ok((*w).clone());
+                    }
+                }
+                pick(all.iter().map(|(_, w)| *w).collect()).ok_or_else(|| {
+                    err(
+                        ErrorCode::ElementNotFound,
+                        "no window is open on this desktop; launch an app first (e.g. `deskpilot sandbox run -- mousepad`)",
+                    )
+                })
+            }
+        }
+    }
+
+    /// Reads a window, assigns refs, remembers the tree, returns the tree.
+    async fn read(&mut self, window: &WindowInfo) -> Result<(Node, WalkStats), DriverError> {
+        let snap = self
+            .driver
+            .snapshot(SnapshotParams {
+                window: window.handle.clone(),
+                scope: None,
+                depth: None,
+                max_nodes: None,
+            })
+            .await?;
+        let wref = self.state.windows.assign(&window.handle);
+        let ws = self
+            .state
+            .per_window
+            .entry(window.handle.0.clone())
+            .or_default();
+        let mut root = snap.root;
+        // Secrets leave the tree before anything else sees it: the tree is rendered,
+        // diffed, searched and persisted only in its scrubbed form.
+        deskpilot_core::redact::scrub(&mut root);
+        ws.registry.assign(&mut root);
+        root.ref_ = Some(wref);
+        ws.info = Some(snap.window.clone());
+        Ok((root, snap.stats))
+    }
+
+    fn header(window: &WindowInfo, apps_pid: Option<u32>) -> String {
+        let mut h = format!("app {}", window.app);
+        if let Some(pid) = apps_pid.or(window.pid) {
+            h.push_str(&format!(" pid={pid}"));
+        }
+        let title = deskpilot_core::sanitize::one_line(&window.title);
+        h.push_str(&format!(" · {} \"{}\"", window.role, title));
+        if window.active {
+            h.push_str(" [active]");
+        }
+        h
+    }
+
+    fn observation(
+        &mut self,
+        window: &WindowInfo,
+        root: &Node,
+        stats: WalkStats,
+        opts: &ObserveOptions,
+        started: Instant,
+    ) -> Result<Observation, DriverError> {
+        if let Some(scope) = &opts.scope {
+            if root.find_ref(scope).is_none() {
+                return Err(err(
+                    ErrorCode::ElementNotFound,
+                    format!(
+                        "scope {scope} is not an element of this window; observe without --scope to see current refs"
+                    ),
+                ));
+            }
+        }
+        let rendered = render(
+            root,
+            &RenderOptions {
+                max_tokens: opts.max_tokens,
+                scope: opts.scope.clone(),
+                query: opts.query.clone(),
+                header: Some(Self::header(window, None)),
+                ..RenderOptions::default()
+            },
+        );
+        Ok(Observation {
+            window_ref: self.state.windows.assign(&window.handle),
+            window: window.clone(),
+            text: rendered.text,
+            tokens: rendered.tokens,
+            shown: rendered.shown,
+            omitted: rendered.omitted,
+            stats,
+            elapsed_ms: ms_since(started),
+        })
+    }
+
+    /// Reads and renders a window; it becomes the current window.
+    pub async fn observe(
+        &mut self,
+        target: &Target,
+        opts: &ObserveOptions,
+    ) -> Result<Observation, DriverError> {
+        let started = Instant::now();
+        let window = self.resolve_window(target).await?;
+        let (root, stats) = self.read(&window).await?;
+        let obs = self.observation(&window, &root, stats, opts, started)?;
+        self.remember(&window, root);
+        self.state.current = Some(window.handle.0.clone());
+        self.save()?;
+        Ok(obs)
+    }
+
+    fn remember(&mut self, window: &WindowInfo, root: Node) {
+        let ws = self
+            .state
+            .per_window
+            .entry(window.handle.0.clone())
+            .or_default();
+        ws.last = Some(root);
+    }
+
+    fn hit_line(n: &Node) -> String {
+        let mut single = n.clone();
+        single.children.clear();
+        single.child_count = 0;
+        // Render the element alone so the line is sanitized and redacted exactly as
+        // a snapshot line is.
+        let r = render(
+            &single,
+            &RenderOptions {
+                max_tokens: 400,
+                header: None,
+                ..RenderOptions::default()
+            },
+        );
+        r.text.lines().next().unwrap_or_default().trim().to_string()
+    }
+
+    /// Elements of the target window whose name, value or description contains
+    /// `text` (case-insensitive), optionally of one role; at most `limit`.
+    pub async fn find(
+        &mut self,
+        target: &Target,
+        text: &str,
+        role: Option<Role>,
+        limit: usize,
+    ) -> Result<Vec<FindHit>, DriverError> {
+        let window = self.resolve_window(target).await?;
+        let (root, _) = self.read(&window).await?;
+        let hits = Self::search(&root, &window, text, role, limit);
+        self.remember(&window, root);
+        self.state.current = Some(window.handle.0.clone());
+        self.save()?;
+        Ok(hits)
+    }
+
+    fn search(
+        root: &Node,
+        window: &WindowInfo,
+        text: &str,
+        role: Option<Role>,
+        limit: usize,
+    ) -> Vec<FindHit> {
+        let lower = text.to_lowercase();
+        let wref = root.ref_.clone().unwrap_or_default();
+        root.walk()
+            .filter(|n| n.ref_.as_deref().is_some_and(|r| r.starts_with('e')))
+            .filter(|n| !n.has(State::Offscreen))
+            .filter(|n| role.is_none_or(|r| n.role == r))
+            .filter(|n| matches_text(n, &lower))
+            .take(limit)
+            .map(|n| FindHit {
+                ref_: n.ref_.clone().unwrap_or_default(),
+                role: n.role,
+                states: n.states,
+                line: Self::hit_line(n),
+                window_ref: wref.clone(),
+                window_title: window.title.clone(),
+            })
+            .collect()
+    }
+
+    fn current_window_state(&self) -> Result<(String, &WindowState), DriverError> {
+        let cur = self.state.current.clone().ok_or_else(|| {
+            err(
+                ErrorCode::ElementNotFound,
+                "no window has been observed yet; run `deskpilot observe` first to get refs",
+            )
+        })?;
+        let ws = self.state.per_window.get(&cur).ok_or_else(|| {
+            err(
+                ErrorCode::ElementNotFound,
+                "the current window has no refs yet; run `deskpilot observe` first",
+            )
+        })?;
+        Ok((cur, ws))
+    }
+
+    /// Performs `op` on the element `r` of the current window, waits for the app to
+    /// settle, and returns what changed.
+    ///
+    /// Errors: `COMPUTER_INVALID_ARGUMENT` (bad ref syntax, missing value),
+    /// `COMPUTER_ELEMENT_NOT_FOUND` (unknown ref, window gone), `COMPUTER_STALE_REF`
+    /// (the element is gone and several now match it; the fresh snapshot is in
+    /// `detail.snapshot`), and any driver error.
+    pub async fn act(
+        &mut self,
+        r: &str,
+        op: Op,
+        value: Option<String>,
+    ) -> Result<ActOutcome, DriverError> {
+        if op.needs_value() && value.is_none() {
+            return Err(err(
+                ErrorCode::InvalidArgument,
+                format!("op {op} needs a value, e.g. `deskpilot act e5 {op} \"text\"`"),
+            ));
+        }
+        let started = Instant::now();
+        let (cur, ws) = self.current_window_state()?;
+        let entry = ws.registry.resolve(r).map_err(|e| DriverError::from(&e))?;
+        let mut handle = entry.handle.clone();
+        let window = ws.info.clone().ok_or_else(|| {
+            err(
+                ErrorCode::ElementNotFound,
+                "the current window is unknown; observe it again",
+            )
+        })?;
+        let before_windows = self.window_handles().await?;
+        if !before_windows.contains(&Handle(cur.clone())) {
+            return Err(err(
+                ErrorCode::ElementNotFound,
+                format!(
+                    "window {:?} is gone; run `deskpilot apps` and observe another window",
+                    window.title
+                ),
+            ));
+        }
+        let params = |h: Handle, v: Option<String>| ActParams {
+            window: window.handle.clone(),
+            handle: h,
+            op,
+            value: v,
+            settle: Some(Settle::default()),
+        };
+        let result = match self.driver.act(params(handle.clone(), value.clone())).await {
+            Err(e) if e.code == ErrorCode::ElementNotFound => {
+                // The native object died before anything was dispatched: find the
+                // element again by fingerprint, or fail as stale with a fresh view.
+                let (fresh, _) = self.read(&window).await?;
+                let ws = self
+                    .state
+                    .per_window
+                    .get(&cur)
+                    .expect("read() keeps the window");
+                match ws.registry.reresolve(r, &fresh) {
+                    Ok(h) => {
+                        handle = h;
+                        self.remember(&window, fresh);
+                        self.driver
+                            .act(params(handle.clone(), value.clone()))
+                            .await?
+                    }
+                    Err(core_err) => {
+                        let rendered = render(&fresh, &RenderOptions::default());
+                        self.remember(&window, fresh);
+                        self.save()?;
+                        let mut e = DriverError::from(&core_err);
+                        e.detail = Some(serde_json::json!({ "snapshot": rendered.text }));
+                        return Err(e);
+                    }
+                }
+            }
+            other => other?,
+        };
+        let _ = handle;
+
+        // Re-observe: the current window (if it survived) and any new window.
+        let after_windows = self.window_handles().await?;
+        let mut diff_text = String::new();
+        let mut diff_tokens = 0;
+        let mut closed = Vec::new();
+        if after_windows.contains(&window.handle) {
+            let before = self.state.per_window.get(&cur).and_then(|w| w.last.clone());
+            let (after, _) = self.read(&window).await?;
+            if let Some(before) = before {
+                let d = diff(
+                    &before,
+                    &after,
+                    &DiffOptions {
+                        max_tokens: DEFAULT_MAX_TOKENS,
+                        ..DiffOptions::default()
+                    },
+                );
+                diff_text = d.text;
+                diff_tokens = d.tokens;
+            }
+            self.remember(&window, after);
+        } else {
+            closed.push(self.state.windows.assign(&window.handle));
+            self.state.per_window.remove(&cur);
+            self.state.current = None;
+        }
+        for h in &before_windows {
+            if !after_windows.contains(h) && h != &window.handle {
+                closed.push(self.state.windows.assign(h));
+                self.state.per_window.remove(h.as_str());
+            }
+        }
+        let mut new_windows = Vec::new();
+        let fresh: Vec<Handle> = after_windows
+            .iter()
+            .filter(|h| !before_windows.contains(h))
+            .cloned()
+            .collect();
+        if !fresh.is_empty() {
+            let infos = self.driver.windows().await?;
+            for h in fresh {
+                if let Some(w) = infos.iter().find(|w| w.handle == h) {
+                    let t = Instant::now();
+                    let (root, stats) = self.read(w).await?;
+                    let obs = self.observation(w, &root, stats, &ObserveOptions::default(), t)?;
+                    self.remember(w, root);
+                    // A window the action opened is where the work continues.
+                    self.state.current = Some(w.handle.0.clone());
+                    new_windows.push(obs);
+                }
+            }
+        }
+        if self.state.current.is_none() {
+            if let Ok(w) = self.resolve_window(&Target::Current).await {
+                let (root, _) = self.read(&w).await?;
+                self.remember(&w, root);
+                self.state.current = Some(w.handle.0.clone());
+            }
+        }
+        self.save()?;
+
+        let elapsed_ms = ms_since(started);
+        let mut text = format!(
+            "{} {op} {r} via {}:{} · {} · {elapsed_ms} ms",
+            if result.status == ActStatus::Executed {
+                "ok"
+            } else {
+                "!!"
+            },
+            result.channel.as_str(),
+            result.method,
+            result.status.as_str(),
+        );
+        if let Some(note) = &result.note {
+            text.push_str(&format!(
+                "\nnote: {}",
+                deskpilot_core::sanitize::one_line(note)
+            ));
+        }
+        if !diff_text.is_empty() {
+            text.push('\n');
+            text.push_str(diff_text.trim_end());
+        } else if closed.is_empty() && new_windows.is_empty() {
+            text.push_str("\n(no visible change)");
+        }
+        for c in &closed {
+            text.push_str(&format!("\nwindow {c} closed"));
+        }
+        for w in &new_windows {
+            text.push_str(&format!(
+                "\nnew window {}:\n{}",
+                w.window_ref,
+                w.text.trim_end()
+            ));
+        }
+        let tokens = deskpilot_core::tokens::count(&text);
+        Ok(ActOutcome {
+            ref_: r.to_string(),
+            op,
+            result,
+            diff: diff_text,
+            diff_tokens,
+            new_windows,
+            closed_windows: closed,
+            elapsed_ms,
+            text,
+            tokens,
+        })
+    }
+
+    async fn window_handles(&self) -> Result<Vec<Handle>, DriverError> {
+        Ok(self
+            .driver
+            .windows()
+            .await?
+            .into_iter()
+            .map(|w| w.handle)
+            .collect())
+    }
+
+    /// Sends keys (a chord list or literal text) to the target window through the
+    /// keyboard fallback; the driver refuses if the window does not have focus.
+    pub async fn keys(
+        &mut self,
+        target: &Target,
+        chord: Option<String>,
+        text: Option<String>,
+    ) -> Result<(WindowInfo, InputResult), DriverError> {
+        let window = self.resolve_window(target).await?;
+        let res = self
+            .driver
+            .keys(KeysParams {
+                window: window.handle.clone(),
+                chord,
+                text,
+            })
+            .await?;
+        Ok((window, res))
+    }
+
+    /// Polls the target window (re-read at most every 150 ms) until `cond` holds or
+    /// `timeout` passes. A timeout is `COMPUTER_TIMEOUT`.
+    pub async fn wait(
+        &mut self,
+        target: &Target,
+        cond: &WaitFor,
+        timeout: Duration,
+    ) -> Result<WaitOutcome, DriverError> {
+        let started = Instant::now();
+        loop {
+            let met = match cond {
+                WaitFor::Window(title) => {
+                    let lower = title.to_lowercase();
+                    self.driver
+                        .windows()
+                        .await?
+                        .iter()
+                        .any(|w| w.title.to_lowercase().contains(&lower))
+                        .then(Vec::new)
+                }
+                _ => match self.resolve_window(target).await {
+                    Ok(window) => {
+                        let (root, _) = self.read(&window).await?;
+                        let hits = match cond {
+                            WaitFor::Text(t) | WaitFor::Gone(t) => {
+                                Self::search(&root, &window, t, None, 20)
+                            }
+                            WaitFor::Element { role, name } => {
+                                Self::search(&root, &window, name, Some(*role), 20)
+                            }
+                            WaitFor::Window(_) => Vec::new(),
+                        };
+                        self.remember(&window, root);
+                        match cond {
+                            WaitFor::Gone(_) => hits.is_empty().then(Vec::new),
+                            _ => (!hits.is_empty()).then_some(hits),
+                        }
+                    }
+                    Err(e) if e.code == ErrorCode::ElementNotFound => {
+                        matches!(cond, WaitFor::Gone(_)).then(Vec::new)
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            if let Some(hits) = met {
+                self.save()?;
+                return Ok(WaitOutcome {
+                    met: true,
+                    elapsed_ms: ms_since(started),
+                    hits,
+                });
+            }
+            if started.elapsed() >= timeout {
+                self.save()?;
+                return Err(err(
+                    ErrorCode::Timeout,
+                    format!(
+                        "the condition did not hold within {} ms; observe the window to see its state, or wait longer with --timeout-ms",
+                        timeout.as_millis()
+                    ),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+    }
+}
