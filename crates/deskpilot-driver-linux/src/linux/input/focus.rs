@@ -1,0 +1,468 @@
+//! Top-level windows and keyboard focus: which top-level has focus, which are mapped,
+//! and giving focus to one.
+//!
+//! Owns the reading of EWMH (`_NET_ACTIVE_WINDOW`, `_NET_WM_PID`, `_NET_WM_NAME`) and
+//! ICCCM (`WM_STATE`, `WM_NAME`) properties and the resolution of any window to its
+//! client top-level. It never moves, resizes, maps or closes a window; `activate`
+//! only raises and focuses.
+
+use std::time::{Duration, Instant};
+
+use deskpilot_core::Bounds;
+use deskpilot_protocol::{DriverError, ErrorCode};
+use x11rb::errors::ReplyError;
+use x11rb::protocol::ErrorKind;
+use x11rb::protocol::res::{ClientIdMask, ClientIdSpec, ConnectionExt as _};
+use x11rb::protocol::xproto::{
+    Atom, AtomEnum, ClientMessageEvent, ConfigureWindowAux, ConnectionExt as _, EventMask,
+    GetPropertyReply, InputFocus, MapState, StackMode, Window, WindowClass,
+};
+
+use super::{X11Context, XInput};
+
+/// How long `activate` waits for focus to arrive, per attempt, ms. A window manager
+/// answers `_NET_ACTIVE_WINDOW` within one event-loop turn; a second is ample on a
+/// loaded machine and keeps a refused activation from stalling a call.
+pub const ACTIVATE_TIMEOUT_MS: u64 = 1_000;
+
+/// Poll interval while waiting for focus, ms.
+const FOCUS_POLL_MS: u64 = 10;
+
+/// How deep below a window-manager frame to look for the client window (the one with
+/// `WM_STATE`). Reparenting WMs nest the client one or two levels down.
+const CLIENT_SEARCH_DEPTH: usize = 3;
+
+/// Longest window title read, in 32-bit units of `GetProperty` (4 KiB of text).
+const TITLE_MAX_LONGS: u32 = 1024;
+
+/// `_NET_ACTIVE_WINDOW` source indication "pager": WMs honour it without focus-
+/// stealing prevention (EWMH §_NET_ACTIVE_WINDOW).
+const SOURCE_PAGER: u32 = 2;
+
+/// A mapped top-level window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopLevel {
+    /// The client window's X id (not a window manager's frame).
+    pub xid: u32,
+    /// The owning process: `_NET_WM_PID`, else the X-Resource extension's client pid;
+    /// `None` when neither is known (remote clients).
+    pub pid: Option<u32>,
+    /// `_NET_WM_NAME` (UTF-8), else `WM_NAME`; empty when unnamed.
+    pub title: String,
+    /// The client window's area in root-window (screen) pixels.
+    pub bounds: Bounds,
+}
+
+impl XInput {
+    /// The top-level window with keyboard focus: the WM's `_NET_ACTIVE_WINDOW` when a
+    /// window manager sets it, else the X input focus resolved to its top-level
+    /// (`PointerRoot` → the top-level under the pointer). `None` when focus is on
+    /// nothing or on the root window.
+    ///
+    /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
+    pub fn focused_toplevel(&self) -> Result<Option<TopLevel>, DriverError> {
+        if let Some(active) = self.active_window()?
+            && let Some(top) = self.describe(active)?
+        {
+            return Ok(Some(top));
+        }
+        match self.input_focus_client()? {
+            Some(client) => self.describe(client),
+            None => Ok(None),
+        }
+    }
+
+    /// All mapped (viewable) top-level windows that are not override-redirect (menus,
+    /// tooltips), as client windows, bottom to top in stacking order.
+    ///
+    /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
+    pub fn toplevels(&self) -> Result<Vec<TopLevel>, DriverError> {
+        let tree = self
+            .conn
+            .query_tree(self.root)
+            .x11("QueryTree")?
+            .reply()
+            .x11("QueryTree")?;
+        let cookies = tree
+            .children
+            .iter()
+            .map(|&w| {
+                self.conn
+                    .get_window_attributes(w)
+                    .x11("GetWindowAttributes")
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = Vec::new();
+        for (&frame, cookie) in tree.children.iter().zip(cookies) {
+            let Some(attrs) = gone_is_none(cookie.reply()).x11("GetWindowAttributes")? else {
+                continue;
+            };
+            if attrs.map_state != MapState::VIEWABLE
+                || attrs.class != WindowClass::INPUT_OUTPUT
+                || attrs.override_redirect
+            {
+                continue;
+            }
+            let client = self.client_of(frame)?;
+            if let Some(top) = self.describe(client)? {
+                out.push(top);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Gives keyboard focus to the top-level `xid`: a `_NET_ACTIVE_WINDOW` request
+    /// when a window manager supports it, else (or if the WM did not comply within
+    /// [`ACTIVATE_TIMEOUT_MS`]) raise + `SetInputFocus`. Succeeds only once the X
+    /// input focus is verified to be inside `xid`.
+    ///
+    /// Errors: `ElementNotFound` when `xid` does not exist; `ElementNotActionable`
+    /// when it is not mapped and no WM can map it; `Timeout` when focus did not
+    /// arrive; `InputUnavailable`/`Internal` on connection or X errors.
+    pub fn activate(&self, xid: u32) -> Result<(), DriverError> {
+        let _serial = self.lock();
+        let attrs = gone_is_none(
+            self.conn
+                .get_window_attributes(xid)
+                .x11("GetWindowAttributes")?
+                .reply(),
+        )
+        .x11("GetWindowAttributes")?
+        .ok_or_else(|| {
+            DriverError::new(
+                ErrorCode::ElementNotFound,
+                format!("X window 0x{xid:x} does not exist (closed?)"),
+            )
+            .with_detail(serde_json::json!({ "xid": xid }))
+        })?;
+        let target = self.client_of(self.frame_of(xid)?.unwrap_or(xid))?;
+
+        if self.wm_supports(self.atoms._NET_ACTIVE_WINDOW)? {
+            let current = self.active_window()?.unwrap_or(0);
+            let event = ClientMessageEvent::new(
+                32,
+                xid,
+                self.atoms._NET_ACTIVE_WINDOW,
+                [SOURCE_PAGER, x11rb::CURRENT_TIME, current, 0, 0],
+            );
+            self.conn
+                .send_event(
+                    false,
+                    self.root,
+                    EventMask::SUBSTRUCTURE_REDIRECT | EventMask::SUBSTRUCTURE_NOTIFY,
+                    event,
+                )
+                .x11("SendEvent _NET_ACTIVE_WINDOW")?;
+            self.sync()?;
+            if self.wait_for_focus(target)? {
+                return Ok(());
+            }
+            tracing::debug!(
+                xid,
+                "window manager did not activate the window; setting input focus directly"
+            );
+        }
+
+        let viewable = gone_is_none(
+            self.conn
+                .get_window_attributes(xid)
+                .x11("GetWindowAttributes")?
+                .reply(),
+        )
+        .x11("GetWindowAttributes")?
+        .is_some_and(|a| a.map_state == MapState::VIEWABLE);
+        if !viewable {
+            let was = if attrs.map_state == MapState::VIEWABLE {
+                "was"
+            } else {
+                "is"
+            };
+            return Err(DriverError::new(
+                ErrorCode::ElementNotActionable,
+                format!(
+                    "X window 0x{xid:x} {was} not mapped (minimized or hidden), so it cannot take keyboard focus"
+                ),
+            )
+            .with_detail(serde_json::json!({ "xid": xid })));
+        }
+        if let Some(frame) = self.frame_of(xid)? {
+            self.conn
+                .configure_window(
+                    frame,
+                    &ConfigureWindowAux::new().stack_mode(StackMode::ABOVE),
+                )
+                .x11("ConfigureWindow")?;
+        }
+        self.conn
+            .set_input_focus(InputFocus::PARENT, xid, x11rb::CURRENT_TIME)
+            .x11("SetInputFocus")?;
+        self.sync()?;
+        if self.wait_for_focus(target)? {
+            return Ok(());
+        }
+        Err(DriverError::new(
+            ErrorCode::Timeout,
+            format!(
+                "X window 0x{xid:x} did not take keyboard focus within {ACTIVATE_TIMEOUT_MS} ms"
+            ),
+        )
+        .with_detail(serde_json::json!({ "xid": xid, "waited_ms": ACTIVATE_TIMEOUT_MS })))
+    }
+
+    /// Polls until the X input focus resolves to `client`, up to
+    /// [`ACTIVATE_TIMEOUT_MS`]. Returns whether it did.
+    fn wait_for_focus(&self, client: Window) -> Result<bool, DriverError> {
+        let deadline = Instant::now() + Duration::from_millis(ACTIVATE_TIMEOUT_MS);
+        loop {
+            if self.input_focus_client()? == Some(client) {
+                return Ok(true);
+            }
+            if Instant::now() >= deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(FOCUS_POLL_MS));
+        }
+    }
+
+    /// The X input focus resolved to a client top-level, if any.
+    fn input_focus_client(&self) -> Result<Option<Window>, DriverError> {
+        let focus = self
+            .conn
+            .get_input_focus()
+            .x11("GetInputFocus")?
+            .reply()
+            .x11("GetInputFocus")?
+            .focus;
+        let window = match focus {
+            0 => return Ok(None), // None
+            1 => {
+                // PointerRoot: focus follows the pointer; the root child under it.
+                let child = self
+                    .conn
+                    .query_pointer(self.root)
+                    .x11("QueryPointer")?
+                    .reply()
+                    .x11("QueryPointer")?
+                    .child;
+                if child == 0 {
+                    return Ok(None);
+                }
+                child
+            }
+            w => w,
+        };
+        match self.frame_of(window)? {
+            Some(frame) => Ok(Some(self.client_of(frame)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// `_NET_ACTIVE_WINDOW` when a live EWMH window manager sets it to a window.
+    fn active_window(&self) -> Result<Option<Window>, DriverError> {
+        if self.wm_check_window()?.is_none() {
+            return Ok(None);
+        }
+        let active = self
+            .property(
+                self.root,
+                self.atoms._NET_ACTIVE_WINDOW,
+                AtomEnum::WINDOW.into(),
+                1,
+            )?
+            .and_then(|p| p.value32().and_then(|mut v| v.next()))
+            .filter(|&w| w != 0 && w != self.root);
+        match active {
+            Some(w) => Ok(Some(self.client_of(self.frame_of(w)?.unwrap_or(w))?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The EWMH window-manager check window, when a WM is running (the root's
+    /// `_NET_SUPPORTING_WM_CHECK` names a window whose own property names itself).
+    fn wm_check_window(&self) -> Result<Option<Window>, DriverError> {
+        let check = self.atoms._NET_SUPPORTING_WM_CHECK;
+        let first = |w: Window| -> Result<Option<Window>, DriverError> {
+            Ok(self
+                .property(w, check, AtomEnum::WINDOW.into(), 1)?
+                .and_then(|p| p.value32().and_then(|mut v| v.next())))
+        };
+        match first(self.root)? {
+            Some(w) if w != 0 && first(w)? == Some(w) => Ok(Some(w)),
+            _ => Ok(None),
+        }
+    }
+
+    /// True when a live window manager lists `atom` in `_NET_SUPPORTED`.
+    fn wm_supports(&self, atom: Atom) -> Result<bool, DriverError> {
+        if self.wm_check_window()?.is_none() {
+            return Ok(false);
+        }
+        let supported = self.property(
+            self.root,
+            self.atoms._NET_SUPPORTED,
+            AtomEnum::ATOM.into(),
+            4096,
+        )?;
+        Ok(supported
+            .and_then(|p| p.value32().map(|mut v| v.any(|a| a == atom)))
+            .unwrap_or(false))
+    }
+
+    /// The root child containing `window` (a WM frame, or the window itself without
+    /// a WM); `None` for the root or a window that vanished.
+    fn frame_of(&self, window: Window) -> Result<Option<Window>, DriverError> {
+        let mut current = window;
+        // Bounded: X window trees are shallow; 64 levels is far beyond any real one.
+        for _ in 0..64 {
+            if current == self.root {
+                return Ok(None);
+            }
+            let Some(tree) = gone_is_none(self.conn.query_tree(current).x11("QueryTree")?.reply())
+                .x11("QueryTree")?
+            else {
+                return Ok(None);
+            };
+            if tree.parent == self.root || tree.parent == 0 {
+                return Ok(Some(current));
+            }
+            current = tree.parent;
+        }
+        Ok(None)
+    }
+
+    /// The client window inside a root child: the first window with `WM_STATE`
+    /// (breadth-first, [`CLIENT_SEARCH_DEPTH`] levels), else the root child itself
+    /// (no window manager).
+    fn client_of(&self, frame: Window) -> Result<Window, DriverError> {
+        let mut level = vec![frame];
+        for _ in 0..=CLIENT_SEARCH_DEPTH {
+            let mut next = Vec::new();
+            for &w in &level {
+                if self
+                    .property(w, self.atoms.WM_STATE, AtomEnum::ANY.into(), 0)?
+                    .is_some()
+                {
+                    return Ok(w);
+                }
+                if let Some(tree) = gone_is_none(self.conn.query_tree(w).x11("QueryTree")?.reply())
+                    .x11("QueryTree")?
+                {
+                    next.extend(tree.children);
+                }
+            }
+            level = next;
+        }
+        Ok(frame)
+    }
+
+    /// Pid, title and root-relative bounds of a client window; `None` if it vanished.
+    fn describe(&self, xid: Window) -> Result<Option<TopLevel>, DriverError> {
+        let Some(geometry) = gone_is_none(self.conn.get_geometry(xid).x11("GetGeometry")?.reply())
+            .x11("GetGeometry")?
+        else {
+            return Ok(None);
+        };
+        let Some(origin) = gone_is_none(
+            self.conn
+                .translate_coordinates(xid, self.root, 0, 0)
+                .x11("TranslateCoordinates")?
+                .reply(),
+        )
+        .x11("TranslateCoordinates")?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(TopLevel {
+            xid,
+            pid: self.pid_of(xid)?,
+            title: self.title_of(xid)?,
+            bounds: Bounds::new(
+                i32::from(origin.dst_x),
+                i32::from(origin.dst_y),
+                i32::from(geometry.width),
+                i32::from(geometry.height),
+            ),
+        }))
+    }
+
+    fn pid_of(&self, xid: Window) -> Result<Option<u32>, DriverError> {
+        let from_prop = self
+            .property(xid, self.atoms._NET_WM_PID, AtomEnum::CARDINAL.into(), 1)?
+            .and_then(|p| p.value32().and_then(|mut v| v.next()))
+            .filter(|&pid| pid != 0);
+        if from_prop.is_some() || !self.has_res {
+            return Ok(from_prop);
+        }
+        let spec = ClientIdSpec {
+            client: xid,
+            mask: ClientIdMask::LOCAL_CLIENT_PID,
+        };
+        let reply = self
+            .conn
+            .res_query_client_ids(&[spec])
+            .x11("XResQueryClientIds")?
+            .reply();
+        let Some(reply) = gone_is_none(reply).x11("XResQueryClientIds")? else {
+            return Ok(None);
+        };
+        Ok(reply
+            .ids
+            .iter()
+            .find(|id| u32::from(id.spec.mask) & u32::from(ClientIdMask::LOCAL_CLIENT_PID) != 0)
+            .and_then(|id| id.value.first().copied())
+            .filter(|&pid| pid != 0))
+    }
+
+    fn title_of(&self, xid: Window) -> Result<String, DriverError> {
+        if let Some(p) = self.property(
+            xid,
+            self.atoms._NET_WM_NAME,
+            self.atoms.UTF8_STRING,
+            TITLE_MAX_LONGS,
+        )? {
+            return Ok(String::from_utf8_lossy(&p.value).into_owned());
+        }
+        match self.property(
+            xid,
+            AtomEnum::WM_NAME.into(),
+            AtomEnum::ANY.into(),
+            TITLE_MAX_LONGS,
+        )? {
+            // STRING is Latin-1; COMPOUND_TEXT is decoded lossily (ASCII survives).
+            Some(p) if p.type_ == u32::from(AtomEnum::STRING) => {
+                Ok(p.value.iter().map(|&b| char::from(b)).collect())
+            }
+            Some(p) => Ok(String::from_utf8_lossy(&p.value).into_owned()),
+            None => Ok(String::new()),
+        }
+    }
+
+    /// A property's reply, or `None` when it is unset, of another type, or the window
+    /// vanished. `long_length` is in 32-bit units.
+    fn property(
+        &self,
+        window: Window,
+        property: Atom,
+        type_: Atom,
+        long_length: u32,
+    ) -> Result<Option<GetPropertyReply>, DriverError> {
+        let reply = self
+            .conn
+            .get_property(false, window, property, type_, 0, long_length)
+            .x11("GetProperty")?
+            .reply();
+        Ok(gone_is_none(reply)
+            .x11("GetProperty")?
+            .filter(|p| p.type_ != u32::from(AtomEnum::NONE))
+            .filter(|p| type_ == u32::from(AtomEnum::ANY) || p.type_ == type_))
+    }
+}
+
+/// Turns `BadWindow` (the window closed meanwhile) into `Ok(None)`.
+fn gone_is_none<T>(reply: Result<T, ReplyError>) -> Result<Option<T>, ReplyError> {
+    match reply {
+        Ok(v) => Ok(Some(v)),
+        Err(ReplyError::X11Error(e)) if e.error_kind == ErrorKind::Window => Ok(None),
+        Err(e) => Err(e),
+    }
+}
