@@ -33,10 +33,15 @@ pub trait Driver: Send + Sync {
     async fn act(&self, p: ActParams) -> Result<ActResult, DriverError>;
     /// `events.subscribe`.
     async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, DriverError>;
-    /// Events of a subscription, waiting up to `timeout_ms` for at least one.
-    /// Over JSON-RPC these arrive as `events.batch` notifications.
-    async fn next_events(&self, subscription: u64, timeout_ms: u64)
-    -> Result<EventBatch, DriverError>;
+    /// Events of a subscription, waiting up to `timeout_ms` for at least one; an
+    /// empty batch when none came. Over JSON-RPC this is the `events.next` request
+    /// (the pull form); a driver may also push `events.batch` notifications, which
+    /// the client hands out first (see [`crate::methods`]).
+    async fn next_events(
+        &self,
+        subscription: u64,
+        timeout_ms: u64,
+    ) -> Result<EventBatch, DriverError>;
     /// `input.keys`: synthetic keyboard input into a focused window.
     async fn keys(&self, p: KeysParams) -> Result<InputResult, DriverError>;
     /// `input.pointer`: synthetic pointer input (moves the user's pointer).

@@ -328,6 +328,17 @@ pub struct SubscribeResult {
     pub subscription: u64,
 }
 
+/// `events.next` params: the pull form of [`crate::Driver::next_events`].
+///
+/// The driver answers with an [`EventBatch`] as soon as at least one event is queued
+/// for the subscription, or with an empty batch after `timeout_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextEventsParams {
+    pub subscription: u64,
+    /// How long to wait for a first event, ms.
+    pub timeout_ms: u64,
+}
+
 /// One accessibility event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {

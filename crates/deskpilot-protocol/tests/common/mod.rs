@@ -1,0 +1,246 @@
+//! Realistic params and results for every method, shared by the protocol tests.
+
+#![allow(dead_code)]
+
+use deskpilot_core::{Bounds, Handle, Node, Op, Role, State};
+use deskpilot_protocol::methods::Call;
+use deskpilot_protocol::types::*;
+use serde_json::Value;
+
+pub fn h(s: &str) -> Handle {
+    Handle::new(s)
+}
+
+pub fn window_info() -> WindowInfo {
+    WindowInfo {
+        handle: h(":1.42|/org/a11y/atspi/accessible/1"),
+        app: "mousepad".into(),
+        pid: Some(812),
+        title: "Untitled 1 - Mousepad".into(),
+        role: Role::Window,
+        active: true,
+        bounds: Some(Bounds::new(0, 0, 800, 600)),
+    }
+}
+
+pub fn tree() -> Node {
+    Node::new(
+        ":1.42|/org/a11y/atspi/accessible/1",
+        Role::Window,
+        "Untitled 1 - Mousepad",
+    )
+    .bounds(Bounds::new(0, 0, 800, 600))
+    .children(vec![
+        Node::new(":1.42|/org/a11y/atspi/accessible/5", Role::Textbox, "")
+            .value("hello wörld\n\u{202e}line two")
+            .state(State::Editable)
+            .state(State::Focused),
+        Node::new(":1.42|/org/a11y/atspi/accessible/7", Role::Button, "Close").actions(&["click"]),
+    ])
+}
+
+/// One call of every request method and a matching result, as JSON.
+pub fn every_call() -> Vec<(Call, Value)> {
+    let win = h(":1.42|/org/a11y/atspi/accessible/1");
+    let v = |x: &dyn erased::Ser| x.to_value();
+    vec![
+        (
+            Call::Hello,
+            v(&Hello {
+                platform: "linux".into(),
+                driver: "deskpilot-driver-linux".into(),
+                version: "0.1.0".into(),
+                protocol: PROTOCOL_VERSION,
+                capabilities: Capabilities {
+                    tree: true,
+                    actions: true,
+                    keyboard: true,
+                    pointer: true,
+                    capture: true,
+                    ocr: false,
+                    events: true,
+                },
+                permissions: Permissions {
+                    accessibility: true,
+                    input: false,
+                    capture: true,
+                    notes: vec!["Wayland session: synthetic input is unavailable".into()],
+                },
+            }),
+        ),
+        (
+            Call::AppsList,
+            v(&vec![AppInfo {
+                handle: h(":1.42|/org/a11y/atspi/accessible/root"),
+                name: "mousepad".into(),
+                pid: Some(812),
+                uid: Some(1000),
+                toolkit: Some("GTK".into()),
+                status: AppStatus::NotResponding,
+                windows: vec![window_info()],
+            }]),
+        ),
+        (
+            Call::AppsLaunch(LaunchParams {
+                command: vec!["mousepad".into(), "/tmp/notes file.txt".into()],
+                wait_ms: Some(20_000),
+            }),
+            v(&LaunchResult {
+                pid: 4242,
+                window: Some(window_info()),
+            }),
+        ),
+        (Call::WindowsList, v(&vec![window_info()])),
+        (
+            Call::WindowActivate(ActivateParams { window: win.clone() }),
+            v(&Empty {}),
+        ),
+        (
+            Call::TreeSnapshot(SnapshotParams {
+                window: win.clone(),
+                scope: Some(h(":1.42|/org/a11y/atspi/accessible/5")),
+                depth: Some(3),
+                max_nodes: Some(500),
+            }),
+            v(&TreeSnapshot {
+                window: window_info(),
+                root: tree(),
+                stats: WalkStats {
+                    objects: 3,
+                    vanished: 1,
+                    capped: 0,
+                    elapsed_ms: 8,
+                    bulk: true,
+                },
+            }),
+        ),
+        (
+            Call::TreeFind(FindParams {
+                window: Some(win.clone()),
+                app: Some("mousepad".into()),
+                text: "Close".into(),
+                role: Some(Role::Button),
+                limit: Some(5),
+            }),
+            v(&FindResult {
+                matches: vec![FindMatch {
+                    window: window_info(),
+                    node: Node::new(":1.42|/org/a11y/atspi/accessible/7", Role::Button, "Close"),
+                }],
+            }),
+        ),
+        (
+            Call::NodeAct(ActParams {
+                window: win.clone(),
+                handle: h(":1.42|/org/a11y/atspi/accessible/5"),
+                op: Op::SetValue,
+                value: Some("naïve \"quoted\" text\twith tab".into()),
+                settle: Some(Settle::default()),
+            }),
+            v(&ActResult {
+                status: ActStatus::Executed,
+                channel: Channel::Text,
+                method: "SetTextContents".into(),
+                elapsed_ms: 12,
+                settle: Some(SettleReport {
+                    waited_ms: 310,
+                    events: 4,
+                    hit_ceiling: false,
+                }),
+                note: None,
+            }),
+        ),
+        (
+            Call::EventsSubscribe(SubscribeParams {
+                app: Some("mousepad".into()),
+                kinds: vec![EventKind::FocusChanged, EventKind::TextChanged],
+            }),
+            v(&SubscribeResult { subscription: 3 }),
+        ),
+        (
+            Call::EventsNext(NextEventsParams {
+                subscription: 3,
+                timeout_ms: 250,
+            }),
+            v(&event_batch()),
+        ),
+        (
+            Call::InputKeys(KeysParams {
+                window: win.clone(),
+                chord: Some("ctrl+s shift+Tab Return".into()),
+                text: None,
+            }),
+            v(&InputResult {
+                channel: Channel::Keyboard,
+                elapsed_ms: 30,
+                events_sent: 10,
+            }),
+        ),
+        (
+            Call::InputPointer(PointerParams {
+                window: win.clone(),
+                action: PointerAction::Drag,
+                x: 10,
+                y: -20,
+                to: Some((300, 400)),
+            }),
+            v(&InputResult {
+                channel: Channel::Pointer,
+                elapsed_ms: 45,
+                events_sent: 4,
+            }),
+        ),
+        (
+            Call::ScreenCapture(CaptureParams { window: win.clone() }),
+            v(&CaptureResult {
+                bounds: Bounds::new(0, 0, 800, 600),
+                width: 800,
+                height: 600,
+                png_base64: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAHnOcQAAAAABJRU5ErkJggg==".into(),
+            }),
+        ),
+        (
+            Call::ScreenOcr(OcrParams { window: win }),
+            v(&OcrResult {
+                words: vec![OcrWord {
+                    text: "Save".into(),
+                    bounds: Bounds::new(700, 570, 40, 16),
+                    confidence: 96.5,
+                }],
+            }),
+        ),
+    ]
+}
+
+pub fn event_batch() -> EventBatch {
+    EventBatch {
+        subscription: 3,
+        events: vec![
+            Event {
+                kind: EventKind::FocusChanged,
+                handle: h(":1.42|/org/a11y/atspi/accessible/5"),
+                app: Some("mousepad".into()),
+                detail: None,
+            },
+            Event {
+                kind: EventKind::NameChanged,
+                handle: h(":1.42|/org/a11y/atspi/accessible/1"),
+                app: None,
+                detail: Some("*Untitled 1 - Mousepad".into()),
+            },
+        ],
+        dropped: 7,
+    }
+}
+
+/// Object-safe serialization, so one list can hold results of many types.
+pub mod erased {
+    pub trait Ser {
+        fn to_value(&self) -> serde_json::Value;
+    }
+    impl<T: serde::Serialize> Ser for T {
+        fn to_value(&self) -> serde_json::Value {
+            serde_json::to_value(self).expect("test data serializes")
+        }
+    }
+}
