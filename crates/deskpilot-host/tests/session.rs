@@ -1,0 +1,410 @@
+//! The host session over the fixture desktop (deskpilot_protocol's FixtureDriver):
+//! targeting, refs that survive between sessions, act with diff, re-resolution of a
+//! dead handle, stale refs, vanished windows, waits, and secrets kept out of the state
+//! file.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deskpilot_core::fixture::{self, PASSWORD};
+use deskpilot_core::{Handle, Node, Op, Role};
+use deskpilot_host::session::WaitFor;
+use deskpilot_host::{ObserveOptions, Session, StateStore, Target};
+use deskpilot_protocol::fixture_driver::{FixtureDriver, RecordedAction};
+use deskpilot_protocol::types::ActStatus;
+use deskpilot_protocol::{Driver, ErrorCode};
+
+struct Env {
+    dir: std::path::PathBuf,
+    driver: Arc<FixtureDriver>,
+}
+
+impl Env {
+    fn new(name: &str) -> Env {
+        let dir =
+            std::env::temp_dir().join(format!("deskpilot-host-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Env {
+            dir,
+            driver: Arc::new(FixtureDriver::desktop()),
+        }
+    }
+
+    fn session(&self) -> Session {
+        let store = StateStore::open_in(&self.dir, "fixture").unwrap();
+        Session::new(self.driver.clone() as Arc<dyn Driver>, store)
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The ref on the first line of `text` that contains all of `parts`.
+fn ref_of(text: &str, parts: &[&str]) -> String {
+    let line = text
+        .lines()
+        .find(|l| parts.iter().all(|p| l.contains(p)))
+        .unwrap_or_else(|| panic!("no line with {parts:?} in:\n{text}"));
+    let start = line.find('[').unwrap() + 1;
+    let end = line.find(']').unwrap();
+    line[start..end].to_string()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn observe_renders_the_window_with_a_header_and_refs() {
+    let env = Env::new("observe");
+    rt().block_on(async {
+        let mut s = env.session();
+        let obs = s
+            .observe(&Target::App("editor".into()), &ObserveOptions::default())
+            .await
+            .unwrap();
+        let mut lines = obs.text.lines();
+        assert_eq!(
+            lines.next().unwrap(),
+            "app editor pid=812 · window \"notes.txt - Editor\" [active]"
+        );
+        assert_eq!(lines.next().unwrap(), "[w1] window \"notes.txt - Editor\"");
+        assert_eq!(obs.window_ref, "w1");
+        assert!(obs.text.contains("textbox \"Body\""));
+        assert!(obs.text.contains("… 280 more items, use observe scope="));
+        assert!(!obs.text.contains(PASSWORD));
+        assert_eq!(obs.tokens, deskpilot_core::tokens::count(&obs.text));
+        assert!(obs.tokens <= 2_000);
+
+        // Another app by name, and a window by title.
+        let calc = s
+            .observe(
+                &Target::App("calculator".into()),
+                &ObserveOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert!(calc.text.starts_with("app gnome-calculator pid=901"));
+        let prefs = s
+            .observe(
+                &Target::Window("Preferences".into()),
+                &ObserveOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert!(prefs.text.contains("Preferences"));
+        assert_ne!(prefs.window_ref, obs.window_ref);
+        // And back by window ref.
+        let again = s
+            .observe(&Target::Window("w1".into()), &ObserveOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(again.text, obs.text);
+    });
+}
+
+#[test]
+fn refs_survive_between_sessions_on_the_same_desktop() {
+    let env = Env::new("persist");
+    rt().block_on(async {
+        let first = {
+            let mut s = env.session();
+            s.observe(&Target::App("editor".into()), &ObserveOptions::default())
+                .await
+                .unwrap()
+        };
+        let second = {
+            let mut s = env.session();
+            s.observe(&Target::App("editor".into()), &ObserveOptions::default())
+                .await
+                .unwrap()
+        };
+        assert_eq!(
+            first.text, second.text,
+            "an unchanged window keeps every ref"
+        );
+        let save = ref_of(&second.text, &["button \"Save\""]);
+        // A third session acts on a ref it never observed itself.
+        let mut s = env.session();
+        let out = s.act(&save, Op::Click, None).await.unwrap();
+        assert_eq!(out.result.status, ActStatus::Executed);
+        let acts = env.driver.actions();
+        assert!(matches!(
+            acts.last(),
+            Some(RecordedAction::Act(p)) if p.handle == Handle::new("h:17") && p.op == Op::Click
+        ));
+    });
+}
+
+#[test]
+fn set_value_returns_the_diff_and_keeps_secrets_out_of_the_state_file() {
+    let env = Env::new("act");
+    rt().block_on(async {
+        let mut s = env.session();
+        let obs = s
+            .observe(&Target::App("editor".into()), &ObserveOptions::default())
+            .await
+            .unwrap();
+        let body = ref_of(&obs.text, &["textbox \"Body\""]);
+        let out = s
+            .act(&body, Op::SetValue, Some("Hello".into()))
+            .await
+            .unwrap();
+        assert_eq!(out.result.status, ActStatus::Executed);
+        assert!(
+            out.diff
+                .contains(&format!("~ [{body}] textbox \"Body\" value")),
+            "diff: {}",
+            out.diff
+        );
+        assert!(out.diff.contains("\"Hello\""), "diff: {}", out.diff);
+        assert!(out.text.starts_with(&format!("ok set_value {body} via ")));
+        assert_eq!(out.tokens, deskpilot_core::tokens::count(&out.text));
+
+        // The password of the fixture never reaches the persisted state.
+        let password = ref_of(&obs.text, &["textbox \"Password\""]);
+        s.act(&password, Op::SetValue, Some("n3w-Secret-Value".into()))
+            .await
+            .unwrap();
+        let mut state = String::new();
+        for e in std::fs::read_dir(&env.dir).unwrap().flatten() {
+            state.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+        }
+        assert!(
+            state.contains("notes.txt - Editor"),
+            "the state file was written"
+        );
+        assert!(!state.contains(PASSWORD));
+        assert!(!state.contains("n3w-Secret-Value"));
+    });
+}
+
+#[test]
+fn bad_refs_fail_with_codes_and_say_what_to_do() {
+    let env = Env::new("badref");
+    rt().block_on(async {
+        let mut s = env.session();
+        let e = s.act("e1", Op::Click, None).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::ElementNotFound);
+        assert!(e.message.contains("observe"), "{}", e.message);
+
+        s.observe(&Target::App("editor".into()), &ObserveOptions::default())
+            .await
+            .unwrap();
+        let e = s.act("e99999", Op::Click, None).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::ElementNotFound);
+        let e = s.act("save-button", Op::Click, None).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        let e = s.act("e3", Op::SetValue, None).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+        let e = s
+            .observe(
+                &Target::App("no-such-app".into()),
+                &ObserveOptions::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::ElementNotFound);
+        assert!(
+            e.message.contains("editor"),
+            "lists running apps: {}",
+            e.message
+        );
+        let e = s
+            .observe(
+                &Target::Current,
+                &ObserveOptions {
+                    scope: Some("e99999".into()),
+                    ..ObserveOptions::default()
+                },
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::ElementNotFound);
+    });
+}
+
+fn rehandle(root: &mut Node, from: &str, to: &str) {
+    fixture::edit(root, from, |n| n.handle = Handle::new(to));
+}
+
+#[test]
+fn a_dead_handle_is_found_again_by_fingerprint() {
+    let env = Env::new("reresolve");
+    rt().block_on(async {
+        let mut s = env.session();
+        let obs = s
+            .observe(&Target::App("editor".into()), &ObserveOptions::default())
+            .await
+            .unwrap();
+        let open = ref_of(&obs.text, &["button \"Open\""]);
+        // The app rebuilt the button: same element, new native object.
+        env.driver
+            .mutate(|apps| rehandle(&mut apps[0].windows[0], "h:15", "h:15-rebuilt"));
+        let out = s.act(&open, Op::Click, None).await.unwrap();
+        assert_eq!(out.result.status, ActStatus::Executed);
+        assert!(matches!(
+            env.driver.actions().last(),
+            Some(RecordedAction::Act(p)) if p.handle == Handle::new("h:15-rebuilt")
+        ));
+    });
+}
+
+#[test]
+fn an_ambiguous_dead_ref_is_stale_with_a_fresh_snapshot() {
+    let env = Env::new("stale");
+    rt().block_on(async {
+        let mut s = env.session();
+        let obs = s
+            .observe(&Target::App("editor".into()), &ObserveOptions::default())
+            .await
+            .unwrap();
+        let new_btn = ref_of(&obs.text, &["button \"New\""]);
+        // The toolbar is rebuilt twice over: two identical toolbars, each with a "New"
+        // button at the same place, none with the old handle.
+        env.driver.mutate(|apps| {
+            let root = &mut apps[0].windows[0];
+            let pos = root
+                .children
+                .iter()
+                .position(|c| c.role == Role::Toolbar)
+                .unwrap();
+            let mut a = root.children[pos].clone();
+            for c in a.walk_mut_handles() {
+                c.0 = format!("{}-a", c.0);
+            }
+            let mut b = root.children[pos].clone();
+            for c in b.walk_mut_handles() {
+                c.0 = format!("{}-b", c.0);
+            }
+            root.children[pos] = a;
+            root.children.insert(pos + 1, b);
+        });
+        let e = s.act(&new_btn, Op::Click, None).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::StaleRef, "{e:?}");
+        let snap = e.detail.as_ref().unwrap()["snapshot"].as_str().unwrap();
+        assert!(snap.contains("button \"New\""), "fresh snapshot: {snap}");
+        assert!(
+            !env.driver
+                .actions()
+                .iter()
+                .any(|a| matches!(a, RecordedAction::Act(_))),
+            "nothing was clicked"
+        );
+    });
+}
+
+/// Mutable access to every handle of a subtree (test helper).
+trait HandlesMut {
+    fn walk_mut_handles(&mut self) -> Vec<&mut Handle>;
+}
+
+impl HandlesMut for Node {
+    fn walk_mut_handles(&mut self) -> Vec<&mut Handle> {
+        let mut out = vec![&mut self.handle];
+        for c in &mut self.children {
+            out.extend(c.walk_mut_handles());
+        }
+        out
+    }
+}
+
+#[test]
+fn acting_in_a_window_that_closed_says_it_is_gone() {
+    let env = Env::new("gone");
+    rt().block_on(async {
+        let mut s = env.session();
+        let obs = s
+            .observe(
+                &Target::App("calculator".into()),
+                &ObserveOptions::default(),
+            )
+            .await
+            .unwrap();
+        let first = ref_of(&obs.text, &["button"]);
+        env.driver.mutate(|apps| apps[1].windows.clear());
+        let e = s.act(&first, Op::Click, None).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::ElementNotFound);
+        assert!(e.message.contains("gone"), "{}", e.message);
+    });
+}
+
+#[test]
+fn wait_meets_a_present_text_and_times_out_on_an_absent_one() {
+    let env = Env::new("wait");
+    rt().block_on(async {
+        let mut s = env.session();
+        let out = s
+            .wait(
+                &Target::App("editor".into()),
+                &WaitFor::Element {
+                    role: Role::Button,
+                    name: "Cancel".into(),
+                },
+                Duration::from_secs(2),
+            )
+            .await
+            .unwrap();
+        assert!(out.met);
+        assert_eq!(out.hits.len(), 1);
+        assert!(out.hits[0].line.contains("button \"Cancel\""));
+        let e = s
+            .wait(
+                &Target::App("editor".into()),
+                &WaitFor::Text("never-on-screen".into()),
+                Duration::from_millis(300),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::Timeout);
+        let gone = s
+            .wait(
+                &Target::App("editor".into()),
+                &WaitFor::Gone("never-on-screen".into()),
+                Duration::from_millis(300),
+            )
+            .await
+            .unwrap();
+        assert!(gone.met);
+    });
+}
+
+#[test]
+fn find_never_matches_a_password_by_its_value() {
+    let env = Env::new("find");
+    rt().block_on(async {
+        let mut s = env.session();
+        let hits = s
+            .find(&Target::App("editor".into()), "hunter2", None, 20)
+            .await
+            .unwrap();
+        assert!(hits.is_empty(), "{hits:?}");
+        let hits = s
+            .find(
+                &Target::App("editor".into()),
+                "save",
+                Some(Role::Button),
+                20,
+            )
+            .await
+            .unwrap();
+        let lines: Vec<&str> = hits
+            .iter()
+            .map(|h| h.line.split_once("] ").unwrap().1)
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "button \"Save\"",
+                "button \"Save\"",
+                "button \"Don't Save\""
+            ]
+        );
+    });
+}
