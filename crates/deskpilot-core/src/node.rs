@@ -60,19 +60,31 @@ impl Bounds {
         self.width <= 0 || self.height <= 0
     }
 
+    /// The exclusive right and bottom edges, computed in 64 bits so that extents
+    /// near `i32::MAX` (a driver reporting garbage) cannot overflow.
+    fn far_edges(&self) -> (i64, i64) {
+        (
+            i64::from(self.x) + i64::from(self.width),
+            i64::from(self.y) + i64::from(self.height),
+        )
+    }
+
     /// True when the two rectangles share at least one pixel.
     pub fn intersects(&self, other: &Bounds) -> bool {
+        let (right, bottom) = self.far_edges();
+        let (other_right, other_bottom) = other.far_edges();
         !self.is_empty()
             && !other.is_empty()
-            && self.x < other.x + other.width
-            && other.x < self.x + self.width
-            && self.y < other.y + other.height
-            && other.y < self.y + self.height
+            && i64::from(self.x) < other_right
+            && i64::from(other.x) < right
+            && i64::from(self.y) < other_bottom
+            && i64::from(other.y) < bottom
     }
 
     /// True when the point (screen pixels) lies inside.
     pub fn contains_point(&self, x: i32, y: i32) -> bool {
-        x >= self.x && y >= self.y && x < self.x + self.width && y < self.y + self.height
+        let (right, bottom) = self.far_edges();
+        x >= self.x && y >= self.y && i64::from(x) < right && i64::from(y) < bottom
     }
 }
 

@@ -40,28 +40,35 @@ pub fn is_bidi_control(c: char) -> bool {
 }
 
 /// True for a character [`one_line`] drops because it renders as nothing (or as a
-/// placeholder) while still being text: bidi controls, zero-width space/joiners, word
-/// joiner and invisible operators, byte-order mark, soft hyphen, Mongolian vowel
-/// separator, Hangul fillers, variation selectors, Unicode tag characters (used to
-/// smuggle invisible instructions), interlinear annotation marks and U+FFFC OBJECT
-/// REPLACEMENT CHARACTER.
+/// placeholder) while still being text: every Unicode `Default_Ignorable_Code_Point`
+/// (bidi controls, zero-width space/joiners, word joiner and invisible operators, the
+/// deprecated shaping controls U+206A–U+206F, combining grapheme joiner, byte-order
+/// mark, soft hyphen, Khmer inherent vowels, Mongolian selectors, Hangul fillers,
+/// variation selectors, shorthand format controls, musical formatting controls,
+/// Unicode tag characters used to smuggle invisible instructions, unassigned
+/// U+FFF0–U+FFF8 and U+E0000–U+E0FFF), plus the interlinear annotation marks
+/// U+FFF9–U+FFFB and U+FFFC OBJECT REPLACEMENT CHARACTER.
 pub fn is_invisible(c: char) -> bool {
     is_bidi_control(c)
         || matches!(
             c,
             '\u{ad}'
+                | '\u{34f}'
                 | '\u{115f}'
                 | '\u{1160}'
-                | '\u{180e}'
+                | '\u{17b4}'
+                | '\u{17b5}'
+                | '\u{180b}'..='\u{180f}'
                 | '\u{200b}'..='\u{200d}'
-                | '\u{2060}'..='\u{2064}'
+                | '\u{2060}'..='\u{206f}'
                 | '\u{3164}'
                 | '\u{fe00}'..='\u{fe0f}'
                 | '\u{feff}'
                 | '\u{ffa0}'
-                | '\u{fff9}'..='\u{fffc}'
-                | '\u{e0000}'..='\u{e007f}'
-                | '\u{e0100}'..='\u{e01ef}'
+                | '\u{fff0}'..='\u{fffc}'
+                | '\u{1bca0}'..='\u{1bca3}'
+                | '\u{1d173}'..='\u{1d17a}'
+                | '\u{e0000}'..='\u{e0fff}'
         )
 }
 
@@ -141,10 +148,28 @@ pub fn human_count(n: usize) -> String {
     }
 }
 
-/// Keeps the first `max_chars` characters of `s` and states the total length:
-/// `hello wor…(1.2k chars)`. Returns `s` unchanged when it has at most `max_chars`
-/// characters. Lengths are in Unicode scalar values (`char`s), not bytes; the total
-/// is formatted by [`human_count`].
+/// The byte length of the longest head of `s` that has at most `max_chars` chars and
+/// ends on an extended grapheme cluster boundary (UAX #29), so a cut never separates
+/// a letter from its combining marks, an emoji from its modifiers or the parts of a
+/// ZWJ sequence or flag. `None` when all of `s` fits. The head may hold fewer than
+/// `max_chars` chars, or none when the first cluster alone is longer.
+pub fn head_end(s: &str, max_chars: usize) -> Option<usize> {
+    use unicode_segmentation::UnicodeSegmentation as _;
+    let (cut, _) = s.char_indices().nth(max_chars)?;
+    let mut end = 0;
+    for (i, g) in s.grapheme_indices(true) {
+        if i + g.len() > cut {
+            break;
+        }
+        end = i + g.len();
+    }
+    Some(end)
+}
+
+/// Keeps the head of `s` (at most `max_chars` characters, cut at a grapheme boundary,
+/// see [`head_end`]) and states the total length: `hello wor…(1.2k chars)`. Returns
+/// `s` unchanged when it has at most `max_chars` characters. Lengths are in Unicode
+/// scalar values (`char`s), not bytes; the total is formatted by [`human_count`].
 ///
 /// The result is not escaped: apply [`one_line`] afterwards (the suffix contains
 /// nothing that needs escaping).
@@ -156,18 +181,19 @@ pub fn truncate_value(s: &str, max_chars: usize) -> String {
 /// text whose shown form differs in length from the original (a masked secret), so
 /// the stated length stays that of the original value.
 pub fn truncate_stating(s: &str, max_chars: usize, total: Option<usize>) -> String {
-    let Some((cut, _)) = s.char_indices().nth(max_chars) else {
+    let Some(cut) = head_end(s, max_chars) else {
         return s.to_string();
     };
     let total = total.unwrap_or_else(|| s.chars().count());
     format!("{}…({} chars)", &s[..cut], human_count(total))
 }
 
-/// The first `max_chars` characters of `s` (all of it when shorter) followed by
-/// `…(N chars)` with `N = total`, always: for text known to be only the head of a
-/// longer original (a driver read the first few thousand characters of a document).
+/// The head of `s` (at most `max_chars` characters, cut at a grapheme boundary; all
+/// of it when shorter) followed by `…(N chars)` with `N = total`, always: for text
+/// known to be only the head of a longer original (a driver read the first few
+/// thousand characters of a document).
 pub fn head_of(s: &str, max_chars: usize, total: usize) -> String {
-    let cut = s.char_indices().nth(max_chars).map_or(s.len(), |(i, _)| i);
+    let cut = head_end(s, max_chars).unwrap_or(s.len());
     format!("{}…({} chars)", &s[..cut], human_count(total))
 }
 
@@ -233,5 +259,22 @@ mod tests {
         assert_eq!(truncate_value(&long, 9), "hello wor…(1.2k chars)");
         assert_eq!(truncate_value("äöüäöü", 2), "äö…(6 chars)");
         assert_eq!(truncate_value("abc", 0), "…(3 chars)");
+    }
+
+    #[test]
+    fn truncates_at_grapheme_boundaries() {
+        // "é" written as e + combining acute stays whole or goes whole.
+        assert_eq!(truncate_value("ne\u{301}e", 2), "n…(4 chars)");
+        assert_eq!(truncate_value("ne\u{301}e", 3), "ne\u{301}…(4 chars)");
+        // A family emoji is one cluster of seven chars.
+        let family = "👨\u{200d}👩\u{200d}👧\u{200d}👦";
+        assert_eq!(truncate_value(&format!("{family}x"), 6), "…(8 chars)");
+        assert_eq!(
+            truncate_value(&format!("{family}xy"), 8),
+            format!("{family}x…(9 chars)")
+        );
+        assert_eq!(head_of("🇩🇪🇫🇷", 3, 10), "🇩🇪…(10 chars)");
+        assert_eq!(head_end("abc", 3), None);
+        assert_eq!(head_end("abcd", 3), Some(3));
     }
 }

@@ -52,14 +52,27 @@ fn two_sandboxes_run_side_by_side_and_clean_up() {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(env.contains(&format!("DISPLAY=:{}", a.state().display)), "{env}");
-    assert!(env.contains(&format!("DBUS_SESSION_BUS_ADDRESS={}", a.state().bus_address)));
+    assert!(
+        env.contains(&format!("DISPLAY=:{}", a.state().display)),
+        "{env}"
+    );
+    assert!(env.contains(&format!(
+        "DBUS_SESSION_BUS_ADDRESS={}",
+        a.state().bus_address
+    )));
 
-    let (a_pids, a_dir, a_n) = (a.state().pids.clone(), a.state().dir.clone(), a.state().display);
+    let (a_pids, a_dir, a_n) = (
+        a.state().pids.clone(),
+        a.state().dir.clone(),
+        a.state().display,
+    );
     assert!(a_pids.contains(&app_pid));
     drop(a);
     for pid in &a_pids {
-        assert!(!alive(*pid), "pid {pid} of sandbox :{a_n} still alive after stop");
+        assert!(
+            !alive(*pid),
+            "pid {pid} of sandbox :{a_n} still alive after stop"
+        );
     }
     assert!(!a_dir.exists());
     assert!(!Path::new(&format!("/tmp/.X11-unix/X{a_n}")).exists());

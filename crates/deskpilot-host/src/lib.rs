@@ -8,5 +8,5 @@
 pub mod session;
 pub mod store;
 
-pub use session::{ActOutcome, Observation, ObserveOptions, Session, Target};
+pub use session::{ActOutcome, Change, KeysOutcome, Observation, ObserveOptions, Session, Target};
 pub use store::{SessionState, StateStore};

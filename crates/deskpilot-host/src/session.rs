@@ -80,6 +80,8 @@ pub struct FindHit {
     #[serde(rename = "ref")]
     pub ref_: String,
     pub role: Role,
+    /// Accessible name (secrets masked).
+    pub name: String,
     pub states: StateSet,
     /// Sanitized, redacted one-line form, as a snapshot shows it.
     pub line: String,
@@ -87,23 +89,67 @@ pub struct FindHit {
     pub window_title: String,
 }
 
-/// The result of an action.
-#[derive(Debug, Clone, Serialize)]
-pub struct ActOutcome {
-    #[serde(rename = "ref")]
-    pub ref_: String,
-    pub op: Op,
-    pub result: ActResult,
-    /// The diff text (`+`, `-`, `~`, `focus:` lines); empty when nothing changed.
+/// What an action changed on the desktop.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Change {
+    /// The diff text of the acted-on window (`+`, `-`, `~`, `focus:` lines); empty
+    /// when nothing changed.
     pub diff: String,
     pub diff_tokens: usize,
     /// Windows that appeared, each snapshotted.
     pub new_windows: Vec<Observation>,
     /// `wN` refs of windows that closed.
     pub closed_windows: Vec<String>,
+}
+
+impl Change {
+    /// Appends the change as the model reads it.
+    fn render_into(&self, text: &mut String) {
+        if !self.diff.is_empty() {
+            text.push('\n');
+            text.push_str(self.diff.trim_end());
+        } else if self.closed_windows.is_empty() && self.new_windows.is_empty() {
+            text.push_str("\n(no visible change)");
+        }
+        for c in &self.closed_windows {
+            text.push_str(&format!("\nwindow {c} closed"));
+        }
+        for w in &self.new_windows {
+            text.push_str(&format!(
+                "\nnew window {}:\n{}",
+                w.window_ref,
+                w.text.trim_end()
+            ));
+        }
+    }
+}
+
+/// The result of an action on an element.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActOutcome {
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    pub op: Op,
+    pub result: ActResult,
+    #[serde(flatten)]
+    pub change: Change,
     /// Dispatch to diff returned, ms.
     pub elapsed_ms: u64,
     /// The whole result as the model reads it.
+    pub text: String,
+    pub tokens: usize,
+}
+
+/// The result of synthetic keyboard input.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeysOutcome {
+    /// `wN` of the window the keys went to.
+    pub window_ref: String,
+    pub result: InputResult,
+    #[serde(flatten)]
+    pub change: Change,
+    /// Dispatch to diff returned, ms.
+    pub elapsed_ms: u64,
     pub text: String,
     pub tokens: usize,
 }
@@ -473,6 +519,7 @@ impl Session {
             .map(|n| FindHit {
                 ref_: n.ref_.clone().unwrap_or_default(),
                 role: n.role,
+                name: n.name.clone(),
                 states: n.states,
                 line: Self::hit_line(n),
                 window_ref: wref.clone(),
@@ -575,67 +622,7 @@ impl Session {
         };
         let _ = handle;
 
-        // Re-observe: the current window (if it survived) and any new window.
-        let after_windows = self.window_handles().await?;
-        let mut diff_text = String::new();
-        let mut diff_tokens = 0;
-        let mut closed = Vec::new();
-        if after_windows.contains(&window.handle) {
-            let before = self.state.per_window.get(&cur).and_then(|w| w.last.clone());
-            let (after, _) = self.read(&window).await?;
-            if let Some(before) = before {
-                let d = diff(
-                    &before,
-                    &after,
-                    &DiffOptions {
-                        max_tokens: DEFAULT_MAX_TOKENS,
-                        ..DiffOptions::default()
-                    },
-                );
-                diff_text = d.text;
-                diff_tokens = d.tokens;
-            }
-            self.remember(&window, after);
-        } else {
-            closed.push(self.state.windows.assign(&window.handle));
-            self.state.per_window.remove(&cur);
-            self.state.current = None;
-        }
-        for h in &before_windows {
-            if !after_windows.contains(h) && h != &window.handle {
-                closed.push(self.state.windows.assign(h));
-                self.state.per_window.remove(h.as_str());
-            }
-        }
-        let mut new_windows = Vec::new();
-        let fresh: Vec<Handle> = after_windows
-            .iter()
-            .filter(|h| !before_windows.contains(h))
-            .cloned()
-            .collect();
-        if !fresh.is_empty() {
-            let infos = self.driver.windows().await?;
-            for h in fresh {
-                if let Some(w) = infos.iter().find(|w| w.handle == h) {
-                    let t = Instant::now();
-                    let (root, stats) = self.read(w).await?;
-                    let obs = self.observation(w, &root, stats, &ObserveOptions::default(), t)?;
-                    self.remember(w, root);
-                    // A window the action opened is where the work continues.
-                    self.state.current = Some(w.handle.0.clone());
-                    new_windows.push(obs);
-                }
-            }
-        }
-        if self.state.current.is_none() {
-            if let Ok(w) = self.resolve_window(&Target::Current).await {
-                let (root, _) = self.read(&w).await?;
-                self.remember(&w, root);
-                self.state.current = Some(w.handle.0.clone());
-            }
-        }
-        self.save()?;
-
+        let change = self.observe_change(&window, &before_windows).await?;
         let elapsed_ms = ms_since(started);
         let mut text = format!(
             "{} {op} {r} via {}:{} · {} · {elapsed_ms} ms",
@@ -654,35 +641,93 @@ impl Session {
                 deskpilot_core::sanitize::one_line(note)
             ));
         }
-        if !diff_text.is_empty() {
-            text.push('\n');
-            text.push_str(diff_text.trim_end());
-        } else if closed.is_empty() && new_windows.is_empty() {
-            text.push_str("\n(no visible change)");
-        }
-        for c in &closed {
-            text.push_str(&format!("\nwindow {c} closed"));
-        }
-        for w in &new_windows {
-            text.push_str(&format!(
-                "\nnew window {}:\n{}",
-                w.window_ref,
-                w.text.trim_end()
-            ));
-        }
+        change.render_into(&mut text);
         let tokens = deskpilot_core::tokens::count(&text);
         Ok(ActOutcome {
             ref_: r.to_string(),
             op,
             result,
-            diff: diff_text,
-            diff_tokens,
-            new_windows,
-            closed_windows: closed,
+            change,
             elapsed_ms,
             text,
             tokens,
         })
+    }
+
+    /// After an action in `window`: re-reads it and diffs against the last tree,
+    /// snapshots windows that appeared (the newest becomes current), and notes windows
+    /// that closed (if the current one closed, the desktop's active window becomes
+    /// current).
+    async fn observe_change(
+        &mut self,
+        window: &WindowInfo,
+        before_windows: &[Handle],
+    ) -> Result<Change, DriverError> {
+        let cur = window.handle.0.clone();
+        let after_windows = self.window_handles().await?;
+        let mut change = Change::default();
+        if after_windows.contains(&window.handle) {
+            let before = self.state.per_window.get(&cur).and_then(|w| w.last.clone());
+            let (after, _) = self.read(window).await?;
+            if let Some(before) = before {
+                let d = diff(
+                    &before,
+                    &after,
+                    &DiffOptions {
+                        max_tokens: DEFAULT_MAX_TOKENS,
+                        ..DiffOptions::default()
+                    },
+                );
+                change.diff = d.text;
+                change.diff_tokens = d.tokens;
+            }
+            self.remember(window, after);
+        } else {
+            change
+                .closed_windows
+                .push(self.state.windows.assign(&window.handle));
+            self.state.per_window.remove(&cur);
+            if self.state.current.as_deref() == Some(cur.as_str()) {
+                self.state.current = None;
+            }
+        }
+        for h in before_windows {
+            if !after_windows.contains(h) && h != &window.handle {
+                change.closed_windows.push(self.state.windows.assign(h));
+                self.state.per_window.remove(h.as_str());
+                if self.state.current.as_deref() == Some(h.as_str()) {
+                    self.state.current = None;
+                }
+            }
+        }
+        let fresh: Vec<Handle> = after_windows
+            .iter()
+            .filter(|h| !before_windows.contains(h))
+            .cloned()
+            .collect();
+        if !fresh.is_empty() {
+            let infos = self.driver.windows().await?;
+            for h in fresh {
+                if let Some(w) = infos.iter().find(|w| w.handle == h) {
+                    let t = Instant::now();
+                    let (root, stats) = self.read(w).await?;
+                    let obs = self.observation(w, &root, stats, &ObserveOptions::default(), t)?;
+                    self.remember(w, root);
+                    // A window the action opened is where the work continues.
+                    self.state.current = Some(w.handle.0.clone());
+                    change.new_windows.push(obs);
+                }
+            }
+        }
+        if self.state.current.is_none() {
+            if let Ok(w) = self.resolve_window(&Target::Current).await {
+                let (root, _) = self.read(&w).await?;
+                self.remember(&w, root);
+                self.state.current = Some(w.handle.0.clone());
+            }
+        }
+        self.save()?;
+        Ok(change)
     }
 
     async fn window_handles(&self) -> Result<Vec<Handle>, DriverError> {
@@ -696,15 +741,41 @@ impl Session {
     }
 
     /// Sends keys (a chord list or literal text) to the target window through the
-    /// keyboard fallback; the driver refuses if the window does not have focus.
+    /// keyboard fallback (the driver refuses if the window cannot be given focus),
+    /// waits for the app to settle (AT-SPI events quiet for 300 ms, at most 3 s), and
+    /// returns what changed, like [`Session::act`].
     pub async fn keys(
         &mut self,
         target: &Target,
         chord: Option<String>,
         text: Option<String>,
-    ) -> Result<(WindowInfo, InputResult), DriverError> {
+    ) -> Result<KeysOutcome, DriverError> {
+        let started = Instant::now();
         let window = self.resolve_window(target).await?;
-        let res = self
+        let has_base = self
+            .state
+            .per_window
+            .get(window.handle.as_str())
+            .is_some_and(|w| w.last.is_some());
+        if !has_base {
+            let (root, _) = self.read(&window).await?;
+            self.remember(&window, root);
+        }
+        let before_windows = self.window_handles().await?;
+        let sub = self
+            .driver
+            .subscribe(SubscribeParams {
+                app: Some(window.app.clone()),
+                kinds: Vec::new(),
+            })
+            .await
+            .ok();
+        let what = match (&chord, &text) {
+            (Some(c), _) => c.clone(),
+            (None, Some(t)) => format!("{} chars of text", t.chars().count()),
+            (None, None) => String::new(),
+        };
+        let result = self
             .driver
             .keys(KeysParams {
                 window: window.handle.clone(),
@@ -712,7 +783,48 @@ impl Session {
                 text,
             })
             .await?;
-        Ok((window, res))
+        if let Some(sub) = sub {
+            self.settle(sub.subscription, Settle::default()).await;
+        }
+        self.state.current = Some(window.handle.0.clone());
+        let change = self.observe_change(&window, &before_windows).await?;
+        let elapsed_ms = ms_since(started);
+        let window_ref = self.state.windows.assign(&window.handle);
+        let mut out = format!(
+            "ok keys {} → {window_ref} via {} (synthetic input) · {} key events · {elapsed_ms} ms",
+            deskpilot_core::sanitize::one_line(&what),
+            result.channel.as_str(),
+            result.events_sent,
+        );
+        change.render_into(&mut out);
+        let tokens = deskpilot_core::tokens::count(&out);
+        Ok(KeysOutcome {
+            window_ref,
+            result,
+            change,
+            elapsed_ms,
+            text: out,
+            tokens,
+        })
+    }
+
+    /// Waits until the subscription has been quiet for `s.quiet_ms`, at most `s.max_ms`.
+    async fn settle(&self, subscription: u64, s: Settle) {
+        let start = Instant::now();
+        loop {
+            let left = s.max_ms.saturating_sub(ms_since(start));
+            if left == 0 {
+                return;
+            }
+            match self
+                .driver
+                .next_events(subscription, s.quiet_ms.min(left))
+                .await
+            {
+                Ok(b) if !b.events.is_empty() => continue,
+                _ => return,
+            }
+        }
     }
 
     /// Polls the target window (re-read at most every 150 ms) until `cond` holds or

@@ -4,7 +4,7 @@
 //! holding an exclusive `flock` on a sidecar `.lock` file for the whole call, so two
 //! calls against the same desktop never interleave their ref assignments. One file per
 //! desktop (keyed by `DISPLAY` and the session bus address), owner-only (mode 0600),
-//! under `$XDG_RUNTIME_DIR/deskpilot/` (else `/tmp/deskpilot-<uid>/`). It holds the
+//! under [`state_dir`]. It holds the
 //! window refs (`wN`), each window's element ref registry (`eN`) and the last tree seen
 //! of each window (the "before" of the next diff). It never holds typed text beyond
 //! what the window itself showed, and it is removed with the desktop's sandbox.
@@ -57,13 +57,13 @@ fn internal(msg: String) -> DriverError {
     DriverError::new(ErrorCode::Internal, msg)
 }
 
-/// The directory holding state files.
+/// The directory holding state files: `$DESKPILOT_RUNTIME_DIR` when set, else
+/// `/tmp/deskpilot-<uid>` — the same directory the sandbox desktops use, and
+/// deliberately not `$XDG_RUNTIME_DIR`, which a shell that joined a sandbox has pointing
+/// inside that sandbox.
 pub fn state_dir() -> PathBuf {
-    if let Some(rt) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(rt);
-        if p.is_dir() {
-            return p.join("deskpilot");
-        }
+    if let Some(d) = std::env::var_os("DESKPILOT_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        return PathBuf::from(d);
     }
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
@@ -96,6 +96,10 @@ impl StateStore {
     pub fn open_in(dir: &Path, key: &str) -> Result<StateStore, DriverError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| internal(format!("cannot create {}: {e}", dir.display())))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        }
         let lock_path = dir.join(format!("session-{key}.lock"));
         let lock = OpenOptions::new()
             .create(true)

@@ -158,12 +158,17 @@ fn set_value_returns_the_diff_and_keeps_secrets_out_of_the_state_file() {
             .unwrap();
         assert_eq!(out.result.status, ActStatus::Executed);
         assert!(
-            out.diff
+            out.change
+                .diff
                 .contains(&format!("~ [{body}] textbox \"Body\" value")),
             "diff: {}",
-            out.diff
+            out.change.diff
         );
-        assert!(out.diff.contains("\"Hello\""), "diff: {}", out.diff);
+        assert!(
+            out.change.diff.contains("\"Hello\""),
+            "diff: {}",
+            out.change.diff
+        );
         assert!(out.text.starts_with(&format!("ok set_value {body} via ")));
         assert_eq!(out.tokens, deskpilot_core::tokens::count(&out.text));
 

@@ -5,7 +5,7 @@
 //! the sandbox directory, `at-spi-bus-launcher` with `org.a11y.Status.IsEnabled` turned
 //! on, and (when installed) the `openbox` window manager, which gives windows real
 //! focus and `_NET_ACTIVE_WINDOW`. Each sandbox lives in its own directory
-//! (`$XDG_RUNTIME_DIR/deskpilot/sandbox-N`, else `/tmp/deskpilot-<uid>/sandbox-N`) with a
+//! ([`sandboxes_root`]`/sandbox-N`, by default `/tmp/deskpilot-<uid>/sandbox-N`) with a
 //! `sandbox.json` state file naming its processes, so a later command can join it
 //! (`deskpilot sandbox env`) or stop it (`deskpilot sandbox stop`).
 //!
@@ -85,13 +85,13 @@ pub struct Sandbox {
     stopped: bool,
 }
 
-/// The root directory under which sandboxes keep their state.
+/// The root directory under which sandboxes keep their state: `$DESKPILOT_RUNTIME_DIR`
+/// when set, else `/tmp/deskpilot-<uid>` (mode 0700). Deliberately not
+/// `$XDG_RUNTIME_DIR`: a shell that joined a sandbox has that variable pointing inside
+/// the sandbox, and must still find every sandbox.
 pub fn sandboxes_root() -> PathBuf {
-    if let Some(rt) = std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-        let p = PathBuf::from(rt);
-        if p.is_dir() {
-            return p.join("deskpilot");
-        }
+    if let Some(d) = std::env::var_os("DESKPILOT_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        return PathBuf::from(d);
     }
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
@@ -131,7 +131,11 @@ fn display_in_use(n: u32) -> bool {
         || Path::new(&format!("/tmp/.X{n}-lock")).exists()
 }
 
-fn wait_until(what: &str, mut ready: impl FnMut() -> bool, child: &mut Child) -> Result<(), DriverError> {
+fn wait_until(
+    what: &str,
+    mut ready: impl FnMut() -> bool,
+    child: &mut Child,
+) -> Result<(), DriverError> {
     let start = Instant::now();
     while start.elapsed() < READY_TIMEOUT {
         if ready() {
@@ -158,12 +162,14 @@ impl Sandbox {
     pub fn start(opts: SandboxOptions) -> Result<Sandbox, DriverError> {
         let xvfb = which("Xvfb").ok_or_else(|| missing("Xvfb", "xvfb"))?;
         let dbus = which("dbus-daemon").ok_or_else(|| missing("dbus-daemon", "dbus-daemon"))?;
-        let launcher = bus_launcher().ok_or_else(|| missing("at-spi-bus-launcher", "at-spi2-core"))?;
+        let launcher =
+            bus_launcher().ok_or_else(|| missing("at-spi-bus-launcher", "at-spi2-core"))?;
 
         let root = sandboxes_root();
         std::fs::create_dir_all(&root)
             .map_err(|e| internal(format!("cannot create {}: {e}", root.display())))?;
         set_mode(&root, 0o700);
+        check_owned(&root)?;
 
         let candidates: Vec<u32> = match opts.display {
             Some(n) => vec![n],
@@ -175,7 +181,9 @@ impl Sandbox {
                 if opts.display.is_some() {
                     return Err(DriverError::new(
                         ErrorCode::InvalidArgument,
-                        format!("display :{n} is already in use; choose another with --display or omit it"),
+                        format!(
+                            "display :{n} is already in use; choose another with --display or omit it"
+                        ),
                     ));
                 }
                 continue;
@@ -299,7 +307,9 @@ impl Sandbox {
                 sb.state.pids.push(c.id());
                 sb.state.window_manager = true;
             } else {
-                tracing::warn!("openbox is not installed: the sandbox runs without a window manager");
+                tracing::warn!(
+                    "openbox is not installed: the sandbox runs without a window manager"
+                );
             }
         }
         sb.save()?;
@@ -311,7 +321,9 @@ impl Sandbox {
     ///
     /// Errors: `COMPUTER_INVALID_ARGUMENT` when there is no such sandbox.
     pub fn open(n: u32) -> Result<Sandbox, DriverError> {
-        let path = sandboxes_root().join(format!("sandbox-{n}")).join("sandbox.json");
+        let path = sandboxes_root()
+            .join(format!("sandbox-{n}"))
+            .join("sandbox.json");
         let text = std::fs::read_to_string(&path).map_err(|_| {
             DriverError::new(
                 ErrorCode::InvalidArgument,
@@ -429,7 +441,9 @@ impl Sandbox {
         let path = which(program).ok_or_else(|| {
             DriverError::new(
                 ErrorCode::InvalidArgument,
-                format!("program {program:?} was not found on PATH; install it or give a full path"),
+                format!(
+                    "program {program:?} was not found on PATH; install it or give a full path"
+                ),
             )
         })?;
         let mut args: Vec<String> = argv[1..].to_vec();
@@ -452,7 +466,10 @@ impl Sandbox {
     }
 
     fn chromium_flags(&self) -> Vec<String> {
-        let profile = self.state.dir.join(format!("chromium-{}", self.state.pids.len()));
+        let profile = self
+            .state
+            .dir
+            .join(format!("chromium-{}", self.state.pids.len()));
         let mut flags: Vec<String> = [
             "--force-renderer-accessibility",
             "--disable-gpu",
@@ -528,10 +545,32 @@ impl Drop for Sandbox {
     }
 }
 
+/// Refuses a state directory that another user owns (someone could have created
+/// `/tmp/deskpilot-<uid>` first to watch or steer our sandboxes).
+fn check_owned(dir: &Path) -> Result<(), DriverError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir)
+        .map_err(|e| internal(format!("cannot read {}: {e}", dir.display())))?;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    if meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(DriverError::new(
+            ErrorCode::OsPermissionMissing,
+            format!(
+                "{} is owned by another user or open to others; remove it or set DESKPILOT_RUNTIME_DIR to a private directory",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn missing(what: &str, package: &str) -> DriverError {
     DriverError::new(
         ErrorCode::PlatformUnsupported,
-        format!("{what} is not installed; install the Debian package `{package}` (apt-get install {package})"),
+        format!(
+            "{what} is not installed; install the Debian package `{package}` (apt-get install {package})"
+        ),
     )
 }
 

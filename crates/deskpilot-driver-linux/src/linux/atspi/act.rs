@@ -1,0 +1,737 @@
+//! `node.act`: one operation on one element, semantic first.
+//!
+//! Owns [`choose`] (pure: which AT-SPI method serves an [`Op`] on an element with
+//! these interfaces, states and actions) and [`perform`] (the call, under the
+//! timeout, and its [`ActStatus`]). Semantic paths, in order: `Action.DoAction` by
+//! preferred name, `EditableText`, `Value`, the parent's `Selection`,
+//! `Component.GrabFocus` / `ScrollTo`. A method that returns `false` is `rejected`; one
+//! that does not answer is `timed_out` and is never retried (the caller decides).
+//! When no semantic path exists the answer is `COMPUTER_ELEMENT_NOT_ACTIONABLE` naming
+//! the keyboard or pointer fallback; only `type` and `set_value` fall back to the
+//! keyboard here, and only into a focusable element of a window that already has focus
+//! (see [`super::focus`]).
+
+use std::time::{Duration, Instant};
+
+use deskpilot_core::{Op, Role};
+use deskpilot_protocol::types::{ActResult, ActStatus, Channel};
+use deskpilot_protocol::{DriverError, ErrorCode};
+use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
+
+use super::connection::{Bus, CallError, iface, obj_from_wire};
+use super::details::action_names;
+use super::handle::ObjRef;
+use super::info::Ifaces;
+use super::role_map::{code, map_role_code};
+use super::state_map::RawStates;
+
+/// Action names a click prefers, in order (GTK: `click`; GTK 3 buttons also `press`,
+/// `activate`; links `jump`; LibreOffice and Qt `press`/`click`).
+pub const CLICK: [&str; 5] = ["click", "press", "activate", "jump", "open"];
+/// Action names a toggle prefers.
+pub const TOGGLE: [&str; 4] = ["toggle", "click", "press", "activate"];
+/// Action names that open an expandable element (GTK tree rows: `expand or contract`;
+/// combo boxes: `press`).
+pub const EXPAND: [&str; 5] = ["expand", "expand or contract", "open", "press", "click"];
+/// Action names that close one.
+pub const COLLAPSE: [&str; 5] = ["collapse", "expand or contract", "close", "press", "click"];
+/// Action names a select falls back to when the parent has no `Selection`.
+pub const SELECT: [&str; 4] = ["select", "click", "press", "activate"];
+/// Action names standing for a double click (GTK tree rows activate on double click).
+pub const DOUBLE: [&str; 2] = ["activate", "open"];
+/// Action names standing for a right click.
+pub const MENU: [&str; 4] = ["showmenu", "show menu", "menu", "popup"];
+
+/// What [`choose`] needs to know about an element.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facts {
+    pub role: u32,
+    pub states: RawStates,
+    pub ifaces: Ifaces,
+    pub actions: Vec<String>,
+    /// The parent implements `Selection` (read for `select` and `click` only).
+    pub parent_selects: bool,
+}
+
+/// The method chosen for an operation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Method {
+    DoAction {
+        index: i32,
+        name: String,
+    },
+    GrabFocus,
+    SetText(String),
+    InsertText(String),
+    SetNumber(f64),
+    SelectInParent,
+    ScrollIntoView,
+    /// Already in the asked state: nothing to send.
+    Nothing(&'static str),
+    /// No semantic path: type through the keyboard into the focused element.
+    /// `replace` selects all first.
+    Keyboard {
+        text: String,
+        replace: bool,
+    },
+}
+
+impl Method {
+    /// `(channel, method text)` for the result.
+    pub fn describe(&self) -> (Channel, String) {
+        match self {
+            Method::DoAction { name, .. } => (Channel::Action, format!("DoAction({name:?})")),
+            Method::GrabFocus => (Channel::Action, "Component.GrabFocus".into()),
+            Method::SetText(_) => (Channel::Text, "EditableText.SetTextContents".into()),
+            Method::InsertText(_) => (Channel::Text, "EditableText.InsertText".into()),
+            Method::SetNumber(_) => (Channel::Value, "Value.CurrentValue".into()),
+            Method::SelectInParent => (Channel::Action, "Selection.SelectChild".into()),
+            Method::ScrollIntoView => (Channel::Action, "Component.ScrollTo".into()),
+            Method::Nothing(_) => (Channel::Action, "none".into()),
+            Method::Keyboard { replace: true, .. } => (
+                Channel::Keyboard,
+                "keyboard: ctrl+a, then typed text".into(),
+            ),
+            Method::Keyboard { .. } => (Channel::Keyboard, "keyboard: typed text".into()),
+        }
+    }
+}
+
+/// The first action whose name matches a preference (case-insensitive), in
+/// preference order.
+pub fn pick_action(actions: &[String], prefs: &[&str]) -> Option<(i32, String)> {
+    prefs.iter().find_map(|p| {
+        actions
+            .iter()
+            .position(|a| a.eq_ignore_ascii_case(p))
+            .map(|i| (i as i32, actions[i].clone()))
+    })
+}
+
+fn not_actionable(op: Op, why: &str, fallback: &str) -> DriverError {
+    DriverError::new(
+        ErrorCode::ElementNotActionable,
+        format!("{op} has no accessibility method on this element: {why}. Fallback: {fallback}"),
+    )
+    .with_detail(serde_json::json!({ "op": op.as_str(), "fallback": fallback }))
+}
+
+fn need_value(op: Op, value: Option<&str>) -> Result<&str, DriverError> {
+    value.ok_or_else(|| DriverError::new(ErrorCode::InvalidArgument, format!("{op} needs a value")))
+}
+
+const KEYS_FALLBACK: &str = "input.keys into the focused window (the element must be focusable)";
+const POINTER_FALLBACK: &str = "input.pointer at the element's bounds (moves the user's pointer)";
+
+fn by_action(facts: &Facts, op: Op, prefs: &[&str], fallback: &str) -> Result<Method, DriverError> {
+    match pick_action(&facts.actions, prefs) {
+        Some((index, name)) => Ok(Method::DoAction { index, name }),
+        None => Err(not_actionable(
+            op,
+            &format!(
+                "none of its actions ({}) is one of {}",
+                if facts.actions.is_empty() {
+                    "none".to_string()
+                } else {
+                    facts.actions.join(", ")
+                },
+                prefs.join("/")
+            ),
+            fallback,
+        )),
+    }
+}
+
+fn keyboard_or(
+    facts: &Facts,
+    op: Op,
+    text: &str,
+    replace: bool,
+    why: &str,
+) -> Result<Method, DriverError> {
+    if facts.states.has(atspi::State::Focusable) {
+        Ok(Method::Keyboard {
+            text: text.to_string(),
+            replace,
+        })
+    } else {
+        Err(not_actionable(op, why, KEYS_FALLBACK))
+    }
+}
+
+/// Chooses the method for `op` (pure). Errors: `COMPUTER_INVALID_ARGUMENT` for a
+/// missing or malformed value, `COMPUTER_ELEMENT_NOT_ACTIONABLE` when no path
+/// exists (naming the fallback), `COMPUTER_PLATFORM_UNSUPPORTED` for Android's
+/// navigation keys.
+pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, DriverError> {
+    let role = map_role_code(facts.role);
+    let has = |i| facts.ifaces.has(i);
+    let expanded = facts.states.has(atspi::State::Expanded);
+    match op {
+        Op::Click => match pick_action(&facts.actions, &CLICK) {
+            Some((index, name)) => Ok(Method::DoAction { index, name }),
+            None if !facts.actions.is_empty() => Ok(Method::DoAction {
+                index: 0,
+                name: facts.actions[0].clone(),
+            }),
+            None if facts.parent_selects => Ok(Method::SelectInParent),
+            None => Err(not_actionable(op, "it offers no action", POINTER_FALLBACK)),
+        },
+        Op::DoubleClick => by_action(facts, op, &DOUBLE, POINTER_FALLBACK),
+        Op::RightClick => by_action(facts, op, &MENU, POINTER_FALLBACK),
+        Op::Toggle => by_action(facts, op, &TOGGLE, POINTER_FALLBACK),
+        Op::Focus if has(Ifaces::COMPONENT) => Ok(Method::GrabFocus),
+        Op::Focus => Err(not_actionable(
+            op,
+            "it has no Component interface",
+            POINTER_FALLBACK,
+        )),
+        Op::SetValue => {
+            let v = need_value(op, value)?;
+            let number = v.trim().parse::<f64>().ok().filter(|n| n.is_finite());
+            let numeric_role = matches!(
+                role,
+                Role::Slider | Role::Spinbutton | Role::Scrollbar | Role::Progressbar
+            ) || facts.role == code::TABLE_CELL;
+            match (number, has(Ifaces::VALUE), has(Ifaces::EDITABLE_TEXT)) {
+                (Some(n), true, _) if numeric_role => Ok(Method::SetNumber(n)),
+                (_, _, true) => Ok(Method::SetText(v.to_string())),
+                (Some(n), true, false) => Ok(Method::SetNumber(n)),
+                _ => keyboard_or(
+                    facts,
+                    op,
+                    v,
+                    true,
+                    "it has neither EditableText nor a numeric Value for this value",
+                ),
+            }
+        }
+        Op::Type => {
+            let v = need_value(op, value)?;
+            if has(Ifaces::EDITABLE_TEXT) {
+                Ok(Method::InsertText(v.to_string()))
+            } else {
+                keyboard_or(facts, op, v, false, "it has no EditableText interface")
+            }
+        }
+        Op::Clear if has(Ifaces::EDITABLE_TEXT) => Ok(Method::SetText(String::new())),
+        Op::Clear => Err(not_actionable(
+            op,
+            "it has no EditableText interface",
+            "input.keys ctrl+a then Delete into the focused element",
+        )),
+        Op::Select if facts.parent_selects => Ok(Method::SelectInParent),
+        Op::Select => by_action(facts, op, &SELECT, POINTER_FALLBACK),
+        Op::Expand if expanded => Ok(Method::Nothing("already expanded")),
+        Op::Expand => by_action(facts, op, &EXPAND, POINTER_FALLBACK),
+        Op::Collapse if !expanded && facts.states.has(atspi::State::Expandable) => {
+            Ok(Method::Nothing("already collapsed"))
+        }
+        Op::Collapse => by_action(facts, op, &COLLAPSE, POINTER_FALLBACK),
+        Op::Scroll => match need_value(op, value)?.trim() {
+            "into_view" if has(Ifaces::COMPONENT) => Ok(Method::ScrollIntoView),
+            "into_view" => Err(not_actionable(
+                op,
+                "it has no Component interface",
+                POINTER_FALLBACK,
+            )),
+            "up" | "down" | "left" | "right" => Err(not_actionable(
+                op,
+                "AT-SPI has no scroll-by-page method",
+                "input.pointer scroll_up/scroll_down over the element, or input.keys Page_Up/Page_Down",
+            )),
+            other => Err(DriverError::new(
+                ErrorCode::InvalidArgument,
+                format!("scroll value {other:?} is not one of up, down, left, right, into_view"),
+            )),
+        },
+        Op::DragTo => Err(not_actionable(
+            op,
+            "AT-SPI has no drag method",
+            "input.pointer drag",
+        )),
+        Op::Back | Op::Home | Op::Recents => Err(DriverError::new(
+            ErrorCode::PlatformUnsupported,
+            format!("{op} is an Android navigation key; desktop windows have no such key"),
+        )),
+        _ => Err(DriverError::new(
+            ErrorCode::PlatformUnsupported,
+            format!("{op} is not supported by the Linux driver"),
+        )),
+    }
+}
+
+/// Reads the facts [`choose`] needs.
+///
+/// Errors: `COMPUTER_ELEMENT_NOT_FOUND` when the element is gone;
+/// `COMPUTER_NOT_RESPONDING` on a timeout.
+pub async fn facts(bus: &Bus, obj: &ObjRef, op: Op) -> Result<Facts, DriverError> {
+    let a = iface::ACCESSIBLE;
+    let base = tokio::try_join!(
+        bus.call::<_, u32>(obj, a, "GetRole", &()),
+        bus.call::<_, Vec<u32>>(obj, a, "GetState", &()),
+        bus.call::<_, Vec<String>>(obj, a, "GetInterfaces", &()),
+    );
+    let (role, states, ifaces) = base.map_err(|e| gone_as_not_found(e, obj))?;
+    let ifaces = Ifaces::from_names(&ifaces);
+    let states = RawStates::from_words(&states);
+    if states.defunct() {
+        return Err(gone_as_not_found(
+            CallError::Gone {
+                target: obj.to_string(),
+                error_name: "DEFUNCT state".into(),
+            },
+            obj,
+        ));
+    }
+    let actions = if ifaces.has(Ifaces::ACTION) {
+        match action_names(bus, obj).await {
+            Ok(a) => a,
+            Err(e) if e.is_unsupported() => Vec::new(),
+            Err(e) => return Err(gone_as_not_found(e, obj)),
+        }
+    } else {
+        Vec::new()
+    };
+    let parent_selects = if matches!(op, Op::Select | Op::Click) {
+        match parent_of(bus, obj).await {
+            Some(p) => bus
+                .call::<_, Vec<String>>(&p, a, "GetInterfaces", &())
+                .await
+                .map(|v| Ifaces::from_names(&v).has(Ifaces::SELECTION))
+                .unwrap_or(false),
+            None => false,
+        }
+    } else {
+        false
+    };
+    Ok(Facts {
+        role,
+        states,
+        ifaces,
+        actions,
+        parent_selects,
+    })
+}
+
+fn gone_as_not_found(e: CallError, obj: &ObjRef) -> DriverError {
+    if e.is_gone() {
+        DriverError::new(
+            ErrorCode::ElementNotFound,
+            format!("element {obj} no longer exists; observe again to get current refs"),
+        )
+        .with_detail(serde_json::json!({ "handle": obj.to_string() }))
+    } else {
+        e.to_driver()
+    }
+}
+
+/// The `Parent` property.
+pub async fn parent_of(bus: &Bus, obj: &ObjRef) -> Option<ObjRef> {
+    let v: OwnedValue = bus
+        .prop_value(obj, iface::ACCESSIBLE, "Parent")
+        .await
+        .ok()?;
+    let pair = <(String, OwnedObjectPath)>::try_from(v).ok()?;
+    let p = obj_from_wire(pair);
+    (!p.is_null()).then_some(p)
+}
+
+/// The outcome of one semantic call.
+pub struct Outcome {
+    pub status: ActStatus,
+    pub note: Option<String>,
+}
+
+fn from_bool(ok: bool, what: &str) -> Outcome {
+    if ok {
+        Outcome {
+            status: ActStatus::Executed,
+            note: None,
+        }
+    } else {
+        Outcome {
+            status: ActStatus::Rejected,
+            note: Some(format!(
+                "the application answered false to {what}; nothing happened"
+            )),
+        }
+    }
+}
+
+/// Turns a failed dispatch into a status (timeouts) or an error (gone, unsupported).
+fn dispatch_error(e: CallError, obj: &ObjRef, what: &str) -> Result<Outcome, DriverError> {
+    match e {
+        CallError::Timeout { timeout_ms, .. } => Ok(Outcome {
+            status: ActStatus::TimedOut,
+            note: Some(format!(
+                "{what} got no answer within {timeout_ms} ms; it may or may not have happened. \
+                 Not retried: observe before trying again"
+            )),
+        }),
+        // An error reply comes from the application: it refused.
+        CallError::Failed { source, .. } if matches!(source, zbus::Error::MethodError(..)) => {
+            Ok(Outcome {
+                status: ActStatus::Rejected,
+                note: Some(format!("the application refused {what}: {source}")),
+            })
+        }
+        // Sent, but the answer was lost or unreadable: it may have happened.
+        CallError::Failed { source, .. } => Ok(Outcome {
+            status: ActStatus::OutcomeUnknown,
+            note: Some(format!(
+                "{what} was sent but its answer could not be read ({source}); it may or may \
+                 not have happened. Not retried: observe before trying again"
+            )),
+        }),
+        other => Err(gone_as_not_found(other, obj)),
+    }
+}
+
+/// Performs a semantic method (not [`Method::Keyboard`]) on `obj`.
+pub async fn perform(bus: &Bus, obj: &ObjRef, method: &Method) -> Result<Outcome, DriverError> {
+    let what = method.describe().1;
+    let r: Result<Outcome, CallError> = async {
+        Ok(match method {
+            Method::DoAction { index, .. } => from_bool(
+                bus.call(obj, iface::ACTION, "DoAction", &(*index,)).await?,
+                &what,
+            ),
+            Method::GrabFocus => from_bool(
+                bus.call(obj, iface::COMPONENT, "GrabFocus", &()).await?,
+                &what,
+            ),
+            Method::SetText(t) => from_bool(
+                bus.call(obj, iface::EDITABLE_TEXT, "SetTextContents", &(t.as_str(),))
+                    .await?,
+                &what,
+            ),
+            Method::InsertText(t) => {
+                let caret: i32 = match bus.prop::<i32>(obj, iface::TEXT, "CaretOffset").await {
+                    Ok(c) if c >= 0 => c,
+                    _ => bus
+                        .prop::<i32>(obj, iface::TEXT, "CharacterCount")
+                        .await
+                        .unwrap_or(0)
+                        .max(0),
+                };
+                // ATK and GTK take the length in bytes; Qt takes the whole string.
+                let len = i32::try_from(t.len()).unwrap_or(i32::MAX);
+                from_bool(
+                    bus.call(
+                        obj,
+                        iface::EDITABLE_TEXT,
+                        "InsertText",
+                        &(caret, t.as_str(), len),
+                    )
+                    .await?,
+                    &what,
+                )
+            }
+            Method::SetNumber(n) => {
+                bus.set_prop(obj, iface::VALUE, "CurrentValue", Value::F64(*n))
+                    .await?;
+                let now: Option<f64> = bus.prop(obj, iface::VALUE, "CurrentValue").await.ok();
+                match now {
+                    Some(v) if (v - n).abs() > 1e-9 => Outcome {
+                        status: ActStatus::Executed,
+                        note: Some(format!("asked for {n}, the element now reports {v}")),
+                    },
+                    _ => Outcome {
+                        status: ActStatus::Executed,
+                        note: None,
+                    },
+                }
+            }
+            Method::SelectInParent => {
+                let parent = parent_of(bus, obj).await.ok_or_else(|| CallError::Gone {
+                    target: obj.to_string(),
+                    error_name: "no parent".into(),
+                })?;
+                let index: i32 = bus
+                    .call(obj, iface::ACCESSIBLE, "GetIndexInParent", &())
+                    .await?;
+                from_bool(
+                    bus.call(&parent, iface::SELECTION, "SelectChild", &(index,))
+                        .await?,
+                    &what,
+                )
+            }
+            Method::ScrollIntoView => from_bool(
+                // ScrollType ANYWHERE = 6.
+                bus.call(obj, iface::COMPONENT, "ScrollTo", &(6u32,))
+                    .await?,
+                &what,
+            ),
+            Method::Nothing(why) => Outcome {
+                status: ActStatus::Executed,
+                note: Some(format!("{why}; nothing sent")),
+            },
+            Method::Keyboard { .. } => Outcome {
+                status: ActStatus::Rejected,
+                note: Some("keyboard input is sent by the driver, not here".into()),
+            },
+        })
+    }
+    .await;
+    match r {
+        Ok(o) => Ok(o),
+        Err(e) => dispatch_error(e, obj, &what),
+    }
+}
+
+/// Builds the result of a dispatch.
+pub fn result(method: &Method, outcome: Outcome, started: Instant) -> ActResult {
+    let (channel, text) = method.describe();
+    ActResult {
+        status: outcome.status,
+        channel,
+        method: text,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        settle: None,
+        note: outcome.note,
+    }
+}
+
+/// Time the keyboard fallback allows focus to move into the element after
+/// `GrabFocus`: 50 ms (GTK moves focus within one main-loop iteration).
+pub const FOCUS_SETTLE: Duration = Duration::from_millis(50);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use atspi::State as S;
+
+    fn facts(role: u32, states: &[S], ifaces: &[&str], actions: &[&str]) -> Facts {
+        Facts {
+            role,
+            states: RawStates(states.iter().fold(0, |a, s| a | *s as u64)),
+            ifaces: Ifaces::from_names(ifaces.iter().map(|i| format!("org.a11y.atspi.{i}"))),
+            actions: actions.iter().map(|s| s.to_string()).collect(),
+            parent_selects: false,
+        }
+    }
+
+    #[test]
+    fn click_prefers_click_then_press_then_default_action() {
+        let f = facts(43, &[], &["Action"], &["activate", "press", "click"]);
+        assert_eq!(
+            choose(Op::Click, &f, None).unwrap(),
+            Method::DoAction {
+                index: 2,
+                name: "click".into()
+            }
+        );
+        let f = facts(43, &[], &["Action"], &["Press", "activate"]);
+        assert_eq!(
+            choose(Op::Click, &f, None).unwrap(),
+            Method::DoAction {
+                index: 0,
+                name: "Press".into()
+            }
+        );
+        let f = facts(91, &[], &["Action"], &["expand or contract"]);
+        assert_eq!(
+            choose(Op::Click, &f, None).unwrap(),
+            Method::DoAction {
+                index: 0,
+                name: "expand or contract".into()
+            }
+        );
+        let mut f = facts(32, &[], &[], &[]);
+        f.parent_selects = true;
+        assert_eq!(choose(Op::Click, &f, None).unwrap(), Method::SelectInParent);
+        let err = choose(Op::Click, &facts(29, &[], &[], &[]), None).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ElementNotActionable);
+        assert!(err.message.contains("input.pointer"));
+    }
+
+    #[test]
+    fn set_value_prefers_text_but_numbers_for_ranges_and_cells() {
+        let entry = facts(61, &[S::Focusable], &["Text", "EditableText"], &[]);
+        assert_eq!(
+            choose(Op::SetValue, &entry, Some("42")).unwrap(),
+            Method::SetText("42".into())
+        );
+        let spin = facts(52, &[], &["Text", "EditableText", "Value"], &[]);
+        assert_eq!(
+            choose(Op::SetValue, &spin, Some("7")).unwrap(),
+            Method::SetNumber(7.0)
+        );
+        assert_eq!(
+            choose(Op::SetValue, &spin, Some("seven")).unwrap(),
+            Method::SetText("seven".into())
+        );
+        let cell = facts(code::TABLE_CELL, &[S::Focusable], &["Text", "Value"], &[]);
+        assert_eq!(
+            choose(Op::SetValue, &cell, Some("42")).unwrap(),
+            Method::SetNumber(42.0)
+        );
+        assert_eq!(
+            choose(Op::SetValue, &cell, Some("hello")).unwrap(),
+            Method::Keyboard {
+                text: "hello".into(),
+                replace: true
+            }
+        );
+        let label = facts(29, &[], &["Text"], &[]);
+        let err = choose(Op::SetValue, &label, Some("x")).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ElementNotActionable);
+        assert!(err.message.contains("input.keys"));
+        assert_eq!(
+            choose(Op::SetValue, &entry, None).unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn type_clear_focus_scroll() {
+        let entry = facts(61, &[], &["Text", "EditableText", "Component"], &[]);
+        assert_eq!(
+            choose(Op::Type, &entry, Some("abc")).unwrap(),
+            Method::InsertText("abc".into())
+        );
+        assert_eq!(
+            choose(Op::Clear, &entry, None).unwrap(),
+            Method::SetText(String::new())
+        );
+        assert_eq!(choose(Op::Focus, &entry, None).unwrap(), Method::GrabFocus);
+        assert_eq!(
+            choose(Op::Scroll, &entry, Some("into_view")).unwrap(),
+            Method::ScrollIntoView
+        );
+        assert_eq!(
+            choose(Op::Scroll, &entry, Some("down")).unwrap_err().code,
+            ErrorCode::ElementNotActionable
+        );
+        assert_eq!(
+            choose(Op::Scroll, &entry, Some("sideways"))
+                .unwrap_err()
+                .code,
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            choose(Op::Back, &entry, None).unwrap_err().code,
+            ErrorCode::PlatformUnsupported
+        );
+    }
+
+    #[test]
+    fn toggle_expand_collapse_select() {
+        let check = facts(code::CHECK_BOX, &[], &["Action"], &["click"]);
+        assert_eq!(
+            choose(Op::Toggle, &check, None).unwrap(),
+            Method::DoAction {
+                index: 0,
+                name: "click".into()
+            }
+        );
+        let row = facts(
+            91,
+            &[S::Expandable],
+            &["Action"],
+            &["activate", "expand or contract"],
+        );
+        assert_eq!(
+            choose(Op::Expand, &row, None).unwrap(),
+            Method::DoAction {
+                index: 1,
+                name: "expand or contract".into()
+            }
+        );
+        assert_eq!(
+            choose(Op::Collapse, &row, None).unwrap(),
+            Method::Nothing("already collapsed")
+        );
+        let open = facts(
+            91,
+            &[S::Expandable, S::Expanded],
+            &["Action"],
+            &["expand or contract"],
+        );
+        assert_eq!(
+            choose(Op::Expand, &open, None).unwrap(),
+            Method::Nothing("already expanded")
+        );
+        assert_eq!(
+            choose(Op::DoubleClick, &row, None).unwrap(),
+            Method::DoAction {
+                index: 0,
+                name: "activate".into()
+            }
+        );
+        let mut item = facts(32, &[], &["Action"], &["click"]);
+        assert_eq!(
+            choose(Op::Select, &item, None).unwrap(),
+            Method::DoAction {
+                index: 0,
+                name: "click".into()
+            }
+        );
+        item.parent_selects = true;
+        assert_eq!(
+            choose(Op::Select, &item, None).unwrap(),
+            Method::SelectInParent
+        );
+    }
+
+    #[test]
+    fn dispatch_failures_become_statuses_or_errors() {
+        let obj = ObjRef::new(":1.2", "/org/a11y/atspi/accessible/5");
+        let t = dispatch_error(
+            CallError::Timeout {
+                target: obj.to_string(),
+                method: "DoAction".into(),
+                timeout_ms: 1500,
+            },
+            &obj,
+            "DoAction(\"click\")",
+        )
+        .unwrap();
+        assert_eq!(t.status, ActStatus::TimedOut);
+        assert!(t.note.unwrap().contains("Not retried"));
+        let lost = dispatch_error(
+            CallError::Failed {
+                target: obj.to_string(),
+                method: "DoAction".into(),
+                source: zbus::Error::InvalidReply,
+            },
+            &obj,
+            "DoAction",
+        )
+        .unwrap();
+        assert_eq!(lost.status, ActStatus::OutcomeUnknown);
+        let gone = dispatch_error(
+            CallError::Gone {
+                target: obj.to_string(),
+                error_name: "org.freedesktop.DBus.Error.UnknownObject".into(),
+            },
+            &obj,
+            "DoAction",
+        );
+        assert_eq!(gone.err().unwrap().code, ErrorCode::ElementNotFound);
+    }
+
+    #[test]
+    fn channels_are_described() {
+        assert_eq!(Method::SetNumber(1.0).describe().0, Channel::Value);
+        assert_eq!(Method::SetText("a".into()).describe().0, Channel::Text);
+        assert_eq!(
+            Method::DoAction {
+                index: 0,
+                name: "click".into()
+            }
+            .describe(),
+            (Channel::Action, "DoAction(\"click\")".to_string())
+        );
+        assert_eq!(
+            Method::Keyboard {
+                text: "a".into(),
+                replace: false
+            }
+            .describe()
+            .0,
+            Channel::Keyboard
+        );
+    }
+}

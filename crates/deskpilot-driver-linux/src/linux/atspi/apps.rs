@@ -1,0 +1,176 @@
+//! Applications and their top-level windows.
+//!
+//! Owns `apps.list` / `windows.list` and the [`WindowInfo`] of one window: the
+//! registry's children are the applications; each is asked, concurrently and each
+//! call under the timeout, for its name, toolkit, pid (from the bus daemon, which
+//! answers even for a frozen app) and top-level windows. One frozen application is
+//! reported `not_responding` after one call timeout and never delays the others. An
+//! application exposing no children is reported `accessibility_disabled`.
+//!
+//! Windows listed are the application root's children with `VISIBLE` set (GTK keeps
+//! hidden dialogs and popovers as children too).
+
+use deskpilot_core::Bounds;
+use deskpilot_protocol::types::{AppInfo, AppStatus, WindowInfo};
+use deskpilot_protocol::{DriverError, ErrorCode};
+use futures_util::future::join_all;
+
+use super::connection::{Bus, CallError, iface};
+use super::details::extents;
+use super::handle::{ObjRef, REGISTRY_BUS, ROOT_PATH};
+use super::role_map::map_role_code;
+use super::state_map::RawStates;
+use super::walk::get_children;
+
+/// The process name from `/proc/<pid>/comm`, used when a frozen app cannot say its
+/// own name.
+fn proc_name(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Reads one window's record. `app` and `pid` are the owner's.
+pub async fn window_info(
+    bus: &Bus,
+    win: &ObjRef,
+    app: &str,
+    pid: Option<u32>,
+) -> Result<(WindowInfo, RawStates), CallError> {
+    let a = iface::ACCESSIBLE;
+    let (role, states, title) = tokio::try_join!(
+        bus.call::<_, u32>(win, a, "GetRole", &()),
+        bus.call::<_, Vec<u32>>(win, a, "GetState", &()),
+        bus.prop::<String>(win, a, "Name"),
+    )?;
+    let states = RawStates::from_words(&states);
+    let bounds = if states.has(atspi::State::Visible) {
+        match extents(bus, win).await {
+            Ok(b) => Some(b),
+            Err(e) if e.is_timeout() || e.is_gone() => return Err(e),
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
+    Ok((
+        WindowInfo {
+            handle: win.to_handle(),
+            app: app.to_string(),
+            pid,
+            title: title.trim().to_string(),
+            role: map_role_code(role),
+            active: states.has(atspi::State::Active),
+            bounds: bounds.filter(|b: &Bounds| !b.is_empty()),
+        },
+        states,
+    ))
+}
+
+/// Reads one application: never fails, a timeout becomes `not_responding`.
+pub async fn app_info(bus: &Bus, root: ObjRef) -> AppInfo {
+    let a = iface::ACCESSIBLE;
+    let (pid, uid, name, toolkit, children) = tokio::join!(
+        bus.pid_of(&root.bus),
+        bus.uid_of(&root.bus),
+        bus.prop::<String>(&root, a, "Name"),
+        bus.prop::<String>(&root, iface::APPLICATION, "ToolkitName"),
+        get_children(bus, &root),
+    );
+    let pid = pid.ok();
+    let mut status = AppStatus::Ok;
+    let name = match name {
+        Ok(n) if !n.trim().is_empty() => n.trim().to_string(),
+        Ok(_) => pid.and_then(proc_name).unwrap_or_default(),
+        Err(e) => {
+            if e.is_timeout() {
+                status = AppStatus::NotResponding;
+            }
+            pid.and_then(proc_name).unwrap_or_default()
+        }
+    };
+    let toolkit = match toolkit {
+        Ok(t) if !t.is_empty() => Some(t),
+        Err(e) if e.is_timeout() => {
+            status = AppStatus::NotResponding;
+            None
+        }
+        _ => None,
+    };
+    let mut windows = Vec::new();
+    match children {
+        Ok(kids) if kids.is_empty() && status == AppStatus::Ok => {
+            status = AppStatus::AccessibilityDisabled;
+        }
+        Ok(kids) => {
+            let infos = join_all(kids.iter().map(|k| window_info(bus, k, &name, pid))).await;
+            for r in infos {
+                match r {
+                    Ok((w, states)) if states.has(atspi::State::Visible) => windows.push(w),
+                    Ok(_) => {}
+                    Err(e) if e.is_timeout() => status = AppStatus::NotResponding,
+                    Err(e) => tracing::debug!(app = %name, error = %e, "window skipped"),
+                }
+            }
+        }
+        Err(e) if e.is_timeout() => status = AppStatus::NotResponding,
+        Err(e) => tracing::debug!(app = %name, error = %e, "children unreadable"),
+    }
+    AppInfo {
+        handle: root.to_handle(),
+        name,
+        pid,
+        uid: uid.ok(),
+        toolkit,
+        status,
+        windows,
+    }
+}
+
+/// `apps.list`: every application registered on the accessibility bus, queried
+/// concurrently.
+///
+/// Errors: `COMPUTER_NOT_RESPONDING` when the registry daemon itself does not answer.
+pub async fn list_apps(bus: &Bus) -> Result<Vec<AppInfo>, DriverError> {
+    let desktop = ObjRef::new(REGISTRY_BUS, ROOT_PATH);
+    let roots = get_children(bus, &desktop).await.map_err(|e| {
+        if e.is_timeout() {
+            e.to_driver()
+        } else {
+            DriverError::new(
+                ErrorCode::AccessibilityDisabled,
+                format!(
+                    "the accessibility registry cannot list applications: {e}. Run \
+                     `deskpilot doctor --fix`, or start a sandbox with `deskpilot sandbox start`."
+                ),
+            )
+        }
+    })?;
+    Ok(join_all(roots.into_iter().map(|r| app_info(bus, r))).await)
+}
+
+/// `windows.list`: the windows of every responsive application.
+pub async fn list_windows(bus: &Bus) -> Result<Vec<WindowInfo>, DriverError> {
+    Ok(list_apps(bus)
+        .await?
+        .into_iter()
+        .filter(|a| a.status == AppStatus::Ok)
+        .flat_map(|a| a.windows)
+        .collect())
+}
+
+/// The application name of a bus (its root's `Name`, else the process name).
+pub async fn app_name(bus: &Bus, app_bus: &str) -> Result<(String, Option<u32>), CallError> {
+    let root = ObjRef::new(app_bus, ROOT_PATH);
+    let (name, pid) = tokio::join!(
+        bus.prop::<String>(&root, iface::ACCESSIBLE, "Name"),
+        bus.pid_of(app_bus)
+    );
+    let pid = pid.ok();
+    match name {
+        Ok(n) if !n.trim().is_empty() => Ok((n.trim().to_string(), pid)),
+        Ok(_) => Ok((pid.and_then(proc_name).unwrap_or_default(), pid)),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,253 @@
+//! Details of the nodes that will likely be rendered: extents, text, values, actions.
+//!
+//! Owns [`plan`] (pure: which details a node needs) and [`read_details`] (the calls,
+//! at most `concurrency` in flight). Only nodes on screen are read, and of those only
+//! what the render or `act` can use: extents for every on-screen node with
+//! `Component` (pruning needs them), action names where `Action` exists, the head of
+//! the text of editable, unnamed or cell text, the numeric value where there is no
+//! text, and `AccessibleId` for interactive nodes. It never reads hidden nodes and
+//! never reads more than the text cap of any text.
+
+use deskpilot_core::{Bounds, Role};
+use deskpilot_protocol::DriverError;
+use futures_util::{StreamExt, stream};
+
+use super::connection::{Bus, CallError, iface};
+use super::handle::ObjRef;
+use super::info::{Ifaces, NodeInfo};
+use super::role_map::{code, map_role_code};
+use super::tree::{Details, Parts};
+
+/// Which details one node needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    pub extents: bool,
+    pub text: bool,
+    pub number: bool,
+    pub actions: bool,
+    pub automation_id: bool,
+}
+
+impl Needs {
+    /// True when at least one detail is needed.
+    pub fn any(&self) -> bool {
+        self.extents || self.text || self.number || self.actions || self.automation_id
+    }
+}
+
+/// Decides which details to read for a node (pure). The walk root is always read.
+pub fn plan(info: &NodeInfo, is_root: bool) -> Needs {
+    if !is_root && !info.states.on_screen() {
+        return Needs::default();
+    }
+    let role = map_role_code(info.role);
+    let editable = info.states.has(atspi::State::Editable);
+    let text_worthy = editable || info.name.trim().is_empty() || info.role == code::TABLE_CELL;
+    let text = info.ifaces.has(Ifaces::TEXT) && text_worthy;
+    let number = info.ifaces.has(Ifaces::VALUE)
+        && (!text
+            || matches!(
+                role,
+                Role::Slider | Role::Spinbutton | Role::Progressbar | Role::Scrollbar
+            ));
+    Needs {
+        extents: info.ifaces.has(Ifaces::COMPONENT),
+        text,
+        number,
+        actions: info.ifaces.has(Ifaces::ACTION),
+        automation_id: role.is_interactive(),
+    }
+}
+
+/// One detail read.
+enum Piece {
+    Bounds(Bounds),
+    Text(String, Option<u64>),
+    Number(f64),
+    Actions(Vec<String>),
+    Id(String),
+}
+
+/// `Component.GetExtents` in screen coordinates (coordinate type 0).
+pub async fn extents(bus: &Bus, obj: &ObjRef) -> Result<Bounds, CallError> {
+    let (x, y, w, h): (i32, i32, i32, i32) = bus
+        .call(obj, iface::COMPONENT, "GetExtents", &(0u32,))
+        .await?;
+    Ok(Bounds::new(x, y, w.max(0), h.max(0)))
+}
+
+/// The first `cap` characters of a text and its total length in characters (the
+/// length only when larger than what was read).
+pub async fn text_head(
+    bus: &Bus,
+    obj: &ObjRef,
+    cap: usize,
+) -> Result<(String, Option<u64>), CallError> {
+    let count: i32 = bus.prop(obj, iface::TEXT, "CharacterCount").await?;
+    if count <= 0 {
+        return Ok((String::new(), None));
+    }
+    let end = count.min(i32::try_from(cap).unwrap_or(i32::MAX));
+    let text: String = bus.call(obj, iface::TEXT, "GetText", &(0i32, end)).await?;
+    let total = u64::try_from(count).unwrap_or(0);
+    let read = text.chars().count() as u64;
+    Ok((text, (total > read).then_some(total)))
+}
+
+/// Action names from `Action.GetActions` (field 0 of each `(sss)`: the
+/// non-localised name in at-spi2-atk and Qt).
+pub async fn action_names(bus: &Bus, obj: &ObjRef) -> Result<Vec<String>, CallError> {
+    let v: Vec<(String, String, String)> = bus.call(obj, iface::ACTION, "GetActions", &()).await?;
+    Ok(v.into_iter().map(|(n, _, _)| n).collect())
+}
+
+async fn read_piece(
+    bus: &Bus,
+    obj: &ObjRef,
+    which: u8,
+    text_cap: usize,
+) -> Result<Option<Piece>, CallError> {
+    Ok(Some(match which {
+        0 => Piece::Bounds(extents(bus, obj).await?),
+        1 => {
+            let (t, len) = text_head(bus, obj, text_cap).await?;
+            Piece::Text(t, len)
+        }
+        2 => Piece::Number(bus.prop::<f64>(obj, iface::VALUE, "CurrentValue").await?),
+        3 => Piece::Actions(action_names(bus, obj).await?),
+        _ => {
+            let id: String = bus.prop(obj, iface::ACCESSIBLE, "AccessibleId").await?;
+            if id.is_empty() {
+                return Ok(None);
+            }
+            Piece::Id(id)
+        }
+    }))
+}
+
+/// Reads the details of every node in `parts` that [`plan`] selects, into
+/// `parts.details`. Objects that vanish are added to `parts.vanished`; a call that
+/// is not supported leaves that detail empty.
+///
+/// Errors: `COMPUTER_NOT_RESPONDING` when a call times out.
+pub async fn read_details(
+    bus: &Bus,
+    parts: &mut Parts,
+    root: &ObjRef,
+    concurrency: usize,
+    text_cap: usize,
+) -> Result<(), DriverError> {
+    let mut jobs: Vec<(ObjRef, u8)> = Vec::new();
+    for (obj, info) in &parts.infos {
+        let n = plan(info, obj == root);
+        for (flag, which) in [
+            (n.extents, 0u8),
+            (n.text, 1),
+            (n.number, 2),
+            (n.actions, 3),
+            (n.automation_id, 4),
+        ] {
+            if flag {
+                jobs.push((obj.clone(), which));
+            }
+        }
+    }
+    let results: Vec<(ObjRef, Result<Option<Piece>, CallError>)> = stream::iter(jobs)
+        .map(|(o, which)| async move {
+            let r = read_piece(bus, &o, which, text_cap).await;
+            (o, r)
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    for (o, r) in results {
+        match r {
+            Ok(Some(piece)) => {
+                let d: &mut Details = parts.details.entry(o).or_default();
+                match piece {
+                    Piece::Bounds(b) => d.bounds = Some(b),
+                    Piece::Text(t, len) => {
+                        d.text = Some(t);
+                        d.text_length = len;
+                    }
+                    Piece::Number(v) => d.number = Some(v),
+                    Piece::Actions(a) => d.actions = a,
+                    Piece::Id(id) => d.automation_id = Some(id),
+                }
+            }
+            Ok(None) => {}
+            Err(e) if e.is_timeout() => return Err(e.to_driver()),
+            Err(e) if e.is_gone() => {
+                tracing::debug!(obj = %o, "vanished while reading details");
+                parts.vanished.insert(o);
+            }
+            Err(e) => tracing::debug!(obj = %o, error = %e, "detail not read"),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::atspi::state_map::RawStates;
+    use atspi::State as S;
+
+    const SHOWN: u64 = S::Showing as u64 | S::Visible as u64;
+
+    fn info(role: u32, name: &str, states: u64, ifaces: &[&str]) -> NodeInfo {
+        NodeInfo {
+            obj: ObjRef::new(":1.1", "/org/a11y/atspi/accessible/1"),
+            parent: None,
+            index: -1,
+            child_count: 0,
+            listed_children: None,
+            role,
+            name: name.into(),
+            description: String::new(),
+            states: RawStates(states),
+            ifaces: Ifaces::from_names(ifaces.iter().map(|s| format!("org.a11y.atspi.{s}"))),
+        }
+    }
+
+    #[test]
+    fn hidden_nodes_need_nothing_but_the_root_is_always_read() {
+        let hidden = info(43, "OK", S::Visible as u64, &["Component", "Action"]);
+        assert!(!plan(&hidden, false).any());
+        assert!(plan(&hidden, true).extents);
+    }
+
+    #[test]
+    fn editable_text_reads_text_and_sliders_read_numbers() {
+        let textbox = info(
+            61,
+            "",
+            SHOWN | S::Editable as u64,
+            &["Component", "Text", "EditableText"],
+        );
+        let n = plan(&textbox, false);
+        assert!(n.text && n.extents && !n.number && n.automation_id);
+
+        let slider = info(51, "Volume", SHOWN, &["Component", "Value"]);
+        let n = plan(&slider, false);
+        assert!(n.number && !n.text);
+
+        // A LibreOffice cell: named "A1", text and value; the text wins.
+        let cell = info(
+            code::TABLE_CELL,
+            "A1",
+            SHOWN,
+            &["Component", "Text", "Value"],
+        );
+        let n = plan(&cell, false);
+        assert!(n.text && !n.number);
+
+        // A named label: its name is its text, no text call.
+        let label = info(29, "Ready", SHOWN, &["Component", "Text"]);
+        let n = plan(&label, false);
+        assert!(!n.text && !n.automation_id && n.extents);
+
+        let button = info(43, "OK", SHOWN, &["Component", "Action"]);
+        assert!(plan(&button, false).actions);
+    }
+}

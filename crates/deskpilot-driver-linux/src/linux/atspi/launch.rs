@@ -1,0 +1,165 @@
+//! `apps.launch`: start a program and wait for its first window.
+//!
+//! Owns spawning (no shell; the sandbox's environment on top of this process's; stdin
+//! and stdout closed, since stdout is the driver's protocol stream; its own process
+//! group, so it outlives a Ctrl-C aimed at the host) and waiting: `apps.list` every
+//! [`POLL`] until an application whose pid is the child or one of its descendants
+//! shows a visible window — or, for single-instance programs that hand over to a
+//! running copy and exit, until a window that was not there before appears. It never
+//! kills what it started.
+
+use std::collections::HashSet;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use deskpilot_core::Handle;
+use deskpilot_protocol::types::{AppStatus, LaunchParams, LaunchResult, WindowInfo};
+use deskpilot_protocol::{DriverError, ErrorCode};
+
+use super::apps::list_apps;
+use super::connection::Bus;
+use super::options::ConnectOptions;
+
+/// Interval between window checks: 100 ms.
+pub const POLL: Duration = Duration::from_millis(100);
+/// Default wait for the first window: 15,000 ms (LibreOffice's first start in a fresh
+/// profile takes 5–8 s here).
+pub const DEFAULT_WAIT_MS: u64 = 15_000;
+
+/// The parent pid of `pid` from `/proc/<pid>/stat`.
+fn parent_pid(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_ppid(&stat)
+}
+
+/// Parses the parent pid (field 4) of a `/proc/<pid>/stat` line; the command name in
+/// field 2 may contain spaces and parentheses, so fields are counted after the last
+/// `)`.
+pub fn parse_ppid(stat: &str) -> Option<u32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// True when `pid` is `ancestor` or descends from it (up to 64 generations).
+fn descends_from(pid: u32, ancestor: u32) -> bool {
+    let mut p = pid;
+    for _ in 0..64 {
+        if p == ancestor {
+            return true;
+        }
+        match parent_pid(p) {
+            Some(q) if q != p && q != 0 => p = q,
+            _ => return false,
+        }
+    }
+    false
+}
+
+async fn window_handles(bus: &Bus) -> HashSet<Handle> {
+    list_apps(bus)
+        .await
+        .map(|apps| {
+            apps.into_iter()
+                .flat_map(|a| a.windows.into_iter().map(|w| w.handle))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Starts `p.command` and waits up to `p.wait_ms` for its first window.
+///
+/// Errors: `COMPUTER_INVALID_ARGUMENT` for an empty command or a program that cannot
+/// be started (not found, not executable). A program that shows no window in time
+/// is not an error: the result has `window: None`.
+pub async fn launch(
+    bus: &Bus,
+    opts: &ConnectOptions,
+    p: &LaunchParams,
+) -> Result<LaunchResult, DriverError> {
+    let Some((program, args)) = p.command.split_first() else {
+        return Err(DriverError::new(
+            ErrorCode::InvalidArgument,
+            "apps.launch needs a command: [program, args…]",
+        ));
+    };
+    let before = window_handles(bus).await;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .envs(
+            opts.launch_env
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(false);
+    let mut child = cmd.spawn().map_err(|e| {
+        DriverError::new(
+            ErrorCode::InvalidArgument,
+            format!("cannot start {program:?}: {e}"),
+        )
+    })?;
+    let pid = child.id().unwrap_or(0);
+    let (exit_tx, exit_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        // Reap the child whenever it ends, so it never lingers as a zombie.
+        let status = child.wait().await;
+        let _ = exit_tx.send(status.ok());
+    });
+    let mut exited = exit_rx;
+
+    let deadline = Instant::now() + Duration::from_millis(p.wait_ms.unwrap_or(DEFAULT_WAIT_MS));
+    let mut child_gone = false;
+    loop {
+        if !child_gone && let Ok(status) = exited.try_recv() {
+            tracing::debug!(pid, ?status, "launched process exited");
+            child_gone = true;
+        }
+        if let Ok(apps) = list_apps(bus).await {
+            let mut found: Option<WindowInfo> = None;
+            for a in apps.iter().filter(|a| a.status == AppStatus::Ok) {
+                let ours = a.pid.is_some_and(|ap| descends_from(ap, pid));
+                let candidate = a
+                    .windows
+                    .iter()
+                    .find(|w| ours || (child_gone && !before.contains(&w.handle)));
+                if let Some(w) = candidate {
+                    found = Some(w.clone());
+                    if ours {
+                        break;
+                    }
+                }
+            }
+            if found.is_some() {
+                return Ok(LaunchResult { pid, window: found });
+            }
+        }
+        if Instant::now() >= deadline {
+            return Ok(LaunchResult { pid, window: None });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ppid_parses_after_the_command_name() {
+        assert_eq!(parse_ppid("812 (mousepad) S 790 812 812 0 -1"), Some(790));
+        assert_eq!(parse_ppid("9 (a (b) c) R 1 9 9 0"), Some(1));
+        assert_eq!(parse_ppid("garbage"), None);
+    }
+
+    #[test]
+    fn a_process_descends_from_itself_and_its_parent() {
+        let me = std::process::id();
+        assert!(descends_from(me, me));
+        let parent = parent_pid(me).expect("a parent");
+        assert!(descends_from(me, parent));
+        assert!(!descends_from(parent, me));
+    }
+}

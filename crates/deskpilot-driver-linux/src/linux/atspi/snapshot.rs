@@ -1,0 +1,185 @@
+//! `tree.snapshot`: one window (or a subtree of it) as a [`Node`] tree.
+//!
+//! Owns the order of a read: one `Cache.GetItems` for the window's application (or,
+//! without a cache, a bounded walk), the structure ([`super::walk`]), the details of
+//! nodes that will be rendered ([`super::details`]), visible ranges of on-demand
+//! tables ([`super::table`]), then the pure assembly ([`super::tree`]) and the
+//! [`WalkStats`]. It never retries a timed-out application: the first timeout ends
+//! the read with `COMPUTER_NOT_RESPONDING`.
+
+use std::time::Instant;
+
+use deskpilot_core::Node;
+use deskpilot_protocol::types::{SnapshotParams, TreeSnapshot, WalkStats, WindowInfo};
+use deskpilot_protocol::{DriverError, ErrorCode};
+
+use super::apps::{app_name, window_info};
+use super::cache::get_items;
+use super::connection::{Bus, CallError};
+use super::details::read_details;
+use super::handle::ObjRef;
+use super::options::ConnectOptions;
+use super::role_map::{code, map_role_code};
+use super::table::read_tables;
+use super::tree::assemble;
+use super::walk::{WalkLimits, walk};
+
+fn not_found(what: &ObjRef) -> DriverError {
+    DriverError::new(
+        ErrorCode::ElementNotFound,
+        format!(
+            "{what} is not an element of a running application (closed, or the app rebuilt \
+             it); list windows again with apps.list"
+        ),
+    )
+    .with_detail(serde_json::json!({ "handle": what.to_string() }))
+}
+
+/// A snapshot before it is wrapped for the wire.
+pub struct Read {
+    pub root: Node,
+    pub window: WindowInfo,
+    pub stats: WalkStats,
+}
+
+/// Reads `p.window` (or `p.scope` inside it) under the limits of `opts`.
+///
+/// Errors: `COMPUTER_INVALID_ARGUMENT` for a malformed handle or a scope in another
+/// application; `COMPUTER_ELEMENT_NOT_FOUND` when the window or scope is gone;
+/// `COMPUTER_NOT_RESPONDING` when the application does not answer a call in time.
+pub async fn read(
+    bus: &Bus,
+    opts: &ConnectOptions,
+    p: &SnapshotParams,
+) -> Result<Read, DriverError> {
+    let started = Instant::now();
+    let window = ObjRef::from_handle(&p.window)?;
+    let root = match &p.scope {
+        Some(s) => ObjRef::from_handle(s)?,
+        None => window.clone(),
+    };
+    if root.bus != window.bus {
+        return Err(DriverError::new(
+            ErrorCode::InvalidArgument,
+            format!("scope {root} is not in window {window}'s application"),
+        ));
+    }
+
+    let bulk_read = if opts.prefer_cache {
+        get_items(bus, &window.bus, opts.bulk_timeout).await
+    } else {
+        Err(CallError::Unsupported {
+            target: window.to_string(),
+            method: "GetItems".to_string(),
+            error_name: "cache not wanted (prefer_cache = false)".to_string(),
+        })
+    };
+    let (items, bulk) = match bulk_read {
+        Ok(items) => (Some(items), true),
+        Err(e) if e.is_timeout() => return Err(e.to_driver()),
+        Err(e) if e.is_gone() => return Err(not_found(&window)),
+        Err(e) => {
+            tracing::debug!(app = %window.bus, error = %e, "no cache: walking");
+            (None, false)
+        }
+    };
+    let cached_objects = items.as_ref().map(|v| v.len() as u64).unwrap_or(0);
+    let app_label = items.as_ref().and_then(|v| {
+        v.iter()
+            .find(|i| {
+                i.role == code::APPLICATION && i.parent.as_ref().is_none_or(|p| p.bus != window.bus)
+            })
+            .map(|i| i.name.trim().to_string())
+    });
+
+    let limits = WalkLimits {
+        child_cap: opts.child_cap,
+        max_nodes: p.max_nodes.unwrap_or(opts.max_nodes).min(opts.max_nodes),
+        depth: p.depth,
+        concurrency: opts.concurrency,
+    };
+    let mut w = walk(bus, &root, items, &limits).await?;
+    if !w.parts.infos.contains_key(&root) || w.parts.vanished.contains(&root) {
+        return Err(not_found(&root));
+    }
+    read_details(bus, &mut w.parts, &root, opts.concurrency, opts.text_cap).await?;
+    let left = u64::from(limits.max_nodes).saturating_sub(w.parts.infos.len() as u64);
+    let cells = read_tables(
+        bus,
+        &mut w.parts,
+        opts.child_cap,
+        opts.concurrency,
+        opts.text_cap,
+        left,
+    )
+    .await?;
+    let node = assemble(&root, &w.parts).ok_or_else(|| not_found(&root))?;
+
+    let (app, pid) = match app_label {
+        Some(name) if !name.is_empty() => (name, bus.pid_of(&window.bus).await.ok()),
+        _ => app_name(bus, &window.bus)
+            .await
+            .map_err(|e| e.to_driver())?,
+    };
+    let window_info = if root == window {
+        let info = &w.parts.infos[&root];
+        WindowInfo {
+            handle: window.to_handle(),
+            app,
+            pid,
+            title: node.name.clone(),
+            role: map_role_code(info.role),
+            active: info.states.has(atspi::State::Active),
+            bounds: node.bounds.filter(|b| !b.is_empty()),
+        }
+    } else {
+        window_info(bus, &window, &app, pid)
+            .await
+            .map_err(|e| {
+                if e.is_gone() {
+                    not_found(&window)
+                } else {
+                    e.to_driver()
+                }
+            })?
+            .0
+    };
+
+    let stats = WalkStats {
+        objects: if bulk {
+            cached_objects + w.walked + cells
+        } else {
+            w.walked + cells
+        },
+        vanished: w.parts.vanished.len() as u64,
+        capped: w.capped,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        bulk,
+    };
+    tracing::debug!(
+        window = %window,
+        nodes = node.count(),
+        objects = stats.objects,
+        ms = stats.elapsed_ms,
+        "snapshot read"
+    );
+    Ok(Read {
+        root: node,
+        window: window_info,
+        stats,
+    })
+}
+
+/// [`read`], shaped for the wire.
+pub async fn snapshot(
+    bus: &Bus,
+    opts: &ConnectOptions,
+    p: &SnapshotParams,
+) -> Result<TreeSnapshot, DriverError> {
+    let r = read(bus, opts, p).await?;
+    Ok(TreeSnapshot {
+        window: r.window,
+        root: r.root,
+        stats: r.stats,
+    })
+}

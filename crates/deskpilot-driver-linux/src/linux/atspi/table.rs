@@ -1,0 +1,394 @@
+//! Tables whose cells are created on demand, read by visible range only.
+//!
+//! Owns reading a `Table` container that manages its descendants (LibreOffice's sheet
+//! grid: 1,048,576 × 16,384 cells; GTK tree views): `NRows`/`NColumns`, the cells at
+//! the two inner corners of its extents (`Component.GetAccessibleAtPoint`), their row
+//! and column (`Table.GetRowAtIndex`/`GetColumnAtIndex` of the index in parent, else
+//! the cell's A1 name), then `Table.GetAccessibleAt` for at most [`MAX_ROWS`] ×
+//! [`MAX_COLUMNS`] visible cells with their name, states and text. It must never ask
+//! the container for its children.
+
+use deskpilot_core::{Bounds, TableInfo};
+use deskpilot_protocol::DriverError;
+use futures_util::{StreamExt, stream};
+
+use super::connection::{Bus, CallError, iface, obj_from_wire};
+use super::details::text_head;
+use super::handle::ObjRef;
+use super::info::{Ifaces, NodeInfo};
+use super::role_map::code;
+use super::state_map::RawStates;
+use super::tree::{Details, Parts};
+
+/// Rows of cells read at most: 40 fills a 1280×800 screen of spreadsheet rows
+/// (LibreOffice shows 33 at its default zoom there).
+pub const MAX_ROWS: u64 = 40;
+/// Columns of cells read at most: 12 keeps a snapshot of 480 cells at most; a
+/// spreadsheet's default columns are ~80 px wide, so 12 cover ~1,000 px.
+pub const MAX_COLUMNS: u64 = 12;
+
+/// Spreadsheet column letters for a 0-based column (`0` → `A`, `26` → `AA`).
+pub fn column_letters(mut col: u64) -> String {
+    let mut out = Vec::new();
+    loop {
+        out.push(b'A' + (col % 26) as u8);
+        if col < 26 {
+            break;
+        }
+        col = col / 26 - 1;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The A1 name of a 0-based cell (`(1, 1)` → `B2`).
+pub fn a1_name(row: u64, col: u64) -> String {
+    format!("{}{}", column_letters(col), row + 1)
+}
+
+/// Parses an A1 cell name into a 0-based `(row, column)`.
+pub fn parse_a1(name: &str) -> Option<(u64, u64)> {
+    let name = name.trim();
+    let split = name.find(|c: char| c.is_ascii_digit())?;
+    let (letters, digits) = name.split_at(split);
+    if letters.is_empty() || !letters.chars().all(|c| c.is_ascii_uppercase()) {
+        return None;
+    }
+    if !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let mut col: u64 = 0;
+    for c in letters.bytes() {
+        col = col.checked_mul(26)?.checked_add(u64::from(c - b'A') + 1)?;
+    }
+    let row: u64 = digits.parse().ok()?;
+    (row >= 1).then(|| (row - 1, col - 1))
+}
+
+/// The range of cells to read: from the top-left visible cell to the bottom-right one
+/// (either may be unknown), clipped to the table and to [`MAX_ROWS`] × [`MAX_COLUMNS`].
+/// Returns inclusive `(rows, columns)` ranges, or `None` for an empty table.
+pub fn read_range(
+    rows: u64,
+    columns: u64,
+    top_left: Option<(u64, u64)>,
+    bottom_right: Option<(u64, u64)>,
+) -> Option<((u64, u64), (u64, u64))> {
+    if rows == 0 || columns == 0 {
+        return None;
+    }
+    let (r0, c0) = top_left.unwrap_or((0, 0));
+    let (r0, c0) = (r0.min(rows - 1), c0.min(columns - 1));
+    let (r1, c1) = bottom_right.unwrap_or((r0 + MAX_ROWS - 1, c0 + MAX_COLUMNS - 1));
+    let r1 = r1.max(r0).min(rows - 1).min(r0 + MAX_ROWS - 1);
+    let c1 = c1.max(c0).min(columns - 1).min(c0 + MAX_COLUMNS - 1);
+    Some(((r0, r1), (c0, c1)))
+}
+
+/// True for a node that must be read through `Table` rather than its children.
+pub fn needs_table_read(info: &NodeInfo, child_cap: u32) -> bool {
+    info.ifaces.has(Ifaces::TABLE)
+        && info.states.on_screen()
+        && (info.states.manages_descendants()
+            || info.child_count < 0
+            || info.child_count as u64 > u64::from(child_cap))
+}
+
+/// Row and column of a cell object.
+async fn cell_position(bus: &Bus, table: &ObjRef, cell: &ObjRef) -> Option<(u64, u64)> {
+    let idx: Result<i32, CallError> = bus
+        .call(cell, iface::ACCESSIBLE, "GetIndexInParent", &())
+        .await;
+    if let Ok(idx) = idx
+        && idx >= 0
+    {
+        let r: Result<(i32, i32), CallError> = async {
+            let row: i32 = bus
+                .call(table, iface::TABLE, "GetRowAtIndex", &(idx,))
+                .await?;
+            let col: i32 = bus
+                .call(table, iface::TABLE, "GetColumnAtIndex", &(idx,))
+                .await?;
+            Ok((row, col))
+        }
+        .await;
+        if let Ok((row, col)) = r
+            && row >= 0
+            && col >= 0
+        {
+            return Some((row as u64, col as u64));
+        }
+    }
+    let name: String = bus.prop(cell, iface::ACCESSIBLE, "Name").await.ok()?;
+    parse_a1(&name)
+}
+
+async fn cell_at_point(bus: &Bus, table: &ObjRef, x: i32, y: i32) -> Option<ObjRef> {
+    let r: Result<(String, zbus::zvariant::OwnedObjectPath), CallError> = bus
+        .call(
+            table,
+            iface::COMPONENT,
+            "GetAccessibleAtPoint",
+            &(x, y, 0u32),
+        )
+        .await;
+    r.ok().map(obj_from_wire).filter(|o| !o.is_null())
+}
+
+/// What one cell read gives.
+struct Cell {
+    obj: ObjRef,
+    name: String,
+    states: RawStates,
+    text: String,
+    text_length: Option<u64>,
+}
+
+async fn read_cell(
+    bus: &Bus,
+    table: &ObjRef,
+    row: u64,
+    col: u64,
+    text_cap: usize,
+) -> Result<Cell, CallError> {
+    let (r, c) = (
+        i32::try_from(row).unwrap_or(i32::MAX),
+        i32::try_from(col).unwrap_or(i32::MAX),
+    );
+    let wire: (String, zbus::zvariant::OwnedObjectPath) = bus
+        .call(table, iface::TABLE, "GetAccessibleAt", &(r, c))
+        .await?;
+    let obj = obj_from_wire(wire);
+    let (name, states, (text, text_length)) = tokio::try_join!(
+        bus.prop::<String>(&obj, iface::ACCESSIBLE, "Name"),
+        bus.call::<_, Vec<u32>>(&obj, iface::ACCESSIBLE, "GetState", &()),
+        async {
+            match text_head(bus, &obj, text_cap).await {
+                Err(e) if e.is_unsupported() => Ok((String::new(), None)),
+                other => other,
+            }
+        },
+    )?;
+    Ok(Cell {
+        obj,
+        name,
+        states: RawStates::from_words(&states),
+        text,
+        text_length,
+    })
+}
+
+/// Reads one table's shape and visible cells into `parts` (cells become the table's
+/// children). `bounds` are the table's screen extents.
+async fn read_table(
+    bus: &Bus,
+    parts: &mut Parts,
+    table: &ObjRef,
+    bounds: Bounds,
+    concurrency: usize,
+    text_cap: usize,
+    max_cells: u64,
+) -> Result<(), DriverError> {
+    let dims: Result<(i32, i32), CallError> = async {
+        let rows: i32 = bus.prop(table, iface::TABLE, "NRows").await?;
+        let cols: i32 = bus.prop(table, iface::TABLE, "NColumns").await?;
+        Ok((rows, cols))
+    }
+    .await;
+    let (rows, cols) = match dims {
+        Ok((r, c)) => (u64::try_from(r).unwrap_or(0), u64::try_from(c).unwrap_or(0)),
+        Err(e) if e.is_timeout() => return Err(e.to_driver()),
+        Err(e) => {
+            tracing::debug!(%table, error = %e, "table shape unreadable");
+            return Ok(());
+        }
+    };
+    let (tl, br) = if bounds.is_empty() {
+        (None, None)
+    } else {
+        let tl = cell_at_point(bus, table, bounds.x + 1, bounds.y + 1).await;
+        let br = cell_at_point(
+            bus,
+            table,
+            bounds.x + bounds.width - 2,
+            bounds.y + bounds.height - 2,
+        )
+        .await;
+        let tl_pos = match &tl {
+            Some(c) => cell_position(bus, table, c).await,
+            None => None,
+        };
+        let br_pos = match &br {
+            Some(c) => cell_position(bus, table, c).await,
+            None => None,
+        };
+        (tl_pos, br_pos)
+    };
+    let mut info = TableInfo {
+        rows,
+        columns: cols,
+        visible_rows: None,
+        visible_columns: None,
+        a1: false,
+    };
+    let Some(((r0, r1), (c0, c1))) = read_range(rows, cols, tl, br) else {
+        parts.details.entry(table.clone()).or_default().table = Some(info);
+        return Ok(());
+    };
+    info.visible_rows = Some((r0, r1));
+    info.visible_columns = Some((c0, c1));
+
+    let coords: Vec<(u64, u64)> = (r0..=r1)
+        .flat_map(|r| (c0..=c1).map(move |c| (r, c)))
+        .take(usize::try_from(max_cells).unwrap_or(usize::MAX))
+        .collect();
+    let cells: Vec<((u64, u64), Result<Cell, CallError>)> = stream::iter(coords)
+        .map(|(r, c)| async move { ((r, c), read_cell(bus, table, r, c, text_cap).await) })
+        .buffered(concurrency.max(1))
+        .collect()
+        .await;
+    let mut kids = Vec::new();
+    for ((r, c), res) in cells {
+        match res {
+            Ok(cell) => {
+                if (r, c) == (r0, c0) {
+                    info.a1 = cell.name.trim() == a1_name(r0, c0);
+                }
+                parts.infos.insert(
+                    cell.obj.clone(),
+                    NodeInfo {
+                        obj: cell.obj.clone(),
+                        parent: Some(table.clone()),
+                        index: -1,
+                        child_count: 0,
+                        listed_children: None,
+                        role: code::TABLE_CELL,
+                        name: cell.name,
+                        description: String::new(),
+                        states: cell.states,
+                        ifaces: Ifaces::TEXT,
+                    },
+                );
+                parts.details.insert(
+                    cell.obj.clone(),
+                    Details {
+                        text: Some(cell.text),
+                        text_length: cell.text_length,
+                        ..Details::default()
+                    },
+                );
+                kids.push(cell.obj);
+            }
+            Err(e) if e.is_timeout() => return Err(e.to_driver()),
+            Err(e) => tracing::debug!(%table, row = r, col = c, error = %e, "cell skipped"),
+        }
+    }
+    parts.details.entry(table.clone()).or_default().table = Some(info);
+    parts.kids.insert(table.clone(), kids);
+    Ok(())
+}
+
+/// Reads every on-screen table in `parts` that manages its descendants (or reports
+/// an unknown or absurd child count) by visible range, reading at most `max_cells`
+/// cells in all (the snapshot's remaining node budget). Returns the cells read.
+///
+/// Errors: `COMPUTER_NOT_RESPONDING` when a call times out.
+pub async fn read_tables(
+    bus: &Bus,
+    parts: &mut Parts,
+    child_cap: u32,
+    concurrency: usize,
+    text_cap: usize,
+    max_cells: u64,
+) -> Result<u64, DriverError> {
+    let tables: Vec<(ObjRef, Bounds)> = parts
+        .infos
+        .values()
+        .filter(|i| needs_table_read(i, child_cap) && !parts.vanished.contains(&i.obj))
+        .map(|i| {
+            let b = parts
+                .details
+                .get(&i.obj)
+                .and_then(|d| d.bounds)
+                .unwrap_or_default();
+            (i.obj.clone(), b)
+        })
+        .collect();
+    let mut cells = 0;
+    for (t, b) in tables {
+        let left = max_cells.saturating_sub(cells);
+        read_table(bus, parts, &t, b, concurrency, text_cap, left).await?;
+        cells += parts.kids.get(&t).map(|k| k.len() as u64).unwrap_or(0);
+    }
+    Ok(cells)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a1_names_round_trip() {
+        assert_eq!(column_letters(0), "A");
+        assert_eq!(column_letters(25), "Z");
+        assert_eq!(column_letters(26), "AA");
+        assert_eq!(column_letters(16_383), "XFD");
+        assert_eq!(a1_name(1, 1), "B2");
+        assert_eq!(a1_name(32, 14), "O33");
+        for (r, c) in [(0, 0), (32, 14), (1_048_575, 16_383), (9, 701), (3, 702)] {
+            assert_eq!(parse_a1(&a1_name(r, c)), Some((r, c)), "{r},{c}");
+        }
+        assert_eq!(parse_a1("Sheet1"), None);
+        assert_eq!(parse_a1("A0"), None);
+        assert_eq!(parse_a1("a1"), None);
+        assert_eq!(parse_a1("12"), None);
+    }
+
+    #[test]
+    fn read_range_clips_to_the_caps_and_the_table() {
+        // LibreOffice at its default zoom on 1280×800: A1 to O33.
+        assert_eq!(
+            read_range(1_048_576, 16_384, Some((0, 0)), Some((32, 14))),
+            Some(((0, 32), (0, 11)))
+        );
+        // Unknown bottom-right: the caps.
+        assert_eq!(
+            read_range(1_048_576, 16_384, Some((100, 3)), None),
+            Some(((100, 139), (3, 14)))
+        );
+        // A small table: its own size.
+        assert_eq!(read_range(3, 2, None, None), Some(((0, 2), (0, 1))));
+        assert_eq!(read_range(0, 5, None, None), None);
+        // Corners swapped by a bad hit test never give an empty range.
+        assert_eq!(
+            read_range(10, 10, Some((5, 5)), Some((2, 2))),
+            Some(((5, 5), (5, 5)))
+        );
+    }
+
+    #[test]
+    fn only_managing_tables_on_screen_are_read_by_range() {
+        use atspi::State as S;
+        let mut i = NodeInfo {
+            obj: ObjRef::new(":1.9", "/org/a11y/atspi/accessible/1477"),
+            parent: None,
+            index: -1,
+            child_count: -1,
+            listed_children: None,
+            role: code::TABLE,
+            name: "Sheet Sheet1".into(),
+            description: String::new(),
+            states: RawStates(S::Showing as u64 | S::Visible as u64 | S::ManagesDescendants as u64),
+            ifaces: Ifaces::TABLE,
+        };
+        assert!(needs_table_read(&i, 500));
+        i.states = RawStates(S::Visible as u64 | S::ManagesDescendants as u64);
+        assert!(!needs_table_read(&i, 500), "hidden sheet");
+        i.states = RawStates(S::Showing as u64 | S::Visible as u64);
+        i.child_count = 12;
+        assert!(
+            !needs_table_read(&i, 500),
+            "small plain table reads its children"
+        );
+    }
+}

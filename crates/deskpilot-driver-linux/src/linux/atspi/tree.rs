@@ -1,0 +1,326 @@
+//! Pure translation from what was read over AT-SPI into a deskpilot [`Node`] tree.
+//!
+//! Owns [`assemble`]: given the object records ([`NodeInfo`]), the decided children
+//! lists, and the details read for the nodes that will be rendered ([`Details`]), it
+//! builds the tree with unified roles and states. It makes no D-Bus call, reads no
+//! clock and decides nothing about what to read: the reader ([`super::read`]) does
+//! that. Two context rules live here because they need the parent: an AT-SPI `menu`
+//! inside a `menu bar` or `menu` is the item that opens a submenu and becomes
+//! `menuitem` (it keeps the submenu's items as children); everything else comes from
+//! the role table.
+
+use std::collections::{HashMap, HashSet};
+
+use deskpilot_core::{Bounds, Node, Role, TableInfo};
+
+use super::handle::ObjRef;
+use super::info::NodeInfo;
+use super::role_map::{code, map_role_code};
+use super::state_map::map_states;
+
+/// Details read for one node that will likely be rendered.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Details {
+    /// `Component.GetExtents` in screen pixels.
+    pub bounds: Option<Bounds>,
+    /// The head of `Text.GetText` (at most the reader's text cap).
+    pub text: Option<String>,
+    /// `Text.CharacterCount`, when larger than the head read.
+    pub text_length: Option<u64>,
+    /// `Value.CurrentValue`.
+    pub number: Option<f64>,
+    /// Action names from `Action.GetActions`, in index order.
+    pub actions: Vec<String>,
+    /// `Accessible.AccessibleId`, when non-empty.
+    pub automation_id: Option<String>,
+    /// Shape and visible range of a table read through `Table`.
+    pub table: Option<TableInfo>,
+}
+
+/// Everything [`assemble`] needs.
+#[derive(Debug, Default)]
+pub struct Parts {
+    pub infos: HashMap<ObjRef, NodeInfo>,
+    /// Children in order, for every node whose children were read. A node missing
+    /// here had its children left unread (managed descendants, cap, depth, hidden).
+    pub kids: HashMap<ObjRef, Vec<ObjRef>>,
+    pub details: HashMap<ObjRef, Details>,
+    /// Objects that disappeared while being read; left out of the tree.
+    pub vanished: HashSet<ObjRef>,
+}
+
+/// Formats a numeric value the way a user reads it: integers without a fraction.
+pub fn format_number(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Builds the tree under `root`. Returns `None` when the root itself is unknown or
+/// vanished.
+pub fn assemble(root: &ObjRef, parts: &Parts) -> Option<Node> {
+    build(root, None, parts, 0)
+}
+
+/// Depth guard for the recursion: the reader never goes deeper than this either.
+pub const MAX_DEPTH: u32 = 256;
+
+fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> Option<Node> {
+    if parts.vanished.contains(obj) || depth > MAX_DEPTH {
+        return None;
+    }
+    let info = parts.infos.get(obj)?;
+    let details = parts.details.get(obj);
+    let mut role = map_role_code(info.role);
+    if info.role == code::MENU && matches!(parent_role, Some(code::MENU_BAR | code::MENU)) {
+        role = Role::Menuitem;
+    }
+    let states = map_states(info.states, info.role);
+    let name = info.name.trim().to_string();
+
+    let mut value = None;
+    let mut value_length = None;
+    if let Some(d) = details {
+        if let Some(t) = &d.text {
+            let editable = states.contains(deskpilot_core::State::Editable);
+            if editable || (!t.is_empty() && t.trim() != name) {
+                value = Some(t.clone());
+                value_length = d.text_length;
+            }
+        }
+        if value.is_none() {
+            value = d.number.map(format_number);
+        }
+    }
+
+    let children: Vec<Node> = parts
+        .kids
+        .get(obj)
+        .map(|ks| {
+            ks.iter()
+                .filter_map(|k| build(k, Some(info.role), parts, depth + 1))
+                .collect()
+        })
+        .unwrap_or_default();
+    let table = details.and_then(|d| d.table);
+    let reported = u64::try_from(info.child_count).unwrap_or(0);
+    let child_count = match &table {
+        Some(t) => t.rows.saturating_mul(t.columns),
+        None => reported.max(children.len() as u64),
+    };
+
+    Some(Node {
+        handle: obj.to_handle(),
+        ref_: None,
+        role,
+        name,
+        value,
+        description: Some(info.description.trim().to_string()).filter(|d| !d.is_empty()),
+        states,
+        actions: details.map(|d| d.actions.clone()).unwrap_or_default(),
+        bounds: details.and_then(|d| d.bounds),
+        automation_id: details.and_then(|d| d.automation_id.clone()),
+        children,
+        child_count,
+        table,
+        value_length,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linux::atspi::info::Ifaces;
+    use crate::linux::atspi::state_map::RawStates;
+    use atspi::State as S;
+    use deskpilot_core::State;
+
+    const SHOWN: u64 =
+        S::Showing as u64 | S::Visible as u64 | S::Enabled as u64 | S::Sensitive as u64;
+
+    fn obj(n: u32) -> ObjRef {
+        ObjRef::new(":1.5", format!("/org/a11y/atspi/accessible/{n}"))
+    }
+
+    fn info(n: u32, role: u32, name: &str, states: u64, kids: i32) -> NodeInfo {
+        NodeInfo {
+            obj: obj(n),
+            parent: None,
+            index: -1,
+            child_count: kids,
+            listed_children: None,
+            role,
+            name: name.into(),
+            description: String::new(),
+            states: RawStates(states),
+            ifaces: Ifaces::default(),
+        }
+    }
+
+    /// The fixture, drawn (AT-SPI role in brackets):
+    ///
+    /// ```text
+    /// 1 [frame] "Untitled 1 - Mousepad"
+    /// ├── 2 [menu bar]
+    /// │   └── 3 [menu] "File"            → menuitem (opens a submenu)
+    /// │       └── 4 [menu item] "Save"   (hidden: the menu is closed)
+    /// ├── 5 [text] editable, text "hello"
+    /// ├── 6 [label] "Ready", text "Ready" (same as name: no value)
+    /// ├── 7 [table] manages descendants, read through Table: 1048576×16384
+    /// └── 8 [push button] "Gone"          (vanished mid-read)
+    /// ```
+    fn fixture() -> Parts {
+        let mut p = Parts::default();
+        for i in [
+            info(
+                1,
+                code::FRAME,
+                "Untitled 1 - Mousepad",
+                SHOWN | S::Active as u64,
+                5,
+            ),
+            info(2, code::MENU_BAR, "", SHOWN, 1),
+            info(3, code::MENU, "File", SHOWN, -1),
+            info(4, 35, "Save  ", S::Visible as u64, 0),
+            info(5, 61, "", SHOWN | S::Editable as u64 | S::Focused as u64, 0),
+            info(6, 29, "Ready", SHOWN, 0),
+            info(
+                7,
+                code::TABLE,
+                "Sheet Sheet1",
+                SHOWN | S::ManagesDescendants as u64,
+                -1,
+            ),
+            info(8, 43, "Gone", SHOWN, 0),
+        ] {
+            p.infos.insert(i.obj.clone(), i);
+        }
+        p.kids
+            .insert(obj(1), vec![obj(2), obj(5), obj(6), obj(7), obj(8)]);
+        p.kids.insert(obj(2), vec![obj(3)]);
+        p.kids.insert(obj(3), vec![obj(4)]);
+        p.details.insert(
+            obj(5),
+            Details {
+                text: Some("hello".into()),
+                text_length: Some(5_000),
+                bounds: Some(Bounds::new(10, 60, 600, 400)),
+                actions: vec![],
+                ..Details::default()
+            },
+        );
+        p.details.insert(
+            obj(6),
+            Details {
+                text: Some("Ready".into()),
+                ..Details::default()
+            },
+        );
+        p.details.insert(
+            obj(3),
+            Details {
+                actions: vec!["click".into()],
+                ..Details::default()
+            },
+        );
+        p.details.insert(
+            obj(7),
+            Details {
+                table: Some(TableInfo {
+                    rows: 1_048_576,
+                    columns: 16_384,
+                    visible_rows: Some((0, 32)),
+                    visible_columns: Some((0, 14)),
+                    a1: true,
+                }),
+                ..Details::default()
+            },
+        );
+        p.vanished.insert(obj(8));
+        p
+    }
+
+    #[test]
+    fn assembles_roles_states_values_and_context_rules() {
+        let root = assemble(&obj(1), &fixture()).expect("root known");
+        assert_eq!(root.role, Role::Window);
+        assert_eq!(root.name, "Untitled 1 - Mousepad");
+        assert_eq!(root.handle.as_str(), ":1.5|/org/a11y/atspi/accessible/1");
+        let roles: Vec<Role> = root.children.iter().map(|c| c.role).collect();
+        assert_eq!(
+            roles,
+            vec![Role::Menubar, Role::Textbox, Role::Label, Role::Table],
+            "vanished button left out"
+        );
+
+        let file = &root.children[0].children[0];
+        assert_eq!(
+            file.role,
+            Role::Menuitem,
+            "menu inside a menu bar opens a submenu"
+        );
+        assert_eq!(file.actions, vec!["click".to_string()]);
+        assert_eq!(file.child_count, 1);
+        let save = &file.children[0];
+        assert_eq!(save.role, Role::Menuitem);
+        assert_eq!(save.name, "Save", "names are trimmed");
+        assert!(save.has(State::Offscreen));
+
+        let text = &root.children[1];
+        assert_eq!(text.value.as_deref(), Some("hello"));
+        assert_eq!(text.value_length, Some(5_000));
+        assert!(text.has(State::Editable) && text.has(State::Focused));
+        assert_eq!(text.bounds, Some(Bounds::new(10, 60, 600, 400)));
+
+        let label = &root.children[2];
+        assert_eq!(label.value, None, "text equal to the name is not repeated");
+
+        let grid = &root.children[3];
+        assert!(grid.has(State::ManagesDescendants));
+        assert!(grid.children.is_empty());
+        assert_eq!(grid.child_count, 1_048_576 * 16_384);
+        assert!(grid.table.unwrap().a1);
+    }
+
+    #[test]
+    fn a_top_level_menu_stays_a_menu() {
+        let mut p = Parts::default();
+        let i = info(1, code::MENU, "Context", SHOWN, 0);
+        p.infos.insert(i.obj.clone(), i);
+        assert_eq!(assemble(&obj(1), &p).unwrap().role, Role::Menu);
+    }
+
+    #[test]
+    fn unknown_or_vanished_root_gives_none() {
+        let p = fixture();
+        assert!(assemble(&obj(99), &p).is_none());
+        assert!(assemble(&obj(8), &p).is_none());
+    }
+
+    #[test]
+    fn numbers_format_like_a_user_reads_them() {
+        assert_eq!(format_number(42.0), "42");
+        assert_eq!(format_number(-3.0), "-3");
+        assert_eq!(format_number(0.25), "0.25");
+        assert_eq!(format_number(f64::MAX), format!("{}", f64::MAX));
+    }
+
+    #[test]
+    fn numeric_value_used_when_there_is_no_text() {
+        let mut p = Parts::default();
+        let i = info(1, 51, "Volume", SHOWN, 0);
+        p.infos.insert(i.obj.clone(), i);
+        p.details.insert(
+            obj(1),
+            Details {
+                number: Some(30.0),
+                ..Details::default()
+            },
+        );
+        let n = assemble(&obj(1), &p).unwrap();
+        assert_eq!(n.role, Role::Slider);
+        assert_eq!(n.value.as_deref(), Some("30"));
+    }
+}

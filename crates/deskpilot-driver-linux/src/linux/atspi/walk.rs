@@ -1,0 +1,575 @@
+//! The structure of a window: which objects it holds, in which order.
+//!
+//! Owns [`walk`]: starting at a window (or a scope inside it), it decides breadth
+//! first, one level per wave, whose children to take from the `Cache.GetItems` reply
+//! and whose to ask for with `Accessible.GetChildren`, and reads the records of
+//! objects the cache did not hold. It asks for children only where the cache cannot
+//! be trusted for order or completeness and the node is on screen: at-spi2-atk leaves
+//! the index in parent at `-1` for most objects, and LibreOffice reports parents that
+//! do not list the object as a child, so the parent pointers alone give neither order
+//! nor a complete tree.
+//!
+//! GTK 4.8 sets `SHOWING` on windows only, never on the widgets inside them. When no
+//! object other than a window has been seen with `SHOWING` in an application, a
+//! `VISIBLE` node under an on-screen parent counts as on screen (its `SHOWING` bit is
+//! set in the record), so such apps are read rather than skipped as hidden. The cost:
+//! in such an app, widgets on a stack page that is not shown still count as on screen
+//! (GTK 4.8 keeps them `VISIBLE`); their extents tell the render the truth.
+//!
+//! It must never enumerate the children of a node whose states hold
+//! `MANAGES_DESCENDANTS` or whose child count is above the child cap (LibreOffice's
+//! grid reports 2³¹−1 children and builds each one it is asked for), never read more
+//! than `max_nodes` objects, and never wait on one wave longer than one call timeout.
+
+use std::collections::{HashMap, HashSet};
+
+use deskpilot_protocol::DriverError;
+use futures_util::{StreamExt, stream};
+
+use super::connection::{Bus, CallError, iface, obj_from_wire};
+use super::handle::ObjRef;
+use super::info::{Ifaces, NodeInfo};
+use super::state_map::RawStates;
+use super::tree::{MAX_DEPTH, Parts};
+
+/// Bounds of one walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkLimits {
+    /// Children taken per node at most.
+    pub child_cap: u32,
+    /// Objects in the tree at most, the root included.
+    pub max_nodes: u32,
+    /// Levels below the root to read; `None` reads down to [`MAX_DEPTH`].
+    pub depth: Option<u32>,
+    /// Calls in flight at once.
+    pub concurrency: usize,
+}
+
+/// The structure read, and what it cost.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Records, children lists and vanished objects (no details yet).
+    pub parts: Parts,
+    /// Children left unread because of the child cap, the node budget or managed
+    /// descendants.
+    pub capped: u64,
+    /// Records read one call at a time because the cache lacked them.
+    pub walked: u64,
+}
+
+/// How one node's children will be found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Leave them unread; add this many to the capped count.
+    Skip { capped: u64 },
+    /// Take this list (from the cache), in this order.
+    Use(Vec<ObjRef>),
+    /// Ask the application with `GetChildren`.
+    Fetch,
+    /// The count is unknown (`-1`): read `ChildCount` first, then `GetChildren` if it
+    /// is within the cap, else fall back to this cached list.
+    CountThenFetch(Vec<ObjRef>),
+}
+
+/// Orders cached siblings: by index in parent where the bridge gave one, then by the
+/// path number (creation order).
+pub fn order_cached(infos: &HashMap<ObjRef, NodeInfo>, kids: &[ObjRef]) -> Vec<ObjRef> {
+    let mut v: Vec<&ObjRef> = kids.iter().collect();
+    v.sort_by_key(|k| {
+        let idx = infos.get(*k).map(|i| i.index).unwrap_or(-1);
+        (if idx >= 0 { idx } else { i32::MAX }, k.path_number())
+    });
+    v.into_iter().cloned().collect()
+}
+
+/// True when every sibling has a distinct, non-negative index: then the cache order is
+/// trustworthy without asking.
+fn indices_complete(infos: &HashMap<ObjRef, NodeInfo>, kids: &[ObjRef]) -> bool {
+    let mut seen = HashSet::new();
+    kids.iter().all(|k| {
+        infos
+            .get(k)
+            .is_some_and(|i| i.index >= 0 && seen.insert(i.index))
+    })
+}
+
+/// Decides how to find one node's children (pure).
+///
+/// `cached` are the objects whose reported parent is this node; `depth` is the
+/// node's depth below the walk root.
+pub fn plan_children(
+    info: &NodeInfo,
+    is_root: bool,
+    cached: &[ObjRef],
+    infos: &HashMap<ObjRef, NodeInfo>,
+    depth: u32,
+    limits: &WalkLimits,
+) -> Plan {
+    let count = info.child_count;
+    if limits.depth.is_some_and(|d| depth >= d) || depth >= MAX_DEPTH {
+        return Plan::Skip { capped: 0 };
+    }
+    if info.states.manages_descendants() {
+        return Plan::Skip {
+            capped: u64::try_from(count).unwrap_or(0),
+        };
+    }
+    if let Some(list) = &info.listed_children {
+        return Plan::Use(list.clone());
+    }
+    if count == 0 {
+        return Plan::Use(Vec::new());
+    }
+    let ordered = order_cached(infos, cached);
+    if count > 0 && count as u64 > u64::from(limits.child_cap) {
+        // Absurd count: never ask; show what the cache already holds, capped later.
+        return Plan::Use(ordered);
+    }
+    if !is_root && !info.states.on_screen() {
+        // Hidden: not worth a call; the cache's view is good enough to search.
+        return Plan::Use(ordered);
+    }
+    if count > 0
+        && ordered.len() == count as usize
+        && (count == 1 || indices_complete(infos, &ordered))
+    {
+        return Plan::Use(ordered);
+    }
+    if count < 0 {
+        return Plan::CountThenFetch(ordered);
+    }
+    Plan::Fetch
+}
+
+/// AT-SPI roles of top-level surfaces (and the application), which toolkits mark
+/// `SHOWING` even when they mark nothing inside them.
+fn is_surface(role: u32) -> bool {
+    use super::role_map::code;
+    matches!(role, 2 | 16 | code::FRAME | 69 | code::APPLICATION)
+}
+
+/// True when `info` shows that its toolkit sets `SHOWING` on inner objects.
+fn sets_showing(info: &NodeInfo) -> bool {
+    !is_surface(info.role) && info.states.has(atspi::State::Showing)
+}
+
+/// Reads one object's record with six concurrent calls (for objects the cache lacks).
+pub async fn fetch_info(bus: &Bus, obj: &ObjRef) -> Result<NodeInfo, CallError> {
+    let a = iface::ACCESSIBLE;
+    let (role, states, name, description, child_count, ifaces) = tokio::try_join!(
+        bus.call::<_, u32>(obj, a, "GetRole", &()),
+        bus.call::<_, Vec<u32>>(obj, a, "GetState", &()),
+        bus.prop::<String>(obj, a, "Name"),
+        bus.prop::<String>(obj, a, "Description"),
+        bus.prop::<i32>(obj, a, "ChildCount"),
+        bus.call::<_, Vec<String>>(obj, a, "GetInterfaces", &()),
+    )?;
+    Ok(NodeInfo {
+        obj: obj.clone(),
+        parent: None,
+        index: -1,
+        child_count,
+        listed_children: None,
+        role,
+        name,
+        description,
+        states: RawStates::from_words(&states),
+        ifaces: Ifaces::from_names(&ifaces),
+    })
+}
+
+/// `Accessible.GetChildren`.
+pub async fn get_children(bus: &Bus, obj: &ObjRef) -> Result<Vec<ObjRef>, CallError> {
+    let v: Vec<(String, zbus::zvariant::OwnedObjectPath)> =
+        bus.call(obj, iface::ACCESSIBLE, "GetChildren", &()).await?;
+    Ok(v.into_iter()
+        .map(obj_from_wire)
+        .filter(|o| !o.is_null())
+        .collect())
+}
+
+/// One node's children list as read: the node, its reported count, the outcome.
+type Listed = (ObjRef, i32, Result<Option<Vec<ObjRef>>, CallError>);
+
+async fn run_plan(
+    bus: &Bus,
+    obj: &ObjRef,
+    plan: Plan,
+    cap: u32,
+) -> Result<Option<Vec<ObjRef>>, CallError> {
+    match plan {
+        Plan::Skip { .. } => Ok(None),
+        Plan::Use(v) => Ok(Some(v)),
+        Plan::Fetch => get_children(bus, obj).await.map(Some),
+        Plan::CountThenFetch(fallback) => {
+            let n: i32 = bus.prop(obj, iface::ACCESSIBLE, "ChildCount").await?;
+            if n >= 0 && n as u64 <= u64::from(cap) {
+                get_children(bus, obj).await.map(Some)
+            } else {
+                Ok(Some(fallback))
+            }
+        }
+    }
+}
+
+/// Keeps the children of one node that fit (pure): skips objects already placed
+/// elsewhere (stale parent pointers list some twice; the first place wins), keeps at
+/// most `cap`, and spends the shared node `budget`. Returns the kept children and how
+/// many were left unread: the ones cut here plus, for a reported count above the cap,
+/// those never listed.
+pub fn take_children(
+    list: Vec<ObjRef>,
+    reported: i32,
+    cap: u32,
+    budget: &mut u64,
+    placed: &mut HashSet<ObjRef>,
+) -> (Vec<ObjRef>, u64) {
+    let mut kept = Vec::new();
+    let mut dropped = 0u64;
+    let listed = list.len() as u64;
+    for k in list {
+        if placed.contains(&k) {
+            continue;
+        }
+        if kept.len() as u64 >= u64::from(cap) || *budget == 0 {
+            dropped += 1;
+            continue;
+        }
+        *budget -= 1;
+        placed.insert(k.clone());
+        kept.push(k);
+    }
+    let reported = u64::try_from(reported).unwrap_or(0);
+    let unlisted = if reported > u64::from(cap) {
+        reported.saturating_sub(listed)
+    } else {
+        0
+    };
+    (kept, dropped + unlisted)
+}
+
+/// Turns a failed call into "skip this object" or "stop the snapshot".
+fn absorb(e: CallError, obj: &ObjRef, vanished: &mut HashSet<ObjRef>) -> Result<(), DriverError> {
+    if e.is_timeout() {
+        return Err(e.to_driver());
+    }
+    tracing::debug!(%obj, error = %e, "object skipped");
+    vanished.insert(obj.clone());
+    Ok(())
+}
+
+/// Reads the structure under `root`.
+///
+/// `cache` is the application's `GetItems` reply, or `None` to walk object by object.
+/// Errors: `COMPUTER_NOT_RESPONDING` when any call times out; an unknown root is not
+/// an error here (the caller finds it missing from `parts.infos`).
+pub async fn walk(
+    bus: &Bus,
+    root: &ObjRef,
+    cache: Option<Vec<NodeInfo>>,
+    limits: &WalkLimits,
+) -> Result<Walk, DriverError> {
+    let mut pool: HashMap<ObjRef, NodeInfo> = HashMap::new();
+    let mut by_parent: HashMap<ObjRef, Vec<ObjRef>> = HashMap::new();
+    let mut trust_showing = cache.iter().flatten().any(sets_showing);
+    for item in cache.into_iter().flatten() {
+        if let Some(p) = &item.parent {
+            by_parent
+                .entry(p.clone())
+                .or_default()
+                .push(item.obj.clone());
+        }
+        pool.insert(item.obj.clone(), item);
+    }
+
+    let mut out = Walk::default();
+    // Nodes on screen so far, and each frontier node's parent (for the GTK 4 rule).
+    let mut shown: HashSet<ObjRef> = HashSet::new();
+    let mut parent_of: HashMap<ObjRef, ObjRef> = HashMap::new();
+    let mut placed: HashSet<ObjRef> = HashSet::from([root.clone()]);
+    let mut frontier = vec![root.clone()];
+    let mut budget = u64::from(limits.max_nodes.max(1)) - 1;
+    let mut depth = 0u32;
+
+    while !frontier.is_empty() {
+        // 1. Records the cache did not hold.
+        let missing: Vec<ObjRef> = frontier
+            .iter()
+            .filter(|o| !pool.contains_key(*o))
+            .cloned()
+            .collect();
+        out.walked += missing.len() as u64;
+        let fetched: Vec<(ObjRef, Result<NodeInfo, CallError>)> = stream::iter(missing)
+            .map(|o| async move {
+                let r = fetch_info(bus, &o).await;
+                (o, r)
+            })
+            .buffer_unordered(limits.concurrency.max(1))
+            .collect()
+            .await;
+        for (o, r) in fetched {
+            match r {
+                Ok(info) => {
+                    pool.insert(o, info);
+                }
+                Err(e) => absorb(e, &o, &mut out.parts.vanished)?,
+            }
+        }
+
+        // On screen: the root if it says so; below it, a node under an on-screen
+        // parent that says so, or (toolkits that never say so) that is VISIBLE.
+        trust_showing = trust_showing
+            || frontier
+                .iter()
+                .filter_map(|o| pool.get(o))
+                .any(sets_showing);
+        for o in &frontier {
+            let parent_shown = match parent_of.get(o) {
+                Some(p) => shown.contains(p),
+                None => true,
+            };
+            if let Some(info) = pool.get_mut(o) {
+                let visible = info.states.has(atspi::State::Visible);
+                if parent_shown && !trust_showing && visible && !info.states.on_screen() {
+                    info.states.0 |= atspi::State::Showing as u64;
+                }
+                if parent_shown && info.states.on_screen() {
+                    shown.insert(o.clone());
+                }
+            }
+        }
+
+        // 2. Plans, from what is known now.
+        let mut jobs = Vec::new();
+        for o in &frontier {
+            if out.parts.vanished.contains(o) {
+                continue;
+            }
+            let Some(info) = pool.get(o) else { continue };
+            if info.states.defunct() {
+                out.parts.vanished.insert(o.clone());
+                continue;
+            }
+            let cached = by_parent.get(o).map(Vec::as_slice).unwrap_or(&[]);
+            let plan = plan_children(info, o == root, cached, &pool, depth, limits);
+            if let Plan::Skip { capped } = plan {
+                out.capped += capped;
+            }
+            jobs.push((o.clone(), plan, info.child_count));
+        }
+        for o in &frontier {
+            if let Some(info) = pool.get(o) {
+                out.parts.infos.insert(o.clone(), info.clone());
+            }
+        }
+
+        // 3. Children lists, asking where the plan says so.
+        let cap = limits.child_cap;
+        let lists: Vec<Listed> = stream::iter(jobs)
+            .map(|(o, plan, count)| async move {
+                let r = run_plan(bus, &o, plan, cap).await;
+                (o, count, r)
+            })
+            .buffer_unordered(limits.concurrency.max(1))
+            .collect()
+            .await;
+
+        // 4. Cap, budget, next wave (in frontier order, so the budget keeps the first
+        // children of the first nodes).
+        let mut by_obj: HashMap<ObjRef, (i32, Option<Vec<ObjRef>>)> = HashMap::new();
+        for (o, count, r) in lists {
+            match r {
+                Ok(list) => {
+                    by_obj.insert(o, (count, list));
+                }
+                Err(e) if e.is_timeout() => return Err(e.to_driver()),
+                Err(e) => {
+                    // The node is there but would not list its children: keep the
+                    // node, leave its children unread.
+                    tracing::debug!(obj = %o, error = %e, "children unread");
+                    if e.is_gone() {
+                        out.parts.vanished.insert(o);
+                    }
+                }
+            }
+        }
+        let mut next = Vec::new();
+        for o in &frontier {
+            let Some((count, Some(list))) = by_obj.remove(o) else {
+                continue;
+            };
+            let (kept, capped) = take_children(list, count, cap, &mut budget, &mut placed);
+            out.capped += capped;
+            for k in &kept {
+                parent_of.insert(k.clone(), o.clone());
+            }
+            next.extend(kept.iter().cloned());
+            out.parts.kids.insert(o.clone(), kept);
+        }
+        frontier = next;
+        depth += 1;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use atspi::State as S;
+
+    const SHOWN: u64 = S::Showing as u64 | S::Visible as u64;
+
+    fn obj(n: u32) -> ObjRef {
+        ObjRef::new(":1.9", format!("/org/a11y/atspi/accessible/{n}"))
+    }
+
+    fn info(n: u32, index: i32, count: i32, states: u64) -> NodeInfo {
+        NodeInfo {
+            obj: obj(n),
+            parent: None,
+            index,
+            child_count: count,
+            listed_children: None,
+            role: 39,
+            name: String::new(),
+            description: String::new(),
+            states: RawStates(states),
+            ifaces: Ifaces::default(),
+        }
+    }
+
+    fn pool(items: &[NodeInfo]) -> HashMap<ObjRef, NodeInfo> {
+        items.iter().map(|i| (i.obj.clone(), i.clone())).collect()
+    }
+
+    const LIMITS: WalkLimits = WalkLimits {
+        child_cap: 500,
+        max_nodes: 5_000,
+        depth: None,
+        concurrency: 8,
+    };
+
+    #[test]
+    fn managed_descendants_are_never_enumerated() {
+        let grid = info(1477, -1, -1, SHOWN | S::ManagesDescendants as u64);
+        assert_eq!(
+            plan_children(&grid, false, &[], &HashMap::new(), 3, &LIMITS),
+            Plan::Skip { capped: 0 }
+        );
+        let tree = info(5, -1, 120, SHOWN | S::ManagesDescendants as u64);
+        assert_eq!(
+            plan_children(&tree, false, &[], &HashMap::new(), 3, &LIMITS),
+            Plan::Skip { capped: 120 }
+        );
+    }
+
+    #[test]
+    fn absurd_counts_use_the_cache_only() {
+        let huge = info(1, -1, i32::MAX, SHOWN);
+        let p = pool(&[info(3, -1, 0, SHOWN), info(2, -1, 0, SHOWN)]);
+        assert_eq!(
+            plan_children(&huge, false, &[obj(3), obj(2)], &p, 1, &LIMITS),
+            Plan::Use(vec![obj(2), obj(3)])
+        );
+    }
+
+    #[test]
+    fn complete_indexed_cache_needs_no_call() {
+        let parent = info(1, -1, 2, SHOWN);
+        let p = pool(&[info(10, 1, 0, SHOWN), info(11, 0, 0, SHOWN)]);
+        assert_eq!(
+            plan_children(&parent, false, &[obj(10), obj(11)], &p, 1, &LIMITS),
+            Plan::Use(vec![obj(11), obj(10)]),
+            "ordered by index, not path"
+        );
+    }
+
+    #[test]
+    fn unindexed_or_incomplete_shown_nodes_ask() {
+        let parent = info(1, -1, 2, SHOWN);
+        let p = pool(&[info(10, -1, 0, SHOWN), info(11, -1, 0, SHOWN)]);
+        assert_eq!(
+            plan_children(&parent, false, &[obj(10), obj(11)], &p, 1, &LIMITS),
+            Plan::Fetch
+        );
+        // LibreOffice's frame: 12 children, 1 listed under it in the cache.
+        let frame = info(614, -1, 12, SHOWN);
+        assert_eq!(
+            plan_children(&frame, true, &[obj(10)], &p, 0, &LIMITS),
+            Plan::Fetch
+        );
+        // A single cached child is in order by definition.
+        let one = info(2, -1, 1, SHOWN);
+        assert_eq!(
+            plan_children(&one, false, &[obj(10)], &p, 1, &LIMITS),
+            Plan::Use(vec![obj(10)])
+        );
+    }
+
+    #[test]
+    fn hidden_nodes_use_the_cache_and_unknown_counts_are_checked_first() {
+        let hidden = info(1, -1, 2, S::Visible as u64);
+        let p = pool(&[info(11, -1, 0, 0), info(10, -1, 0, 0)]);
+        assert_eq!(
+            plan_children(&hidden, false, &[obj(11), obj(10)], &p, 1, &LIMITS),
+            Plan::Use(vec![obj(10), obj(11)]),
+            "path order when no index is known"
+        );
+        let menu = info(3, -1, -1, SHOWN);
+        assert_eq!(
+            plan_children(&menu, false, &[obj(11)], &p, 1, &LIMITS),
+            Plan::CountThenFetch(vec![obj(11)])
+        );
+    }
+
+    #[test]
+    fn children_are_capped_budgeted_and_placed_once() {
+        let mut placed = HashSet::from([obj(1)]);
+        let mut budget = 10;
+        let (kept, capped) = take_children(
+            vec![obj(1), obj(2), obj(3), obj(4)],
+            4,
+            2,
+            &mut budget,
+            &mut placed,
+        );
+        assert_eq!(
+            kept,
+            vec![obj(2), obj(3)],
+            "already placed obj 1 skipped, cap 2"
+        );
+        assert_eq!(capped, 1);
+        assert_eq!(budget, 8);
+        assert!(placed.contains(&obj(3)) && !placed.contains(&obj(4)));
+
+        // An absurd count with a short cached list: the unlisted rest is capped too.
+        let (kept, capped) = take_children(vec![obj(5)], 2_000, 500, &mut budget, &mut placed);
+        assert_eq!(kept, vec![obj(5)]);
+        assert_eq!(capped, 1_999);
+
+        // The budget runs out.
+        let mut budget = 1;
+        let (kept, capped) = take_children(vec![obj(6), obj(7)], 2, 500, &mut budget, &mut placed);
+        assert_eq!(kept, vec![obj(6)]);
+        assert_eq!((capped, budget), (1, 0));
+    }
+
+    #[test]
+    fn depth_limit_and_legacy_lists() {
+        let d = WalkLimits {
+            depth: Some(2),
+            ..LIMITS
+        };
+        let n = info(1, -1, 3, SHOWN);
+        assert_eq!(
+            plan_children(&n, false, &[], &HashMap::new(), 2, &d),
+            Plan::Skip { capped: 0 }
+        );
+        let mut legacy = info(1, -1, 2, SHOWN);
+        legacy.listed_children = Some(vec![obj(7), obj(6)]);
+        assert_eq!(
+            plan_children(&legacy, false, &[], &HashMap::new(), 0, &LIMITS),
+            Plan::Use(vec![obj(7), obj(6)])
+        );
+    }
+}

@@ -1,0 +1,362 @@
+//! [`LinuxDriver`]: the [`Driver`] trait over AT-SPI2, with X11 input as the declared
+//! fallback.
+//!
+//! Owns the wiring: which module serves which method, the lazily opened X connection
+//! for keyboard and pointer input, settling around actions and the keyboard fallback
+//! of `type`/`set_value`. Reading and acting live in [`crate::linux::atspi`]; input in
+//! [`crate::linux::input`]. It makes no policy decision.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use deskpilot_protocol::types::*;
+use deskpilot_protocol::{Driver, DriverError, ErrorCode};
+
+use super::atspi::act::{self, Method, Outcome};
+use super::atspi::connection::iface;
+use super::atspi::events::Subscriptions;
+use super::atspi::settle::Settler;
+use super::atspi::{Bus, ConnectOptions, ObjRef, apps, find, focus, launch, snapshot};
+use super::input::XInput;
+
+/// How long the keyboard fallback waits for the element to report `FOCUSED` after
+/// `GrabFocus`: 500 ms (GTK moves focus within one main-loop iteration).
+const FOCUS_WAIT: Duration = Duration::from_millis(500);
+
+/// The Linux driver: one connection to one accessibility bus (one desktop or
+/// sandbox), and optionally one X display for input.
+///
+/// `Send + Sync`; share it behind an `Arc`. Every method is bounded in time by the
+/// per-call timeout of [`ConnectOptions`].
+pub struct LinuxDriver {
+    bus: Bus,
+    opts: ConnectOptions,
+    subs: Subscriptions,
+    input: tokio::sync::OnceCell<Arc<XInput>>,
+}
+
+impl std::fmt::Debug for LinuxDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinuxDriver")
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LinuxDriver {
+    /// Connects to the accessibility bus named by `opts` (see [`ConnectOptions`]).
+    /// Must be called inside a tokio runtime; the connection's tasks live on it.
+    ///
+    /// Errors: `COMPUTER_ACCESSIBILITY_DISABLED` when there is no session bus, no
+    /// accessibility bus or no registry; `COMPUTER_OS_PERMISSION_MISSING` when a bus
+    /// refuses the connection. The message says to run `deskpilot doctor --fix` or to
+    /// start a sandbox.
+    pub async fn connect(opts: ConnectOptions) -> Result<LinuxDriver, DriverError> {
+        let bus = Bus::connect(&opts).await?;
+        Ok(LinuxDriver {
+            bus,
+            opts,
+            subs: Subscriptions::default(),
+            input: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// [`LinuxDriver::connect`] with [`ConnectOptions::from_env`].
+    pub async fn from_env() -> Result<LinuxDriver, DriverError> {
+        Self::connect(ConnectOptions::from_env()).await
+    }
+
+    /// The options this driver was connected with.
+    pub fn options(&self) -> &ConnectOptions {
+        &self.opts
+    }
+
+    /// The X input connection, opened on first use.
+    ///
+    /// Errors: `COMPUTER_INPUT_UNAVAILABLE` without an X display or XTEST.
+    pub async fn input(&self) -> Result<Arc<XInput>, DriverError> {
+        let display = self.opts.display.clone();
+        self.input
+            .get_or_try_init(|| async move {
+                let x = tokio::task::spawn_blocking(move || XInput::connect(display.as_deref()))
+                    .await
+                    .map_err(|e| {
+                        DriverError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+                    })??;
+                Ok(Arc::new(x))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Types `text` into the element through the keyboard: only into a focusable
+    /// element of the window that already has focus (no activation here: an action
+    /// must not steal focus silently).
+    async fn keyboard_fallback(
+        &self,
+        window: &ObjRef,
+        obj: &ObjRef,
+        text: &str,
+        replace: bool,
+    ) -> Result<Outcome, DriverError> {
+        let unavailable = |e: DriverError| {
+            DriverError::new(
+                ErrorCode::ElementNotActionable,
+                format!(
+                    "the element has no accessibility method for this value, and the keyboard \
+                     fallback is not possible: {}",
+                    e.message
+                ),
+            )
+        };
+        let x = self.input().await.map_err(unavailable)?;
+        focus::ensure_focused(&self.bus, &x, window, false)
+            .await
+            .map_err(unavailable)?;
+        let _: Result<bool, _> = self.bus.call(obj, iface::COMPONENT, "GrabFocus", &()).await;
+        let until = Instant::now() + FOCUS_WAIT;
+        loop {
+            let states: Result<Vec<u32>, _> =
+                self.bus.call(obj, iface::ACCESSIBLE, "GetState", &()).await;
+            let focused = states
+                .map(|s| {
+                    super::atspi::state_map::RawStates::from_words(&s).has(atspi::State::Focused)
+                })
+                .unwrap_or(false);
+            if focused {
+                break;
+            }
+            if Instant::now() >= until {
+                return Err(unavailable(DriverError::new(
+                    ErrorCode::InputUnavailable,
+                    "the element did not take keyboard focus",
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let text = text.to_string();
+        let sent = tokio::task::spawn_blocking(move || -> Result<u64, DriverError> {
+            let mut n = 0;
+            if replace {
+                n += x.send_chords("ctrl+a")?;
+            }
+            n += x.type_text(&text)?;
+            Ok(n)
+        })
+        .await
+        .map_err(|e| DriverError::new(ErrorCode::Internal, format!("input task failed: {e}")))??;
+        Ok(Outcome {
+            status: ActStatus::Executed,
+            note: Some(format!(
+                "no EditableText or numeric Value path on this element; typed through the \
+                 keyboard into the focused window ({sent} key events)"
+            )),
+        })
+    }
+
+    fn input_result(channel: Channel, started: Instant, events_sent: u64) -> InputResult {
+        InputResult {
+            channel,
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            events_sent,
+        }
+    }
+}
+
+#[async_trait]
+impl Driver for LinuxDriver {
+    async fn hello(&self) -> Result<Hello, DriverError> {
+        let mut notes = Vec::new();
+        let accessibility = match self.bus.accessibility_enabled().await {
+            Some(true) => true,
+            Some(false) => {
+                notes.push(
+                    "org.a11y.Status.IsEnabled is false: apps started from now on may not \
+                     expose their tree (Chromium, Electron). Run `deskpilot doctor --fix`."
+                        .to_string(),
+                );
+                false
+            }
+            None => {
+                notes.push(
+                    "org.a11y.Status.IsEnabled could not be read (no session bus given); the \
+                     accessibility bus itself is connected."
+                        .to_string(),
+                );
+                true
+            }
+        };
+        let input = match self.input().await {
+            Ok(_) => true,
+            Err(e) => {
+                notes.push(format!("synthetic input unavailable: {}", e.message));
+                false
+            }
+        };
+        notes.push("screen capture and OCR are not implemented by this driver yet".to_string());
+        Ok(Hello {
+            platform: "linux".to_string(),
+            driver: "deskpilot-driver-linux".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            protocol: PROTOCOL_VERSION,
+            capabilities: Capabilities {
+                tree: true,
+                actions: true,
+                keyboard: true,
+                pointer: true,
+                capture: false,
+                ocr: false,
+                events: true,
+            },
+            permissions: Permissions {
+                accessibility,
+                input,
+                capture: false,
+                notes,
+            },
+        })
+    }
+
+    async fn apps(&self) -> Result<Vec<AppInfo>, DriverError> {
+        apps::list_apps(&self.bus).await
+    }
+
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, DriverError> {
+        launch::launch(&self.bus, &self.opts, &p).await
+    }
+
+    async fn windows(&self) -> Result<Vec<WindowInfo>, DriverError> {
+        apps::list_windows(&self.bus).await
+    }
+
+    async fn activate(&self, p: ActivateParams) -> Result<Empty, DriverError> {
+        let window = ObjRef::from_handle(&p.window)?;
+        let grabbed: Result<bool, _> = self
+            .bus
+            .call(&window, iface::COMPONENT, "GrabFocus", &())
+            .await;
+        if let Err(e) = &grabbed
+            && e.is_gone()
+        {
+            return Err(e.to_driver());
+        }
+        match self.input().await {
+            Ok(x) => focus::ensure_focused(&self.bus, &x, &window, true)
+                .await
+                .map(|_| Empty {}),
+            Err(_) if matches!(grabbed, Ok(true)) => Ok(Empty {}),
+            Err(e) => Err(DriverError::new(
+                ErrorCode::ElementNotActionable,
+                format!(
+                    "the window refused Component.GrabFocus and X activation is unavailable: {}",
+                    e.message
+                ),
+            )),
+        }
+    }
+
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, DriverError> {
+        snapshot::snapshot(&self.bus, &self.opts, &p).await
+    }
+
+    async fn find(&self, p: FindParams) -> Result<FindResult, DriverError> {
+        find::find(&self.bus, &self.opts, &p).await
+    }
+
+    async fn act(&self, p: ActParams) -> Result<ActResult, DriverError> {
+        let started = Instant::now();
+        let obj = ObjRef::from_handle(&p.handle)?;
+        let window = ObjRef::from_handle(&p.window)?;
+        let facts = act::facts(&self.bus, &obj, p.op).await?;
+        let method = act::choose(p.op, &facts, p.value.as_deref())?;
+        let settler = match p.settle {
+            Some(_) => match Settler::start(&self.bus, &obj.bus).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::debug!(error = %e, "settle subscription failed");
+                    None
+                }
+            },
+            None => None,
+        };
+        let outcome = match &method {
+            Method::Keyboard { text, replace } => {
+                self.keyboard_fallback(&window, &obj, text, *replace)
+                    .await?
+            }
+            m => act::perform(&self.bus, &obj, m).await?,
+        };
+        let mut result = act::result(&method, outcome, started);
+        if let (Some(s), Some(settler)) = (p.settle, settler) {
+            result.settle = Some(settler.finish(s).await);
+        }
+        Ok(result)
+    }
+
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, DriverError> {
+        let subscription = self.subs.subscribe(&self.bus, &p).await?;
+        Ok(SubscribeResult { subscription })
+    }
+
+    async fn next_events(
+        &self,
+        subscription: u64,
+        timeout_ms: u64,
+    ) -> Result<EventBatch, DriverError> {
+        self.subs
+            .next_events(&self.bus, subscription, timeout_ms)
+            .await
+    }
+
+    async fn keys(&self, p: KeysParams) -> Result<InputResult, DriverError> {
+        let started = Instant::now();
+        let window = ObjRef::from_handle(&p.window)?;
+        let what = match (p.chord, p.text) {
+            (Some(c), None) => Ok(c),
+            (None, Some(t)) => Err(t),
+            _ => {
+                return Err(DriverError::new(
+                    ErrorCode::InvalidArgument,
+                    "input.keys takes exactly one of chord or text",
+                ));
+            }
+        };
+        let x = self.input().await?;
+        focus::ensure_focused(&self.bus, &x, &window, true).await?;
+        let sent = tokio::task::spawn_blocking(move || match what {
+            Ok(chord) => x.send_chords(&chord),
+            Err(text) => x.type_text(&text),
+        })
+        .await
+        .map_err(|e| DriverError::new(ErrorCode::Internal, format!("input task failed: {e}")))??;
+        Ok(Self::input_result(Channel::Keyboard, started, sent))
+    }
+
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult, DriverError> {
+        let started = Instant::now();
+        let window = ObjRef::from_handle(&p.window)?;
+        let x = self.input().await?;
+        focus::ensure_focused(&self.bus, &x, &window, true).await?;
+        let sent = tokio::task::spawn_blocking(move || x.pointer(&p))
+            .await
+            .map_err(|e| {
+                DriverError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+            })??;
+        Ok(Self::input_result(Channel::Pointer, started, sent))
+    }
+
+    async fn capture(&self, _p: CaptureParams) -> Result<CaptureResult, DriverError> {
+        Err(DriverError::new(
+            ErrorCode::PlatformUnsupported,
+            "screen.capture is not implemented by the Linux driver yet; observe the tree instead",
+        ))
+    }
+
+    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, DriverError> {
+        Err(DriverError::new(
+            ErrorCode::PlatformUnsupported,
+            "screen.ocr is not implemented by the Linux driver yet; observe the tree instead",
+        ))
+    }
+}

@@ -1,0 +1,7 @@
+//! Linux implementation (compiled only on Linux).
+
+pub mod atspi;
+pub mod driver;
+pub mod input;
+pub mod sandbox;
+pub use driver::LinuxDriver;

@@ -1,0 +1,196 @@
+//! `deskpilot doctor [--fix]`: is this desktop ready for deskpilot, and if not, what
+//! to do. Checks the session type, the session bus, the accessibility bus and its
+//! `IsEnabled` switch, synthetic input (XTest), and apps that expose no tree.
+
+use std::process::{Command, Stdio};
+
+use deskpilot_protocol::types::AppStatus;
+use deskpilot_protocol::{Driver, DriverError};
+use serde::Serialize;
+
+use crate::output::print_ok;
+use crate::target;
+
+#[derive(Debug, Serialize)]
+struct Check {
+    name: &'static str,
+    ok: bool,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+fn check(name: &'static str, ok: bool, detail: impl Into<String>, fix: Option<&str>) -> Check {
+    Check {
+        name,
+        ok,
+        detail: detail.into(),
+        fix: if ok { None } else { fix.map(str::to_string) },
+    }
+}
+
+/// Sets `org.a11y.Status.IsEnabled` on the session bus at `bus`.
+fn enable_accessibility(bus: &str) -> Result<(), String> {
+    let st = Command::new("dbus-send")
+        .env("DBUS_SESSION_BUS_ADDRESS", bus)
+        .args([
+            "--session",
+            "--print-reply",
+            "--reply-timeout=2000",
+            "--dest=org.a11y.Bus",
+            "/org/a11y/bus",
+            "org.freedesktop.DBus.Properties.Set",
+            "string:org.a11y.Status",
+            "string:IsEnabled",
+            "variant:boolean:true",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot run dbus-send: {e}"))?;
+    if st.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&st.stderr).trim().to_string())
+    }
+}
+
+pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), DriverError> {
+    let mut checks = Vec::new();
+    let session_type = std::env::var("XDG_SESSION_TYPE").unwrap_or_default();
+    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some();
+    let desktop = match target::resolve(sandbox) {
+        Ok(d) => d,
+        Err(e) => {
+            checks.push(check(
+                "desktop",
+                false,
+                e.message.clone(),
+                Some("deskpilot sandbox start"),
+            ));
+            return report(json, checks);
+        }
+    };
+    checks.push(check(
+        "desktop",
+        true,
+        format!(
+            "display {} · {}{}",
+            desktop.display,
+            match desktop.sandbox {
+                Some(n) => format!("deskpilot sandbox :{n}"),
+                None if session_type.is_empty() => "session type unknown".to_string(),
+                None => format!("session type {session_type}"),
+            },
+            if wayland {
+                " · Wayland (input fallback unavailable)"
+            } else {
+                ""
+            }
+        ),
+        None,
+    ));
+    if fix {
+        if let Err(e) = enable_accessibility(&desktop.bus_address) {
+            checks.push(check(
+                "fix",
+                false,
+                format!("could not turn accessibility on: {e}"),
+                Some("check that at-spi2-core is installed and the session bus runs"),
+            ));
+        }
+    }
+    let driver = match super::session::connect(&desktop).await {
+        Ok(d) => d,
+        Err(e) => {
+            checks.push(check(
+                "accessibility bus",
+                false,
+                e.message.clone(),
+                Some("apt-get install at-spi2-core, or use `deskpilot sandbox start`"),
+            ));
+            return report(json, checks);
+        }
+    };
+    checks.push(check("accessibility bus", true, "connected", None));
+    match driver.hello().await {
+        Ok(h) => {
+            checks.push(check(
+                "accessibility enabled",
+                h.permissions.accessibility,
+                if h.permissions.accessibility {
+                    "org.a11y.Status.IsEnabled = true"
+                } else {
+                    "org.a11y.Status.IsEnabled = false: Chromium, Electron and Qt apps started now expose no tree"
+                },
+                Some("deskpilot doctor --fix, then restart the apps"),
+            ));
+            checks.push(check(
+                "synthetic input",
+                h.permissions.input,
+                if h.permissions.input {
+                    "X11 with XTest: keyboard/pointer fallback available"
+                } else {
+                    "no XTest on this display (or Wayland): keyboard/pointer fallback unavailable; semantic actions still work"
+                },
+                Some("use an X11 session or a deskpilot sandbox"),
+            ));
+            for n in h.permissions.notes {
+                checks.push(check("note", true, n, None));
+            }
+        }
+        Err(e) => checks.push(check("driver", false, e.message, None)),
+    }
+    match driver.apps().await {
+        Ok(apps) => {
+            let bad: Vec<String> = apps
+                .iter()
+                .filter(|a| a.status != AppStatus::Ok)
+                .map(|a| format!("{} ({:?})", a.name, a.status))
+                .collect();
+            checks.push(check(
+                "apps",
+                bad.is_empty(),
+                if bad.is_empty() {
+                    format!("{} apps expose a tree", apps.len())
+                } else {
+                    format!("{} apps; without a readable tree: {}", apps.len(), bad.join(", "))
+                },
+                Some("restart those apps after `deskpilot doctor --fix` (Qt apps need QT_ACCESSIBILITY=1)"),
+            ));
+        }
+        Err(e) => checks.push(check("apps", false, e.message, None)),
+    }
+    report(json, checks)
+}
+
+fn report(json: bool, checks: Vec<Check>) -> Result<(), DriverError> {
+    let mut text = String::new();
+    for c in &checks {
+        text.push_str(&format!(
+            "{} {:<22} {}\n",
+            if c.ok { "ok  " } else { "FAIL" },
+            c.name,
+            c.detail
+        ));
+        if let Some(f) = &c.fix {
+            text.push_str(&format!("     {:<22} fix: {f}\n", ""));
+        }
+    }
+    let all_ok = checks.iter().all(|c| c.ok);
+    print_ok(
+        json,
+        &serde_json::json!({ "healthy": all_ok, "checks": checks }),
+        &text,
+    );
+    if all_ok {
+        Ok(())
+    } else {
+        let first = checks.iter().find(|c| !c.ok).map(|c| c.name).unwrap_or("");
+        Err(DriverError::new(
+            deskpilot_protocol::ErrorCode::AccessibilityDisabled,
+            format!("the desktop is not ready (first failing check: {first}); see the fixes above"),
+        ))
+    }
+}

@@ -1,0 +1,150 @@
+//! `deskpilot sandbox start|run|env|stop|list`.
+
+use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions, SandboxState};
+use deskpilot_protocol::{DriverError, ErrorCode};
+use serde::Serialize;
+
+use crate::SandboxCmd;
+use crate::output::print_ok;
+
+#[derive(Serialize)]
+struct Started<'a> {
+    sandbox: &'a SandboxState,
+    env: std::collections::BTreeMap<String, String>,
+}
+
+/// The sandbox a `run`/`env`/`stop` addresses: `--sandbox N` or the only one.
+fn chosen(sandbox: Option<u32>) -> Result<Sandbox, DriverError> {
+    if let Some(n) = sandbox {
+        return Sandbox::open(n);
+    }
+    let all = Sandbox::list();
+    match all.as_slice() {
+        [one] => Sandbox::open(one.display),
+        [] => Err(DriverError::new(
+            ErrorCode::InvalidArgument,
+            "no sandbox is running; start one with `deskpilot sandbox start`",
+        )),
+        many => Err(DriverError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "several sandboxes exist (displays {}); choose one with --sandbox N",
+                many.iter()
+                    .map(|s| format!(":{}", s.display))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
+pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<(), DriverError> {
+    match cmd {
+        SandboxCmd::Start { display, no_wm } => {
+            let sb = Sandbox::start(SandboxOptions {
+                display: display.or(sandbox),
+                window_manager: !no_wm,
+                detach: true,
+                ..SandboxOptions::default()
+            })?;
+            let n = sb.state().display;
+            let text = format!(
+                "sandbox started on display :{n} (session bus {})\n\
+                 launch an app:   deskpilot --sandbox {n} sandbox run -- mousepad\n\
+                 join from shell: eval \"$(deskpilot --sandbox {n} sandbox env)\"\n\
+                 stop it:         deskpilot --sandbox {n} sandbox stop",
+                sb.state().bus_address
+            );
+            print_ok(
+                json,
+                &Started {
+                    sandbox: sb.state(),
+                    env: sb.env(),
+                },
+                &text,
+            );
+            Ok(())
+        }
+        SandboxCmd::Run { command } => {
+            let mut sb = chosen(sandbox)?;
+            if !sb.is_alive() {
+                return Err(DriverError::new(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "the sandbox on display :{} is no longer running; start a new one with `deskpilot sandbox start`",
+                        sb.state().display
+                    ),
+                ));
+            }
+            let child = sb.spawn(&command)?;
+            let pid = child.id();
+            // The app belongs to the sandbox now; it is stopped with it.
+            std::mem::forget(child);
+            print_ok(
+                json,
+                &serde_json::json!({ "pid": pid, "display": sb.state().display, "command": command }),
+                &format!(
+                    "started {} (pid {pid}) on display :{}",
+                    command.join(" "),
+                    sb.state().display
+                ),
+            );
+            Ok(())
+        }
+        SandboxCmd::Env => {
+            let sb = chosen(sandbox)?;
+            print_ok(json, &sb.env(), &sb.shell_exports());
+            Ok(())
+        }
+        SandboxCmd::Stop { all } => {
+            let targets: Vec<u32> = if all {
+                Sandbox::list().into_iter().map(|s| s.display).collect()
+            } else {
+                vec![chosen(sandbox)?.state().display]
+            };
+            for n in &targets {
+                if let Ok(mut sb) = Sandbox::open(*n) {
+                    sb.stop();
+                }
+            }
+            print_ok(
+                json,
+                &serde_json::json!({ "stopped": targets }),
+                &if targets.is_empty() {
+                    "no sandbox to stop".to_string()
+                } else {
+                    format!(
+                        "stopped {}",
+                        targets
+                            .iter()
+                            .map(|n| format!(":{n}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                },
+            );
+            Ok(())
+        }
+        SandboxCmd::List => {
+            let all = Sandbox::list();
+            let mut text = String::new();
+            let mut rows = Vec::new();
+            for s in &all {
+                let alive = Sandbox::open(s.display).is_ok_and(|sb| sb.is_alive());
+                text.push_str(&format!(
+                    ":{}  {}  {} processes  {}\n",
+                    s.display,
+                    if alive { "running" } else { "dead" },
+                    s.pids.len(),
+                    s.dir.display()
+                ));
+                rows.push(serde_json::json!({ "sandbox": s, "running": alive }));
+            }
+            if all.is_empty() {
+                text.push_str("no sandboxes; start one with `deskpilot sandbox start`");
+            }
+            print_ok(json, &serde_json::json!({ "sandboxes": rows }), &text);
+            Ok(())
+        }
+    }
+}

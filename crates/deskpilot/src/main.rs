@@ -1,0 +1,211 @@
+//! `deskpilot`: read and operate desktop applications through the accessibility tree.
+//!
+//! Every command prints human text by default and one JSON document with `--json`.
+//! A failure prints `error[COMPUTER_…]: what happened and what to do` on stderr (or
+//! `{"ok":false,"error":{code,message,detail}}` on stdout with `--json`) and exits 1;
+//! bad command-line usage exits 2. Logs go to stderr (`RUST_LOG=debug`).
+
+mod cmd;
+mod output;
+mod target;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Let an AI agent (or you) read and operate desktop apps through the accessibility
+/// tree, in the background, without screenshots.
+#[derive(Debug, Parser)]
+#[command(
+    name = "deskpilot",
+    version,
+    after_help = "Examples:
+  deskpilot demo                               # sandbox + mousepad: type, Save As, verify
+  deskpilot sandbox start                      # an isolated desktop (Xvfb + AT-SPI)
+  deskpilot sandbox run -- mousepad            # launch an app inside it
+  deskpilot observe --app mousepad             # the window as text, with refs
+  deskpilot act e12 set_value 'Hello'          # act by ref; prints what changed
+  deskpilot keys ctrl+s --app mousepad         # keyboard fallback (declared)
+  deskpilot sandbox stop"
+)]
+struct Cli {
+    /// Print one JSON document instead of human text.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Work inside the sandbox on this display number (see `deskpilot sandbox list`).
+    /// Without it, deskpilot uses $DISPLAY and $DBUS_SESSION_BUS_ADDRESS, or the only
+    /// running sandbox when those are unset.
+    #[arg(long, global = true, env = "DESKPILOT_SANDBOX", value_name = "N")]
+    sandbox: Option<u32>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check the display, session bus, accessibility bus and input; --fix turns
+    /// accessibility on.
+    Doctor {
+        /// Turn org.a11y.Status.IsEnabled on.
+        #[arg(long)]
+        fix: bool,
+    },
+    /// Start, use and stop isolated sandbox desktops.
+    #[command(subcommand)]
+    Sandbox(SandboxCmd),
+    /// List applications and their windows (with window refs).
+    Apps,
+    /// Show a window as indented text with element refs.
+    Observe {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Only the subtree of this ref (e.g. a long list).
+        #[arg(long, value_name = "REF")]
+        scope: Option<String>,
+        /// Only elements whose text contains this (with their ancestors).
+        #[arg(long, value_name = "TEXT")]
+        query: Option<String>,
+        /// Token budget of the snapshot (hard ceiling).
+        #[arg(long, default_value_t = 2000, value_name = "N")]
+        max_tokens: usize,
+    },
+    /// Find elements whose name, value or description contains TEXT.
+    Find {
+        text: String,
+        /// Only elements of this role (button, textbox, menuitem, …).
+        #[arg(long)]
+        role: Option<String>,
+        #[command(flatten)]
+        target: TargetArgs,
+        /// At most this many results.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Act on an element by ref: click, set_value, type, toggle, select, focus, …
+    /// Prints what changed.
+    Act {
+        /// Element ref from the last observe (e.g. e12).
+        #[arg(value_name = "REF")]
+        ref_: String,
+        /// click, double_click, right_click, focus, set_value, type, clear, toggle,
+        /// select, expand, collapse, scroll.
+        op: String,
+        /// Text for set_value/type; direction for scroll (up, down, into_view).
+        value: Option<String>,
+    },
+    /// Send keys to a window through the keyboard fallback (moves no pointer, but is
+    /// synthetic input: prefer `act`).
+    Keys {
+        /// Chords like `ctrl+s`, `shift+Tab Return`; with --text, literal text.
+        keys: String,
+        /// Type KEYS as literal text instead of chords.
+        #[arg(long)]
+        text: bool,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Wait until an element or text appears (or disappears).
+    Wait {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Some element contains this text.
+        #[arg(long, group = "cond")]
+        text: Option<String>,
+        /// No element contains this text any more.
+        #[arg(long, group = "cond")]
+        gone: Option<String>,
+        /// An element of this role (with --name).
+        #[arg(long, requires = "name", group = "cond")]
+        role: Option<String>,
+        /// Name the --role element must contain.
+        #[arg(long, requires = "role")]
+        name: Option<String>,
+        /// A window whose title contains this.
+        #[arg(long = "window-title", group = "cond")]
+        window_title: Option<String>,
+        /// Give up after this many milliseconds.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u64,
+    },
+    /// The main job: a sandbox with mousepad; types mixed-script text, saves it
+    /// through File ▸ Save As…, verifies the file's bytes. No screenshots.
+    Demo {
+        /// Leave the sandbox running afterwards (prints how to join it).
+        #[arg(long)]
+        keep: bool,
+    },
+    /// Serve the driver over JSON-RPC 2.0 on stdin/stdout (one message per line).
+    Driver,
+}
+
+#[derive(Debug, Subcommand)]
+enum SandboxCmd {
+    /// Start a sandbox desktop (Xvfb, session D-Bus, accessibility bus, openbox).
+    Start {
+        /// Display number (default: the first free one from :90).
+        #[arg(long)]
+        display: Option<u32>,
+        /// Do not start a window manager.
+        #[arg(long)]
+        no_wm: bool,
+    },
+    /// Launch an app inside a sandbox (with accessibility switched on).
+    Run {
+        /// Program and arguments, after `--`.
+        #[arg(trailing_var_arg = true, required = true, value_name = "APP ARGS")]
+        command: Vec<String>,
+    },
+    /// Print `export` lines to join a sandbox from a shell: eval "$(deskpilot sandbox env)".
+    Env,
+    /// Stop a sandbox and every process in it.
+    Stop {
+        /// Stop every sandbox.
+        #[arg(long)]
+        all: bool,
+    },
+    /// List sandboxes.
+    List,
+}
+
+/// Which window a command targets.
+#[derive(Debug, Args, Clone, Default)]
+pub struct TargetArgs {
+    /// A window of this application (name as `deskpilot apps` shows it).
+    #[arg(long, value_name = "NAME")]
+    pub app: Option<String>,
+    /// A window ref (w2) or part of a window title.
+    #[arg(long, value_name = "ID", conflicts_with = "app")]
+    pub window: Option<String>,
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error[COMPUTER_INTERNAL]: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let json = cli.json;
+    let code = rt.block_on(cmd::run(cli));
+    let code = match code {
+        Ok(()) => 0,
+        Err(e) => {
+            output::print_error(json, &e);
+            1
+        }
+    };
+    // Leave no stray tasks holding D-Bus connections open.
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    std::process::exit(code);
+}

@@ -1,0 +1,262 @@
+//! The CLI against real apps in sandbox desktops: the demo, errors with codes, secrets
+//! that never leak. Each test starts its own sandbox, so they run in parallel. A
+//! missing Xvfb or app fails the test; nothing here is skipped.
+#![cfg(target_os = "linux")]
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
+use serde_json::Value;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_deskpilot"));
+    // The tests never talk to the caller's own desktop.
+    c.env_remove("DISPLAY")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env_remove("DESKPILOT_SANDBOX");
+    c
+}
+
+fn run(sb: &Sandbox, args: &[&str]) -> (Output, Value) {
+    let out = bin()
+        .arg("--sandbox")
+        .arg(sb.state().display.to_string())
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("deskpilot runs");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout of {args:?} is not one JSON document ({e}):\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, v)
+}
+
+fn ok(sb: &Sandbox, args: &[&str]) -> Value {
+    let (out, v) = run(sb, args);
+    assert!(
+        out.status.success() && v["ok"] == true,
+        "{args:?} failed: {v}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    v
+}
+
+fn fails_with(sb: &Sandbox, args: &[&str], code: &str) -> Value {
+    let (out, v) = run(sb, args);
+    assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {v}");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["error"]["code"], code, "{args:?}: {v}");
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.len() > 20, "the message should say what to do: {msg:?}");
+    v
+}
+
+/// Starts a sandbox with one app and waits until the app's window is readable.
+fn sandbox_with(app: &[&str], app_name: &str) -> Sandbox {
+    let mut sb = Sandbox::start(SandboxOptions::default()).expect("sandbox starts");
+    let argv: Vec<String> = app.iter().map(|s| s.to_string()).collect();
+    let child = sb.spawn(&argv).expect("app starts");
+    std::mem::forget(child);
+    let start = Instant::now();
+    loop {
+        let (out, v) = run(&sb, &["apps"]);
+        let ready = out.status.success()
+            && v["apps"].as_array().is_some_and(|apps| {
+                apps.iter().any(|a| {
+                    a["name"]
+                        .as_str()
+                        .is_some_and(|n| n.eq_ignore_ascii_case(app_name))
+                        && a["windows"].as_array().is_some_and(|w| !w.is_empty())
+                })
+            });
+        if ready {
+            return sb;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{app_name} never showed a window: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn find_ref(sb: &Sandbox, args: &[&str], pred: impl Fn(&Value) -> bool) -> String {
+    let v = ok(sb, args);
+    let hit = v["matches"]
+        .as_array()
+        .and_then(|m| m.iter().find(|h| pred(h)).cloned())
+        .unwrap_or_else(|| panic!("no match for {args:?}: {v}"));
+    hit["ref"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn demo_writes_saves_and_verifies_the_file() {
+    let out = bin().args(["demo", "--json"]).output().expect("demo runs");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "demo stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        out.status.success(),
+        "demo failed: {v}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(v["verified"], true);
+    assert_eq!(v["screenshots"], 0);
+    let file = v["file"].as_str().unwrap();
+    let bytes = std::fs::read(file).expect("the saved file exists");
+    assert_eq!(
+        String::from_utf8(bytes).unwrap(),
+        "Hello from deskpilot — 你好, café"
+    );
+    let steps = v["steps"].as_array().unwrap();
+    let channels: Vec<&str> = steps.iter().filter_map(|s| s["channel"].as_str()).collect();
+    assert!(
+        channels.iter().any(|c| c.starts_with("text:")),
+        "the text goes in through the text interface: {channels:?}"
+    );
+    assert!(
+        !channels.iter().any(|c| c.starts_with("pointer")),
+        "the demo never moves the pointer: {channels:?}"
+    );
+    let _ = std::fs::remove_file(file);
+}
+
+#[test]
+fn bad_refs_ops_and_vanished_windows_fail_with_codes() {
+    let sb = sandbox_with(&["mousepad"], "mousepad");
+    let obs = ok(&sb, &["observe", "--app", "mousepad"]);
+    assert!(obs["text"].as_str().unwrap().contains("menubar"), "{obs}");
+
+    fails_with(
+        &sb,
+        &["act", "e99999", "click"],
+        "COMPUTER_ELEMENT_NOT_FOUND",
+    );
+    fails_with(
+        &sb,
+        &["act", "banana", "click"],
+        "COMPUTER_INVALID_ARGUMENT",
+    );
+    fails_with(&sb, &["act", "e1", "fly"], "COMPUTER_INVALID_ARGUMENT");
+    fails_with(
+        &sb,
+        &["act", "e1", "set_value"],
+        "COMPUTER_INVALID_ARGUMENT",
+    );
+    fails_with(
+        &sb,
+        &["observe", "--window", "w999"],
+        "COMPUTER_ELEMENT_NOT_FOUND",
+    );
+    fails_with(
+        &sb,
+        &["observe", "--app", "no-such-app"],
+        "COMPUTER_ELEMENT_NOT_FOUND",
+    );
+    fails_with(
+        &sb,
+        &["find", "x", "--role", "spaceship"],
+        "COMPUTER_INVALID_ARGUMENT",
+    );
+    fails_with(
+        &sb,
+        &[
+            "wait",
+            "--app",
+            "mousepad",
+            "--text",
+            "never-there-xyz",
+            "--timeout-ms",
+            "500",
+        ],
+        "COMPUTER_TIMEOUT",
+    );
+    // Malformed arguments are usage errors (exit 2), not crashes.
+    let out = bin().args(["act"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+
+    // The app goes away: acting on its refs says the window is gone.
+    let file_menu = find_ref(&sb, &["find", "File", "--role", "menuitem"], |_| true);
+    for pid in sb.state().pids.iter().skip(1) {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim() == "mousepad" {
+            // SAFETY: sending a signal to a process this test started.
+            unsafe { libc_kill(*pid as i32) };
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    fails_with(
+        &sb,
+        &["act", &file_menu, "click"],
+        "COMPUTER_ELEMENT_NOT_FOUND",
+    );
+    // Everything else still answers.
+    ok(&sb, &["apps"]);
+}
+
+unsafe extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+
+unsafe fn libc_kill(pid: i32) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        kill(pid, 9);
+    }
+}
+
+#[test]
+fn a_password_never_appears_in_any_output() {
+    const SECRET: &str = "Tr0ub4dor-zq81-SECRET";
+    let sb = sandbox_with(&["zenity", "--password", "--title", "Unlock"], "zenity");
+    let field = find_ref(
+        &sb,
+        &["find", "", "--app", "zenity", "--role", "textbox"],
+        |h| {
+            h["states"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|x| x == "password"))
+        },
+    );
+    let (out, v) = run(&sb, &["act", &field, "set_value", SECRET]);
+    let (kout, kv) = run(&sb, &["keys", "--text", SECRET, "--app", "zenity"]);
+    let mut everything = format!(
+        "{v}{}{kv}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&kout.stderr)
+    );
+    for args in [
+        vec!["observe", "--app", "zenity"],
+        vec!["find", "Tr0ub", "--app", "zenity"],
+        vec!["find", "", "--app", "zenity"],
+    ] {
+        let (o, j) = run(&sb, &args);
+        everything.push_str(&j.to_string());
+        everything.push_str(&String::from_utf8_lossy(&o.stderr));
+        // Human output too.
+        let h = bin()
+            .arg("--sandbox")
+            .arg(sb.state().display.to_string())
+            .args(&args)
+            .output()
+            .unwrap();
+        everything.push_str(&String::from_utf8_lossy(&h.stdout));
+        everything.push_str(&String::from_utf8_lossy(&h.stderr));
+    }
+    assert!(!everything.contains(SECRET), "the secret leaked");
+    assert!(
+        !everything.contains("Tr0ub4dor"),
+        "part of the secret leaked"
+    );
+    let obs = ok(&sb, &["observe", "--app", "zenity"]);
+    assert!(obs["text"].as_str().unwrap().contains("••••"), "{obs}");
+}
