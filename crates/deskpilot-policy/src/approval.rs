@@ -1,0 +1,221 @@
+//! Approvals: the user's "yes" to one exact action, single-use, short-lived, and void
+//! once the screen changed (ARCHITECTURE.md §7).
+//!
+//! An approval binds the action's key (window, element fingerprint, op, and a hash of
+//! the payload) and the screen it was asked on (a hash of the window's snapshot). It
+//! arrives from the user through a channel the model cannot write to (`deskpilot
+//! approve ID`, an MCP elicitation), never as a tool argument. Its id is chosen by the
+//! caller from a random source; this module only checks it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ErrorCode;
+use crate::refusal::Refusal;
+
+/// How long an approval stays usable: 5 minutes, enough to read the prompt and
+/// answer, short enough that a stale "yes" does not linger.
+pub const APPROVAL_TTL_MS: u64 = 5 * 60 * 1_000;
+
+/// FNV-1a 64-bit: a stable hash of canonical text (not a secret, not a MAC: it only
+/// tells one action or screen from another).
+pub fn stable_hash(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// The exact action an approval is for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ActionKey {
+    pub window: String,
+    /// The element's ref fingerprint (role, name, position), not the ref string.
+    pub element: String,
+    pub op: String,
+    /// [`stable_hash`] of the payload (typed text, chord); the payload itself is never
+    /// stored.
+    pub payload_hash: u64,
+}
+
+impl ActionKey {
+    pub fn new(window: &str, element: &str, op: &str, payload: Option<&str>) -> Self {
+        ActionKey {
+            window: window.into(),
+            element: element.into(),
+            op: op.into(),
+            payload_hash: stable_hash(payload.unwrap_or("")),
+        }
+    }
+}
+
+/// One pending or granted approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub id: String,
+    pub action: ActionKey,
+    /// Hash of the window snapshot when the approval was asked.
+    pub screen: u64,
+    pub expires_ms: u64,
+    /// The user said yes.
+    pub approved: bool,
+    /// Already used once.
+    pub used: bool,
+    /// What the user is asked, for the prompt (`click button "Delete"` in mousepad).
+    pub summary: String,
+}
+
+/// The approvals of one host instance.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approvals {
+    items: Vec<Approval>,
+}
+
+fn refused(reason: impl Into<String>) -> Refusal {
+    Refusal {
+        code: ErrorCode::ConfirmationRequired,
+        reason: reason.into(),
+    }
+}
+
+impl Approvals {
+    /// Records a request for the user's approval of `action` on `screen`.
+    pub fn request(
+        &mut self,
+        id: String,
+        action: ActionKey,
+        screen: u64,
+        summary: String,
+        now_ms: u64,
+    ) -> &Approval {
+        self.items.retain(|a| a.expires_ms > now_ms && !a.used);
+        self.items.push(Approval {
+            id,
+            action,
+            screen,
+            expires_ms: now_ms + APPROVAL_TTL_MS,
+            approved: false,
+            used: false,
+            summary,
+        });
+        self.items.last().expect("just pushed")
+    }
+
+    /// The user approves `id` (from a user-only channel).
+    pub fn approve(&mut self, id: &str, now_ms: u64) -> Result<&Approval, Refusal> {
+        let a = self
+            .items
+            .iter_mut()
+            .find(|a| a.id == id)
+            .ok_or_else(|| refused(format!("no pending approval {id}")))?;
+        if a.expires_ms <= now_ms {
+            return Err(refused(format!("approval {id} expired; ask again")));
+        }
+        a.approved = true;
+        Ok(a)
+    }
+
+    /// Uses an approval for `action` on `screen`: it must be approved, unexpired,
+    /// unused, for exactly this action, and the screen must not have changed.
+    pub fn consume(
+        &mut self,
+        id: &str,
+        action: &ActionKey,
+        screen: u64,
+        now_ms: u64,
+    ) -> Result<(), Refusal> {
+        let a = self.items.iter_mut().find(|a| a.id == id).ok_or_else(|| {
+            refused(format!(
+                "no approval {id}; the action needs the user's confirmation"
+            ))
+        })?;
+        if a.used {
+            return Err(refused(format!(
+                "approval {id} was already used; each approval covers one action"
+            )));
+        }
+        if !a.approved {
+            return Err(refused(format!(
+                "approval {id} is still waiting for the user (`deskpilot approve {id}`)"
+            )));
+        }
+        if a.expires_ms <= now_ms {
+            return Err(refused(format!("approval {id} expired; ask again")));
+        }
+        if &a.action != action {
+            return Err(refused(format!(
+                "approval {id} is for another action; ask for this one"
+            )));
+        }
+        if a.screen != screen {
+            a.used = true;
+            return Err(refused(format!(
+                "the window changed since approval {id} was given; it is void, ask again"
+            )));
+        }
+        a.used = true;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(payload: &str) -> ActionKey {
+        ActionKey::new("w1", "button|Delete|3", "click", Some(payload))
+    }
+
+    #[test]
+    fn an_approval_is_single_use_and_bound_to_its_action_and_screen() {
+        let mut ap = Approvals::default();
+        ap.request("a1".into(), key(""), 7, "click Delete".into(), 0);
+        assert!(
+            ap.consume("a1", &key(""), 7, 1).is_err(),
+            "not yet approved"
+        );
+        ap.approve("a1", 2).unwrap();
+        assert!(
+            ap.consume("a1", &key("other"), 7, 3).is_err(),
+            "other payload"
+        );
+        ap.consume("a1", &key(""), 7, 4).unwrap();
+        let replay = ap.consume("a1", &key(""), 7, 5).unwrap_err();
+        assert!(replay.reason.contains("already used"));
+        assert_eq!(replay.code, ErrorCode::ConfirmationRequired);
+    }
+
+    #[test]
+    fn a_changed_screen_or_time_voids_it() {
+        let mut ap = Approvals::default();
+        ap.request("a".into(), key(""), 7, "s".into(), 0);
+        ap.approve("a", 1).unwrap();
+        assert!(
+            ap.consume("a", &key(""), 8, 2)
+                .unwrap_err()
+                .reason
+                .contains("changed")
+        );
+        assert!(
+            ap.consume("a", &key(""), 7, 3).is_err(),
+            "void after the change"
+        );
+
+        let mut ap = Approvals::default();
+        ap.request("b".into(), key(""), 7, "s".into(), 0);
+        ap.approve("b", 1).unwrap();
+        assert!(
+            ap.consume("b", &key(""), 7, APPROVAL_TTL_MS + 1)
+                .unwrap_err()
+                .reason
+                .contains("expired")
+        );
+    }
+
+    #[test]
+    fn the_hash_is_stable() {
+        assert_eq!(stable_hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_ne!(stable_hash("a"), stable_hash("b"));
+    }
+}

@@ -1,0 +1,271 @@
+//! Refusals: windows deskpilot never touches, each with its own `COMPUTER_*` code
+//! (ARCHITECTURE.md §7).
+//!
+//! Order of checks (the first that applies is reported): self-target
+//! (`COMPUTER_SELF_TARGET`), elevated target (`COMPUTER_TARGET_ELEVATED`), built-in
+//! credential deny-list (`COMPUTER_DENYLISTED`, cannot be removed), the user's deny-list
+//! (`COMPUTER_DENYLISTED`), and — for input and capture, not for listing — a focused
+//! password field (`COMPUTER_SECURE_INPUT`). Refused windows are still listed, with
+//! their reason; they are never silently dropped.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ErrorCode;
+
+/// Facts the host measured about a window (never text the window asked us to believe:
+/// the app name and title are matched only against deny-lists, which can only refuse).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetFacts {
+    /// Accessible application name (`mousepad`, `seahorse`).
+    pub app: String,
+    /// Window title.
+    pub title: String,
+    pub pid: Option<u32>,
+    /// Owner uid of the process.
+    pub uid: Option<u32>,
+    /// The process's executable name (`/proc/PID/comm`), when known.
+    pub exe: Option<String>,
+    /// The focused element of the window is a password field.
+    pub focused_password: bool,
+}
+
+/// Facts about deskpilot itself, measured by the host at start.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelfFacts {
+    /// deskpilot's own pid and its ancestors' (the client that runs it: a terminal,
+    /// an MCP client).
+    pub pids: Vec<u32>,
+    /// Our uid.
+    pub uid: u32,
+    /// Extra app names the user marked as "self" (their MCP client's windows).
+    pub names: Vec<String>,
+}
+
+/// Why a window is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub code: ErrorCode,
+    /// One sentence a user understands, naming the rule.
+    pub reason: String,
+}
+
+/// The built-in credential deny-list: keyring and polkit prompts, pinentry,
+/// ssh-askpass, password managers. Matched case-insensitively as a substring of the
+/// app name or executable. The user cannot remove entries (ARCHITECTURE.md §7).
+pub const BUILTIN_DENYLIST: &[&str] = &[
+    "gcr-prompter",
+    "gnome-keyring",
+    "kwalletd",
+    "ksecretd",
+    "polkit",
+    "pkexec",
+    "lxpolkit",
+    "pinentry",
+    "ssh-askpass",
+    "ksshaskpass",
+    "seahorse",
+    "keepassxc",
+    "keepass",
+    "bitwarden",
+    "1password",
+    "enpass",
+    "lastpass",
+    "gnome-passwords",
+    "secrets",
+];
+
+/// Title fragments of authentication dialogs, refused whatever app shows them.
+pub const BUILTIN_TITLE_DENYLIST: &[&str] = &[
+    "authentication required",
+    "unlock keyring",
+    "unlock login keyring",
+    "enter passphrase",
+    "authenticate",
+];
+
+/// The refusal rules for one host: built-in lists plus the user's deny-list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusals {
+    pub me: SelfFacts,
+    /// User deny-list entries (app names or title fragments), case-insensitive.
+    pub user_denylist: Vec<String>,
+}
+
+fn contains_ci(hay: &str, needle: &str) -> bool {
+    !needle.is_empty() && hay.to_lowercase().contains(&needle.to_lowercase())
+}
+
+impl Refusals {
+    /// Whether a window may be bound or listed as usable. `None` means permitted.
+    pub fn check_window(&self, t: &TargetFacts) -> Option<Refusal> {
+        if t.pid.is_some_and(|p| self.me.pids.contains(&p))
+            || self
+                .me
+                .names
+                .iter()
+                .any(|n| !n.is_empty() && t.app.eq_ignore_ascii_case(n))
+            || t.app.eq_ignore_ascii_case("deskpilot")
+        {
+            return Some(Refusal {
+                code: ErrorCode::SelfTarget,
+                reason: "this window belongs to deskpilot or the client running it; acting on it would bypass the host's own checks".into(),
+            });
+        }
+        if t.uid.is_some_and(|u| u != self.me.uid) {
+            return Some(Refusal {
+                code: ErrorCode::TargetElevated,
+                reason: format!(
+                    "this window's process runs as another user (uid {}); deskpilot only touches its own user's apps",
+                    t.uid.unwrap_or_default()
+                ),
+            });
+        }
+        let exe = t.exe.as_deref().unwrap_or("");
+        if let Some(hit) = BUILTIN_DENYLIST
+            .iter()
+            .find(|d| contains_ci(&t.app, d) || contains_ci(exe, d))
+        {
+            return Some(Refusal {
+                code: ErrorCode::Denylisted,
+                reason: format!(
+                    "credential and password interfaces are never touched (built-in rule {hit:?}, cannot be removed)"
+                ),
+            });
+        }
+        if let Some(hit) = BUILTIN_TITLE_DENYLIST
+            .iter()
+            .find(|d| contains_ci(&t.title, d))
+        {
+            return Some(Refusal {
+                code: ErrorCode::Denylisted,
+                reason: format!(
+                    "authentication dialogs are never touched (built-in rule {hit:?}, cannot be removed)"
+                ),
+            });
+        }
+        if let Some(hit) = self
+            .user_denylist
+            .iter()
+            .find(|d| contains_ci(&t.app, d) || contains_ci(&t.title, d) || contains_ci(exe, d))
+        {
+            return Some(Refusal {
+                code: ErrorCode::Denylisted,
+                reason: format!(
+                    "on your deny-list ({hit:?}); remove it from the config to allow it"
+                ),
+            });
+        }
+        None
+    }
+
+    /// Whether input or capture may reach the window now: everything of
+    /// [`Refusals::check_window`] plus secure input (a focused password field).
+    pub fn check_input(&self, t: &TargetFacts) -> Option<Refusal> {
+        self.check_window(t).or_else(|| {
+            t.focused_password.then(|| Refusal {
+                code: ErrorCode::SecureInput,
+                reason: "a password field has focus: no capture and no synthesized input while it does; the user types secrets".into(),
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules() -> Refusals {
+        Refusals {
+            me: SelfFacts {
+                pids: vec![100, 50],
+                uid: 1000,
+                names: vec!["claude".into()],
+            },
+            user_denylist: vec!["Banking".into()],
+        }
+    }
+
+    fn target(app: &str, title: &str) -> TargetFacts {
+        TargetFacts {
+            app: app.into(),
+            title: title.into(),
+            pid: Some(4242),
+            uid: Some(1000),
+            exe: Some(app.into()),
+            focused_password: false,
+        }
+    }
+
+    #[test]
+    fn ordinary_windows_are_permitted() {
+        assert_eq!(
+            rules().check_window(&target("mousepad", "Untitled 1")),
+            None
+        );
+        assert_eq!(rules().check_input(&target("mousepad", "Untitled 1")), None);
+    }
+
+    #[test]
+    fn each_rule_has_its_code() {
+        let r = rules();
+        let mut me = target("mousepad", "x");
+        me.pid = Some(50);
+        assert_eq!(r.check_window(&me).unwrap().code, ErrorCode::SelfTarget);
+        assert_eq!(
+            r.check_window(&target("Claude", "chat")).unwrap().code,
+            ErrorCode::SelfTarget
+        );
+        let mut root = target("gedit", "x");
+        root.uid = Some(0);
+        assert_eq!(
+            r.check_window(&root).unwrap().code,
+            ErrorCode::TargetElevated
+        );
+        for app in [
+            "seahorse",
+            "KeePassXC",
+            "pinentry-gtk-2",
+            "ssh-askpass",
+            "Bitwarden",
+            "1Password",
+        ] {
+            assert_eq!(
+                r.check_window(&target(app, "x")).unwrap().code,
+                ErrorCode::Denylisted,
+                "{app}"
+            );
+        }
+        assert_eq!(
+            r.check_window(&target("gcr", "Authentication Required"))
+                .unwrap()
+                .code,
+            ErrorCode::Denylisted
+        );
+        assert_eq!(
+            r.check_window(&target("firefox", "My Banking - login"))
+                .unwrap()
+                .code,
+            ErrorCode::Denylisted
+        );
+        let mut pw = target("zenity", "Unlock");
+        pw.focused_password = true;
+        assert_eq!(
+            r.check_window(&pw),
+            None,
+            "listing a window with a password field is fine"
+        );
+        assert_eq!(r.check_input(&pw).unwrap().code, ErrorCode::SecureInput);
+    }
+
+    #[test]
+    fn the_builtin_list_survives_an_empty_user_list() {
+        let mut r = rules();
+        r.user_denylist.clear();
+        assert_eq!(
+            r.check_window(&target("seahorse", "Passwords"))
+                .unwrap()
+                .code,
+            ErrorCode::Denylisted
+        );
+    }
+}
