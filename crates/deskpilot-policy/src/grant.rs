@@ -183,7 +183,7 @@ impl Authority {
         }
         // An agent gets the active grant back; otherwise a new one.
         let revision = self.last_revision;
-        Ok(self.active.get_or_insert_with(|| Grant {
+        Ok(self.active.get_or_insert(Grant {
             grant_id,
             scope: opts.scope,
             target: None,
