@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use crate::sanitize;
 use crate::tokens;
 
 /// One line that may be kept or cut.
@@ -58,7 +59,8 @@ pub(crate) struct Fitted {
     pub tokens: usize,
     /// Per line: printed or not.
     pub kept: Vec<bool>,
-    /// Lines not printed.
+    /// Lines not printed; a tail line that did not fit counts as one (so the footer
+    /// states it).
     pub cut: usize,
     /// The `scope=` hint the footer was built with.
     pub hint: Option<String>,
@@ -100,6 +102,36 @@ impl<'a> Costs<'a> {
     }
 }
 
+/// `s` cut (at a grapheme boundary, trailing spaces dropped) and ended with `…` so
+/// that it costs at most `max_tokens` as a line; `s` itself when it fits; `None` when
+/// not even one character fits.
+pub(crate) fn shorten_line(s: &str, max_tokens: usize) -> Option<String> {
+    if line_tokens(s) <= max_tokens {
+        return Some(s.to_string());
+    }
+    let head = |chars: usize| {
+        let end = sanitize::head_end(s, chars).unwrap_or(s.len());
+        let kept = s[..end].trim_end();
+        (!kept.is_empty()).then(|| format!("{kept}…"))
+    };
+    // The longest head that fits: binary search over its length in chars (the token
+    // count grows with the head, give or take a token where a cut splits a word).
+    let (mut lo, mut hi) = (1, s.chars().count());
+    let mut best = None;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match head(mid) {
+            Some(h) if line_tokens(&h) <= max_tokens => {
+                best = Some(h);
+                lo = mid + 1;
+            }
+            Some(_) => hi = mid,
+            None => lo = mid + 1,
+        }
+    }
+    best
+}
+
 fn line_tokens(s: &str) -> usize {
     let mut owned = String::with_capacity(s.len() + 1);
     owned.push_str(s);
@@ -113,8 +145,14 @@ struct Selection {
     order: Vec<usize>,
 }
 
+/// Lines in a row that [`select`] measures and finds too big before it stops looking:
+/// once this many candidates in priority order have failed, what is left of the budget
+/// is a sliver, and measuring every remaining line of a 50,000-element window to fill
+/// it would cost more than the render itself.
+const SELECT_MAX_MISSES: usize = 256;
+
 /// Greedy by (class, position): keep a line when it and its not-yet-kept ancestors
-/// fit in what is left.
+/// fit in what is left; stop after [`SELECT_MAX_MISSES`] failures in a row.
 fn select(lines: &[Line], costs: &mut Costs<'_>, budget: usize) -> Selection {
     let n = lines.len();
     let mut by_priority: Vec<usize> = (0..n).collect();
@@ -125,8 +163,9 @@ fn select(lines: &[Line], costs: &mut Costs<'_>, budget: usize) -> Selection {
     };
     let mut left = budget;
     let mut chain = Vec::new();
+    let mut misses = 0;
     for i in by_priority {
-        if left == 0 {
+        if left == 0 || misses >= SELECT_MAX_MISSES {
             break;
         }
         if sel.kept[i] || costs.lower_bound(i) > left {
@@ -147,10 +186,13 @@ fn select(lines: &[Line], costs: &mut Costs<'_>, budget: usize) -> Selection {
         }
         if cost <= left {
             left -= cost;
+            misses = 0;
             for &j in chain.iter().rev() {
                 sel.kept[j] = true;
                 sel.order.push(j);
             }
+        } else {
+            misses += 1;
         }
     }
     sel
@@ -231,7 +273,15 @@ fn assemble(
 ///
 /// Everything is printed when it fits. Otherwise the footer is reserved first (the
 /// fullest [`FooterLevel`] that fits), then `tail`, then `head`, then lines by
-/// priority. The joined text is measured once; if it is still over (line counts are
+/// priority. A `head` that does not fit in what is left is shortened
+/// ([`shorten_line`]); it is dropped only when not even one character fits, and then
+/// no line fits either, so the footer states a cut. A dropped `tail` counts as a cut
+/// line. When something is cut and not even the shortest footer fits, the text is
+/// empty: a part is never printed as if it were the whole.
+///
+/// When a cheap lower bound says everything may fit, the whole text is measured once
+/// and returned if it does. Otherwise lines are measured one by one to choose them,
+/// the joined text is measured once, and if it is still over (line counts are
 /// additive in practice, see [`crate::tokens::count`]), the most recently kept lines
 /// are dropped, then the head, the tail, and shorter footers, until it fits.
 pub(crate) fn fit(
@@ -245,15 +295,34 @@ pub(crate) fn fit(
     let mut costs = Costs::new(lines);
     let head_t = head.map_or(0, line_tokens);
     let tail_t = tail.map_or(0, line_tokens);
+    let tail_line = usize::from(tail.is_some());
 
     let mut everything = None;
-    let whole_footer_t = footer(0, None, FooterLevel::Full).map_or(0, |f| tokens::count(&f));
+    let whole_footer = footer(0, None, FooterLevel::Full);
+    let whole_footer_t = whole_footer.as_deref().map_or(0, tokens::count);
+    let lower: usize = (0..n).map(|i| costs.lower_bound(i)).sum();
+    if lower.saturating_add(head_t + tail_t + whole_footer_t) <= budget {
+        // Probably all of it: one measurement of the whole text instead of one per line.
+        let kept = vec![true; n];
+        let text = assemble(lines, &kept, head, tail, whole_footer.as_deref());
+        let t = tokens::count(&text);
+        if t <= budget {
+            return Fitted {
+                text,
+                tokens: t,
+                kept,
+                cut: 0,
+                hint: None,
+            };
+        }
+    }
     if head_t + tail_t + whole_footer_t <= budget {
         let sel = select(lines, &mut costs, budget - head_t - tail_t - whole_footer_t);
         if sel.order.len() == n {
             everything = Some((sel, head.is_some(), tail.is_some(), FooterLevel::Full));
         }
     }
+    let mut short_head: Option<String> = None;
     let (mut sel, mut with_head, mut with_tail, mut level) = match everything {
         Some(e) => e,
         None => {
@@ -264,7 +333,7 @@ pub(crate) fn fit(
             let mut level = FooterLevel::Off;
             let mut reserve = 0;
             for lv in [FooterLevel::Full, FooterLevel::Short, FooterLevel::Tiny] {
-                let t = footer(n, widest, lv).map_or(0, |f| tokens::count(&f));
+                let t = footer(n + tail_line, widest, lv).map_or(0, |f| tokens::count(&f));
                 if t <= budget {
                     level = lv;
                     reserve = t;
@@ -276,16 +345,32 @@ pub(crate) fn fit(
             if with_tail {
                 left -= tail_t;
             }
-            let with_head = head.is_some() && head_t <= left;
+            let mut with_head = head.is_some() && head_t <= left;
             if with_head {
                 left -= head_t;
+            } else if let Some(short) = head.and_then(|h| shorten_line(h, left)) {
+                left -= line_tokens(&short);
+                short_head = Some(short);
+                with_head = true;
             }
             (select(lines, &mut costs, left), with_head, with_tail, level)
         }
     };
 
+    let nothing = |n: usize| Fitted {
+        text: String::new(),
+        tokens: 0,
+        kept: vec![false; n],
+        cut: n + tail_line,
+        hint: None,
+    };
     loop {
-        let cut = n - sel.order.len();
+        let cut = n - sel.order.len() + usize::from(tail.is_some() && !with_tail);
+        if cut > 0 && level == FooterLevel::Off {
+            // Something is cut and no note saying so fits: print nothing rather than
+            // a part that looks whole.
+            return nothing(n);
+        }
         let hint = if cut > 0 {
             cut_hint(lines, &sel.kept)
         } else {
@@ -295,7 +380,7 @@ pub(crate) fn fit(
         let text = assemble(
             lines,
             &sel.kept,
-            head.filter(|_| with_head),
+            short_head.as_deref().or(head).filter(|_| with_head),
             tail.filter(|_| with_tail),
             foot.as_deref(),
         );
@@ -326,13 +411,7 @@ pub(crate) fn fit(
         } else {
             // Nothing left to drop; only possible with a budget of zero or text that
             // cannot be measured under it.
-            return Fitted {
-                text: String::new(),
-                tokens: 0,
-                kept: vec![false; n],
-                cut: n,
-                hint: None,
-            };
+            return nothing(n);
         }
     }
 }
@@ -401,6 +480,30 @@ mod tests {
         assert_eq!(f.tokens, tokens::count(&f.text));
         assert!(f.cut > 0);
         assert!(f.text.ends_with(&format!("(cut {})", f.cut)));
+    }
+
+    #[test]
+    fn shortens_lines_to_a_token_count() {
+        let s = "app editor pid=4242 · window \"notes.txt - Editor\" [active]";
+        assert_eq!(shorten_line(s, 100).as_deref(), Some(s));
+        let short = shorten_line(s, 8).expect("something fits");
+        assert!(short.ends_with('…'), "{short}");
+        assert!(line_tokens(&short) <= 8);
+        assert!(s.starts_with(short.trim_end_matches('…')));
+        assert_eq!(shorten_line(s, 1), None);
+    }
+
+    #[test]
+    fn a_dropped_tail_is_counted_as_cut() {
+        let lines = vec![line("root", None, 0)];
+        let footer = |cut: usize, _: Option<&str>, level: FooterLevel| {
+            (cut > 0 && level != FooterLevel::Off).then(|| format!("(cut {cut})"))
+        };
+        let tail = "focus: e12345 and a long explanation that does not fit";
+        let budget = tokens::count("root\n(cut 1)");
+        let f = fit(&lines, None, Some(tail), &footer, budget);
+        assert_eq!(f.text, "root\n(cut 1)");
+        assert_eq!(f.cut, 1);
     }
 
     #[test]

@@ -15,12 +15,15 @@
 //!
 //! `+` is an added subtree (indented two spaces per depth below its first line), `-` a
 //! removed subtree in one line, `~` a changed element (name, value, states, table
-//! range; states in arrow form, a lost state shown as its opposite in parentheses).
+//! range; states in arrow form, a lost state shown as its opposite in parentheses;
+//! `moved under e9` when its parent changed).
 //! `focus:` closes the text when focus moved. Values go through [`crate::redact`] like
 //! in a snapshot; the text never exceeds `max_tokens` and says what it cut.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+
+use unicode_segmentation::UnicodeSegmentation as _;
 
 use crate::budget::{self, FooterLevel, Line};
 use crate::node::Node;
@@ -65,7 +68,8 @@ pub struct Diff {
     pub added: usize,
     /// Shown elements that are gone.
     pub removed: usize,
-    /// Elements in both whose shown name, value, states or table range differ.
+    /// Elements in both whose shown name, value, states or table range differ, or
+    /// whose parent changed.
     pub changed: usize,
     /// The ref of the newly focused element, when focus moved to one.
     pub focus: Option<String>,
@@ -82,24 +86,46 @@ impl Diff {
 struct Flat<'v, 'a> {
     v: &'v View<'a>,
     parent: Option<usize>,
+    /// Its ref and how many earlier elements of the same tree carry the same ref
+    /// (0 normally; refs repeat only in trees not assigned by one registry).
+    key: Option<Key<'a>>,
 }
 
+/// What matches an element across the two trees.
+type Key<'a> = (&'a str, usize);
+
 fn flatten<'v, 'a>(v: &'v View<'a>, parent: Option<usize>, out: &mut Vec<Flat<'v, 'a>>) {
-    let me = out.len();
-    out.push(Flat { v, parent });
+    out.push(Flat {
+        v,
+        parent,
+        key: None,
+    });
+    let me = out.len() - 1;
     for c in &v.children {
         flatten(c, Some(me), out);
     }
 }
 
-fn by_ref<'f>(flat: &'f [Flat<'_, '_>]) -> HashMap<&'f str, usize> {
+/// Numbers repeated refs by occurrence and maps each key to its element.
+fn index_keys<'a>(flat: &mut [Flat<'_, 'a>]) -> HashMap<Key<'a>, usize> {
+    let mut seen: HashMap<&'a str, usize> = HashMap::new();
     let mut m = HashMap::with_capacity(flat.len());
-    for (i, f) in flat.iter().enumerate() {
+    for (i, f) in flat.iter_mut().enumerate() {
         if let Some(r) = f.v.node.ref_.as_deref() {
-            m.entry(r).or_insert(i);
+            let n = seen.entry(r).or_default();
+            f.key = Some((r, *n));
+            *n += 1;
+            m.insert((r, f.key.expect("just set").1), i);
         }
     }
     m
+}
+
+/// Keys of the shown elements by the address of their view, for walking subtrees.
+fn keys_by_view<'a>(flat: &[Flat<'_, 'a>]) -> HashMap<usize, Key<'a>> {
+    flat.iter()
+        .filter_map(|f| f.key.map(|k| (std::ptr::from_ref(f.v) as usize, k)))
+        .collect()
 }
 
 /// The ref of the last focused element in pre-order.
@@ -161,8 +187,8 @@ fn states_clause(before: &[&str], after: &[&str]) -> Option<String> {
 }
 
 /// `value "old" → "new"`, or for an edit inside a long value an excerpt from a little
-/// before the first difference, with exact lengths: `value "…lazy dog. " →
-/// "…lazy dog. Hello" (5000 → 5005 chars)`.
+/// (20 grapheme clusters) before the first difference, with exact lengths:
+/// `value "…lazy dog. " → "…lazy dog. Hello" (5000 → 5005 chars)`.
 fn value_clause(
     before: (&Node, Option<&Node>),
     after: (&Node, Option<&Node>),
@@ -170,7 +196,7 @@ fn value_clause(
 ) -> Option<String> {
     let b = redact::redacted_value(before.0, before.1);
     let a = redact::redacted_value(after.0, after.1);
-    let protected = before.0.has(State::Password) || after.0.has(State::Password);
+    let protected = redact::is_secret_field(before.0) || redact::is_secret_field(after.0);
     let (lb, la) = (redact::full_length(before.0), redact::full_length(after.0));
     if b == a {
         // Same text read; a longer original beyond the head read can still differ.
@@ -183,9 +209,9 @@ fn value_clause(
     if bd != ad {
         return Some(format!("value \"{bd}\" → \"{ad}\""));
     }
-    // Same head: show where they differ.
-    let bc: Vec<char> = b.chars().collect();
-    let ac: Vec<char> = a.chars().collect();
+    // Same head: show where they differ, in whole grapheme clusters.
+    let bc: Vec<&str> = b.graphemes(true).collect();
+    let ac: Vec<&str> = a.graphemes(true).collect();
     let prefix = bc.iter().zip(&ac).take_while(|(x, y)| x == y).count();
     let max_suffix = bc.len().min(ac.len()) - prefix;
     let suffix = bc
@@ -196,8 +222,8 @@ fn value_clause(
         .take_while(|(x, y)| x == y)
         .count();
     let start = prefix.saturating_sub(EDIT_CONTEXT_CHARS);
-    let excerpt = |cs: &[char]| {
-        let mid: String = cs[start..cs.len() - suffix].iter().collect();
+    let excerpt = |gs: &[&str]| {
+        let mid: String = gs[start..gs.len() - suffix].concat();
         let lead = if start > 0 { "…" } else { "" };
         let tail = if suffix > 0 { "…" } else { "" };
         format!(
@@ -215,7 +241,28 @@ fn value_clause(
 }
 
 /// The `~` line for an element present in both trees, if anything shown changed.
-fn change_line(b: &View<'_>, a: &View<'_>, max_chars: usize) -> Option<String> {
+/// `moved_under` is the ref of the element's new parent when its parent changed.
+fn change_line(
+    b: &View<'_>,
+    a: &View<'_>,
+    moved_under: Option<&str>,
+    max_chars: usize,
+) -> Option<String> {
+    let (bn, an) = (b.node, a.node);
+    let untouched = bn.role == an.role
+        && bn.name == an.name
+        && bn.value == an.value
+        && bn.value_length == an.value_length
+        && bn.states == an.states
+        && bn.table == an.table
+        && bn.child_count == an.child_count
+        && b.children.is_empty() == a.children.is_empty();
+    if untouched && moved_under.is_none() {
+        // Nothing the line is made of changed (the common case): skip the redaction.
+        // A value whose masking changed only because a label near it did is the same
+        // value, and the snapshot shows it masked.
+        return None;
+    }
     let mut clauses = Vec::new();
     if b.node.role != a.node.role {
         clauses.push(format!("role {} → {}", b.node.role, a.node.role));
@@ -246,6 +293,9 @@ fn change_line(b: &View<'_>, a: &View<'_>, max_chars: usize) -> Option<String> {
     if let Some(c) = states_clause(&bs, &as_) {
         clauses.push(c);
     }
+    if let Some(p) = moved_under {
+        clauses.push(format!("moved under {}", sanitize::one_line(p)));
+    }
     if clauses.is_empty() {
         return None;
     }
@@ -265,17 +315,17 @@ fn change_line(b: &View<'_>, a: &View<'_>, max_chars: usize) -> Option<String> {
 }
 
 /// Context for emitting added subtrees.
-struct Adds<'m> {
-    before: &'m HashMap<&'m str, usize>,
+struct Adds<'m, 'a> {
+    before: &'m HashMap<Key<'a>, usize>,
+    keys: &'m HashMap<usize, Key<'a>>,
     opts: &'m DiffOptions,
 }
 
-impl Adds<'_> {
+impl Adds<'_, '_> {
     fn is_added(&self, v: &View<'_>) -> bool {
-        v.node
-            .ref_
-            .as_deref()
-            .is_some_and(|r| !self.before.contains_key(r))
+        self.keys
+            .get(&(std::ptr::from_ref(v) as usize))
+            .is_some_and(|k| !self.before.contains_key(k))
     }
 
     /// Emits `v` (added) and its added descendants; returns how many elements.
@@ -338,7 +388,7 @@ impl Adds<'_> {
     }
 }
 
-fn count_added(v: &View<'_>, adds: &Adds<'_>) -> usize {
+fn count_added(v: &View<'_>, adds: &Adds<'_, '_>) -> usize {
     1 + v
         .children
         .iter()
@@ -347,21 +397,22 @@ fn count_added(v: &View<'_>, adds: &Adds<'_>) -> usize {
         .sum::<usize>()
 }
 
-fn count_removed(v: &View<'_>, after: &HashMap<&str, usize>) -> usize {
+fn count_removed(v: &View<'_>, adds: &Adds<'_, '_>) -> usize {
     v.children
         .iter()
-        .filter(|c| {
-            c.node
-                .ref_
-                .as_deref()
-                .is_some_and(|r| !after.contains_key(r))
-        })
-        .map(|c| 1 + count_removed(c, after))
+        .filter(|c| adds.is_added(c))
+        .map(|c| 1 + count_removed(c, adds))
         .sum()
 }
 
 /// Compares two snapshots of one window whose refs come from the same registry.
-/// Elements without a ref are not compared. `diff(a, a)` is empty.
+///
+/// Elements are matched by ref; elements without a ref are not compared (they are
+/// neither added, removed nor changed). Trees whose refs come from different
+/// registries (or were set by hand) are compared the same way, so elements that
+/// happen to share a ref string are taken for one element: the result does not
+/// panic and stays within the budget, but says little. A ref that occurs several
+/// times in one tree is matched by occurrence. `diff(a, a)` is empty.
 pub fn diff(before: &Node, after: &Node, opts: &DiffOptions) -> Diff {
     let vopts = ViewOptions {
         max_list_items: usize::MAX,
@@ -373,10 +424,22 @@ pub fn diff(before: &Node, after: &Node, opts: &DiffOptions) -> Diff {
     flatten(&vb, None, &mut fb);
     let mut fa = Vec::new();
     flatten(&va, None, &mut fa);
-    let mb = by_ref(&fb);
-    let ma = by_ref(&fa);
+    let mb = index_keys(&mut fb);
+    let ma = index_keys(&mut fa);
+    let keys_a = keys_by_view(&fa);
+    let keys_b = keys_by_view(&fb);
 
-    let adds = Adds { before: &mb, opts };
+    let adds = Adds {
+        before: &mb,
+        keys: &keys_a,
+        opts,
+    };
+    // The same question the other way round: elements of `before` gone from `after`.
+    let gone = Adds {
+        before: &ma,
+        keys: &keys_b,
+        opts,
+    };
     let mut lines: Vec<Line> = Vec::new();
     let mut added = 0;
     for f in &fa {
@@ -387,15 +450,9 @@ pub fn diff(before: &Node, after: &Node, opts: &DiffOptions) -> Diff {
     }
 
     let mut removed = 0;
-    let is_removed = |f: &Flat<'_, '_>| {
-        f.v.node
-            .ref_
-            .as_deref()
-            .is_some_and(|r| !ma.contains_key(r))
-    };
     for f in &fb {
-        if is_removed(f) && f.parent.is_none_or(|p| !is_removed(&fb[p])) {
-            let inside = count_removed(f.v, &ma);
+        if gone.is_added(f.v) && f.parent.is_none_or(|p| !gone.is_added(fb[p].v)) {
+            let inside = count_removed(f.v, &gone);
             removed += 1 + inside;
             let mut text = format!(
                 "- {}",
@@ -421,11 +478,15 @@ pub fn diff(before: &Node, after: &Node, opts: &DiffOptions) -> Diff {
 
     let mut changed = 0;
     for f in &fa {
-        let Some(r) = f.v.node.ref_.as_deref() else {
-            continue;
+        let Some(k) = f.key else { continue };
+        let Some(&bi) = mb.get(&k) else { continue };
+        let pb = fb[bi].parent.and_then(|p| fb[p].key);
+        let pa = f.parent.and_then(|p| fa[p].key);
+        let moved_under = match (pb, pa) {
+            (Some(pb), Some(pa)) if pb != pa => Some(pa.0),
+            _ => None,
         };
-        let Some(&bi) = mb.get(r) else { continue };
-        if let Some(text) = change_line(fb[bi].v, f.v, opts.max_value_chars) {
+        if let Some(text) = change_line(fb[bi].v, f.v, moved_under, opts.max_value_chars) {
             changed += 1;
             lines.push(Line {
                 text,

@@ -7,8 +7,8 @@
 //! - a secret field ([`is_secret_field`]: [`State::Password`], or a textbox whose own
 //!   name says "password", which is what a "show password" toggle leaves behind)
 //!   shows [`PASSWORD_MASK`] (`••••`) when it holds anything, whatever the length, and
-//!   never its text; its name, when it contains the typed text, shows as `••••` too,
-//!   and whatever it contains (text runs, a caret object) is never shown;
+//!   never its text; its name, when it is (or contains) the typed text, shows as
+//!   `••••` too, and whatever it contains (text runs, a caret object) is never shown;
 //! - a 6–8 digit value next to words like "code", "OTP", "verification" or "验证码"
 //!   (in the element's own name or description, its parent's name, or the name of a
 //!   sibling up to [`OTP_SIBLING_REACH`] places away) is a one-time code:
@@ -511,8 +511,18 @@ fn mask_tokens(text: &str) -> Cow<'_, str> {
             for (off, ch) in core.char_indices().chain([(core.len(), '/')]) {
                 if matches!(ch, '.' | '/' | '~') {
                     let seg_end = core_start + off;
-                    if is_random_segment(&text[seg_start..seg_end]) {
-                        ranges.push((seg_start, seg_end));
+                    let seg = &text[seg_start..seg_end];
+                    // `KEY=<random>`: the part after the last `=` on its own.
+                    let value_start = seg
+                        .trim_end_matches('=')
+                        .rfind('=')
+                        .map(|eq| seg_start + eq + 1);
+                    match value_start {
+                        Some(v) if is_random_segment(&text[v..seg_end]) => {
+                            ranges.push((v, seg_end));
+                        }
+                        _ if is_random_segment(seg) => ranges.push((seg_start, seg_end)),
+                        _ => {}
                     }
                     seg_start = seg_end + 1;
                 }
@@ -597,6 +607,30 @@ fn mask_codes(text: &str, always: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A cheap first look for [`mask_secrets`]: every rule needs a run of ten token
+/// characters (a token, a PEM header), an `=` or `:` (an assignment) or six digits (a
+/// code). Most UI labels have none of these.
+fn may_hold_secret(text: &str) -> bool {
+    let (mut run, mut digits) = (0, 0);
+    for b in text.bytes() {
+        if b.is_ascii_digit() {
+            digits += 1;
+        }
+        if b == b'=' || b == b':' || digits >= 6 {
+            return true;
+        }
+        if b.is_ascii() && is_run_char(char::from(b)) {
+            run += 1;
+            if run >= 10 {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
 /// Replaces every credential in `text` by `[masked secret, N chars]` (N = its length
 /// in chars) and every one-time code in running text by `[masked code, N digits]`.
 /// Borrowed when nothing was masked.
@@ -607,8 +641,11 @@ fn mask_codes(text: &str, always: bool) -> Cow<'_, str> {
 ///    (or the end of the text), becomes `[masked private key, N chars]`. Certificates
 ///    and public keys are left alone.
 /// 2. The value of an assignment to a secret-named key (`DB_PASSWORD=…`,
-///    `api_key = "…"`, `?token=…&`, JSON `"password": "…"`; key names in
-///    [`SECRET_KEYS`]) is masked whatever it looks like. `Password: …` in prose is not.
+///    `api_key = "…"`, `?token=…&`, JSON `"password": "…"`: a key that, lowercased
+///    and stripped to letters and digits, ends in `password`, `passwd`, `passphrase`,
+///    `secret`, `token`, `apikey`, `accesskey`, `secretkey`, `privatekey`, `authkey`
+///    or `credential(s)`) is masked whatever it looks like. `Password: …` in prose is
+///    not, nor are `max_tokens=…`, `tokenizer=…` or `PWD=…`.
 /// 3. Tokens: a maximal run of `[A-Za-z0-9_+=./~-]` (leading/trailing `.`, `/`, `~`,
 ///    `-` excluded) is masked whole when it starts with a known credential prefix
 ///    (`sk-`, `sk_live_`, `whsec_`, `ghp_`, `github_pat_`, `glpat-`, `xoxb-`,
@@ -631,6 +668,9 @@ fn mask_codes(text: &str, always: bool) -> Cow<'_, str> {
 /// strings, dates, phone numbers (more than one separator, or no code word near),
 /// UUIDs, git ids and SHA digests, e-mail addresses.
 pub fn mask_secrets(text: &str) -> Cow<'_, str> {
+    if !may_hold_secret(text) {
+        return Cow::Borrowed(text);
+    }
     let masked = mask_private_keys(text);
     let masked = then(masked, mask_assignments);
     let masked = then(masked, mask_tokens);
@@ -668,21 +708,52 @@ pub fn mentions_code(text: &str) -> bool {
     if CJK.iter().any(|w| text.contains(w)) {
         return true;
     }
-    let lower = text.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    if words
-        .iter()
-        .any(|w| matches!(*w, "postal" | "zip" | "postcode"))
-    {
-        return false;
+    // Word by word, without allocating: this runs for every label near a number.
+    // ASCII words are lowercased into a small buffer; a word with a non-ASCII letter
+    // or longer than the buffer cannot be one of the words and is left empty.
+    const MAX_WORD: usize = 16;
+    let (mut hit, mut postal) = (false, false);
+    let (mut word, mut len, mut other) = ([0u8; MAX_WORD], 0, false);
+    let (mut prev, mut prev_len) = ([0u8; MAX_WORD], 0);
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i <= bytes.len() {
+        // One char per step: ASCII directly, anything else decoded.
+        let (alnum, ascii) = match bytes.get(i) {
+            None => (false, None),
+            Some(&b) if b.is_ascii() => (b.is_ascii_alphanumeric(), Some(b)),
+            Some(_) => {
+                let c = text[i..].chars().next().expect("i is on a char boundary");
+                i += c.len_utf8() - 1;
+                (c.is_alphanumeric(), None)
+            }
+        };
+        i += 1;
+        if alnum {
+            match ascii {
+                Some(b) if len < MAX_WORD => {
+                    word[len] = b.to_ascii_lowercase();
+                    len += 1;
+                }
+                _ => other = true,
+            }
+            continue;
+        }
+        if len == 0 && !other {
+            continue;
+        }
+        let w: &[u8] = if other { &[] } else { &word[..len] };
+        let p = &prev[..prev_len];
+        postal |= matches!(w, b"postal" | b"zip" | b"postcode");
+        hit |= WORDS.iter().any(|x| x.as_bytes() == w)
+            || (p == b"one" && w == b"time")
+            || (p == b"two" && w == b"factor");
+        prev = word;
+        prev_len = if other { 0 } else { len };
+        len = 0;
+        other = false;
     }
-    words.iter().any(|w| WORDS.contains(w))
-        || words
-            .windows(2)
-            .any(|p| matches!(p, ["one", "time"] | ["two", "factor"]))
+    hit && !postal
 }
 
 /// The number of digits when `value` has the shape of a one-time code: 6 to 8 ASCII
@@ -706,6 +777,9 @@ pub fn otp_digits(value: &str) -> Option<usize> {
 
 /// The first [`LABEL_CHARS`] chars of a label.
 fn label_head(s: &str) -> &str {
+    if s.len() <= LABEL_CHARS {
+        return s; // no more bytes than chars allowed: nothing to cut
+    }
     s.char_indices()
         .nth(LABEL_CHARS)
         .map_or(s, |(i, _)| &s[..i])
@@ -744,6 +818,10 @@ pub fn otp_context(node: &Node, parent: Option<&Node>) -> bool {
     (lo..hi).any(|j| j != i && says(&p.children[j].name))
 }
 
+/// Longest name (bytes) read as a label by [`is_secret_field`]: field labels are short;
+/// a text area named by its contents could mention passwords anywhere.
+const PASSWORD_LABEL_MAX_BYTES: usize = 64;
+
 /// True when the name says the field holds a password (`Password`, `New password`,
 /// `Passphrase`, `Passwort`, `Mot de passe`, `Contraseña`, 密码, パスワード, 비밀번호)
 /// and is not about one (`Password hint`, `Password strength`).
@@ -752,7 +830,10 @@ fn names_a_password(name: &str) -> bool {
         "hint", "strength", "reminder", "question", "policy", "forgot",
     ];
     const CJK: &[&str] = &["密码", "密碼", "パスワード", "비밀번호"];
-    let lower = label_head(name).to_lowercase();
+    if name.len() > PASSWORD_LABEL_MAX_BYTES {
+        return false; // a field named by its contents, not by a label
+    }
+    let lower = name.to_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -781,13 +862,25 @@ pub fn is_secret_field(node: &Node) -> bool {
 /// masked ([`mask_secrets`]); for a secret field whose name contains its non-empty
 /// value (some toolkits name the field by its text), [`PASSWORD_MASK`].
 pub fn redacted_name(node: &Node) -> Cow<'_, str> {
-    if is_secret_field(node)
-        && let Some(v) = node.value.as_deref().filter(|v| !v.is_empty())
-        && node.name.contains(v)
-    {
+    if is_secret_field(node) && name_holds_secret(&node.name, node.value.as_deref()) {
         return Cow::Borrowed(PASSWORD_MASK);
     }
     mask_secrets(&node.name)
+}
+
+/// Shortest secret looked for inside a longer text (a name, a description): shorter
+/// ones match ordinary words too often ("Password" contains "word"), and masking the
+/// label would then say more about the secret than showing it.
+const SECRET_IN_TEXT_MIN_CHARS: usize = 6;
+
+/// True when `text` (a secret field's name or description) is the field's non-empty
+/// value, or contains it when the value has at least [`SECRET_IN_TEXT_MIN_CHARS`]
+/// chars.
+fn name_holds_secret(text: &str, value: Option<&str>) -> bool {
+    value.is_some_and(|v| {
+        !v.is_empty()
+            && (text == v || (v.chars().count() >= SECRET_IN_TEXT_MIN_CHARS && text.contains(v)))
+    })
 }
 
 /// The value of `node` as it may be shown, before truncation and escaping; `None`
@@ -803,7 +896,8 @@ pub fn redacted_value<'a>(node: &'a Node, parent: Option<&Node>) -> Option<Cow<'
     if is_secret_field(node) {
         return Some(Cow::Borrowed(if v.is_empty() { "" } else { PASSWORD_MASK }));
     }
-    if otp_context(node, parent) {
+    // Only a value with six digits can hold a code; the context check reads labels.
+    if v.bytes().filter(u8::is_ascii_digit).nth(5).is_some() && otp_context(node, parent) {
         if let Some(n) = otp_digits(v) {
             return Some(Cow::Owned(format!("[masked code, {n} digits]")));
         }
@@ -902,7 +996,7 @@ pub fn scrub(root: &mut Node) {
 fn scrub_one(n: &mut Node, value: Option<String>) {
     let secret = is_secret_field(n);
     let raw = n.value.take().filter(|v| secret && !v.is_empty());
-    let hides = |s: &str| raw.as_deref().is_some_and(|v| s.contains(v));
+    let hides = |s: &str| name_holds_secret(s, raw.as_deref());
     n.name = if hides(&n.name) {
         PASSWORD_MASK.to_string()
     } else {

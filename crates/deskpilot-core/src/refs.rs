@@ -13,16 +13,19 @@
 //!   ancestors' roles and names) taken when the ref was last seen.
 //! - **How long it stays valid.** From the snapshot that issued it for as long as
 //!   the element keeps being read in that window: [`RefRegistry::assign`] gives an
-//!   element its old ref when its handle is unchanged (and its role too), or, when the
-//!   handle changed, when exactly one old, unclaimed entry has the same fingerprint
-//!   and exactly one element of the new tree has it. Anything else gets a fresh
-//!   number. A grant rebind (new revision) discards the registry: every ref becomes
-//!   unknown.
+//!   element its old ref when its handle is unchanged and it is still the same
+//!   element — same role, and the same name, automation id or place (ancestors and
+//!   index in parent), so a handle the platform recycled for an unrelated element
+//!   elsewhere does not carry the ref over — or, when the handle changed, when exactly
+//!   one old, unclaimed entry whose handle is gone has the same fingerprint and
+//!   exactly one element of the new tree has it. Anything else gets a fresh number. A
+//!   grant rebind (new revision) discards the registry: every ref becomes unknown.
 //! - **Stale.** An entry whose element was absent from the latest snapshot is *dead*
 //!   (`alive == false`). Acting on a dead ref, or on a live one whose handle the
 //!   driver no longer knows, goes through [`RefRegistry::reresolve`] on a fresh tree:
-//!   the same handle, or else the one element whose fingerprint matches, is the
-//!   element; zero or several matches is [`CoreError::StaleRef`] (→
+//!   the same handle (still the same element, as above), or else the one element
+//!   whose fingerprint matches, is the element; zero or several matches is
+//!   [`CoreError::StaleRef`] (→
 //!   `COMPUTER_STALE_REF`). Dead entries are kept (up to [`MAX_ENTRIES`]) so an old
 //!   ref is reported as stale rather than unknown.
 //! - **What the caller must do.** On `UnknownRef` or `StaleRef`, observe again (the
@@ -44,7 +47,6 @@ use crate::node::{Handle, Node};
 use crate::redact;
 use crate::role::Role;
 use crate::sanitize;
-use crate::state::State;
 
 /// Entries one [`RefRegistry`] keeps, live and dead. When there are more, the dead
 /// entries seen longest ago are dropped first (live ones never are). 5,000 covers
@@ -122,8 +124,8 @@ fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-fn fingerprint_name(name: &str) -> String {
-    let masked = redact::mask_secrets(name);
+fn fingerprint_name(node: &Node) -> String {
+    let masked = redact::redacted_name(node);
     let head: String = masked.chars().take(FINGERPRINT_NAME_CHARS).collect();
     sanitize::one_line(&head)
 }
@@ -137,41 +139,63 @@ fn child_hash(parent_hash: u64, role: Role, fp_name: &str) -> u64 {
 }
 
 /// Handles and fingerprints of every element under `root` (the root excluded), in
-/// pre-order.
+/// pre-order. Iterative: any depth is safe.
 ///
-/// Inside a password field names are left out (some toolkits expose the typed text
-/// as a child's name), so a stored registry never holds a password.
+/// Inside a secret field ([`redact::is_secret_field`]) names are left out (some
+/// toolkits expose the typed text as a child's name), and a secret field's own name
+/// goes through [`redact::redacted_name`], so a stored registry never holds a
+/// password.
 fn fingerprints(root: &Node) -> Vec<(&Handle, Fingerprint)> {
-    fn walk<'a>(
-        n: &'a Node,
-        hash: u64,
-        inside_password: bool,
-        out: &mut Vec<(&'a Handle, Fingerprint)>,
-    ) {
-        let secret = inside_password || n.has(State::Password);
-        for (i, c) in n.children.iter().enumerate() {
-            let name = if secret {
-                String::new()
-            } else {
-                fingerprint_name(&c.name)
-            };
-            let next = child_hash(hash, c.role, &name);
-            out.push((
-                &c.handle,
-                Fingerprint {
-                    role: c.role,
-                    name,
-                    automation_id: c.automation_id.clone(),
-                    index_in_parent: i,
-                    ancestor_hash: hash,
-                },
-            ));
-            walk(c, next, secret, out);
-        }
-    }
     let mut out = Vec::with_capacity(root.children.len() * 8);
-    walk(root, FNV_OFFSET, false, &mut out);
+    // (element, index in parent, ancestor hash, inside a secret field)
+    fn children(
+        n: &Node,
+        hash: u64,
+        secret: bool,
+    ) -> impl Iterator<Item = (&Node, usize, u64, bool)> {
+        n.children
+            .iter()
+            .enumerate()
+            .rev()
+            .map(move |(i, c)| (c, i, hash, secret))
+    }
+    let mut stack: Vec<(&Node, usize, u64, bool)> =
+        children(root, FNV_OFFSET, redact::is_secret_field(root)).collect();
+    while let Some((c, i, hash, inside_secret)) = stack.pop() {
+        let name = if inside_secret {
+            String::new()
+        } else {
+            fingerprint_name(c)
+        };
+        let next = child_hash(hash, c.role, &name);
+        out.push((
+            &c.handle,
+            Fingerprint {
+                role: c.role,
+                name,
+                automation_id: c.automation_id.clone(),
+                index_in_parent: i,
+                ancestor_hash: hash,
+            },
+        ));
+        let secret = inside_secret || redact::is_secret_field(c);
+        stack.extend(children(c, next, secret));
+    }
     out
+}
+
+/// Whether an element seen under the same handle is still the element an old
+/// fingerprint describes: the same role and the same name, automation id or place
+/// (ancestors and index in parent). A platform that recycles a dead element's handle
+/// for a new element elsewhere under another name thus never hands the new element
+/// the old ref; a button renamed in place ("Play" → "Pause") or moved under the same
+/// name keeps it.
+fn same_element(old: &Fingerprint, new: &Fingerprint) -> bool {
+    old.role == new.role
+        && (old.name == new.name
+            || (old.ancestor_hash == new.ancestor_hash
+                && old.index_in_parent == new.index_in_parent)
+            || (old.automation_id.is_some() && old.automation_id == new.automation_id))
 }
 
 /// The fingerprint of every element under `root` (root excluded), in pre-order, as
@@ -229,35 +253,53 @@ impl RefRegistry {
 
     /// Sets `ref_` on every element under `root` (the root itself, the window, is left
     /// untouched: its `wN` comes from [`WindowRefs`]), following the contract in the
-    /// module doc: same handle and role → old ref; else a unique fingerprint match
-    /// among unclaimed old entries whose handle is gone → old ref; else a fresh
-    /// number. Entries not seen become dead; dead entries beyond [`MAX_ENTRIES`] are
-    /// dropped, oldest first.
+    /// module doc: same handle and still the same element (same role, and the same
+    /// name, automation id or place) → old ref; else a unique fingerprint match among
+    /// unclaimed old entries whose handle is gone → old ref; else a fresh number.
+    /// Entries not seen become dead; dead entries beyond [`MAX_ENTRIES`] are dropped,
+    /// oldest first. Iterative: any depth is safe.
     pub fn assign(&mut self, root: &mut Node) {
         self.generation += 1;
         let generation = self.generation;
+        // A state file edited by hand or cut short must not make numbers repeat.
+        self.issued = self
+            .issued
+            .max(self.entries.keys().next_back().copied().unwrap_or(0));
         let fps = fingerprints(root);
         let n = fps.len();
 
-        // Newest entry per handle wins if a handle was ever recorded twice.
-        let mut by_handle: HashMap<&Handle, u64> = HashMap::new();
+        // Entries per handle, most recently seen first (a handle can have several:
+        // an element whose role changed, or a driver that repeats handles).
+        let mut by_handle: HashMap<&Handle, Vec<u64>> = HashMap::new();
         for (&num, e) in &self.entries {
-            let newer = by_handle
-                .get(&e.handle)
-                .is_none_or(|cur| (self.entries[cur].last_seen, *cur) < (e.last_seen, num));
-            if newer {
-                by_handle.insert(&e.handle, num);
-            }
+            by_handle.entry(&e.handle).or_default().push(num);
+        }
+        for nums in by_handle.values_mut() {
+            nums.sort_unstable_by_key(|num| std::cmp::Reverse((self.entries[num].last_seen, *num)));
         }
 
         let mut result: Vec<Option<u64>> = vec![None; n];
         let mut taken: HashSet<u64> = HashSet::new();
-        for (i, (h, fp)) in fps.iter().enumerate() {
-            if let Some(&num) = by_handle.get(h)
-                && self.entries[&num].fingerprint.role == fp.role
-                && taken.insert(num)
-            {
-                result[i] = Some(num);
+        // Same handle: first the entry with the very same fingerprint, then one that
+        // is still the same element by `same_element`.
+        let exact = |old: &Fingerprint, new: &Fingerprint| old == new;
+        for rule in [
+            exact as fn(&Fingerprint, &Fingerprint) -> bool,
+            same_element,
+        ] {
+            for (i, (h, fp)) in fps.iter().enumerate() {
+                if result[i].is_some() {
+                    continue;
+                }
+                let found = by_handle.get(h).and_then(|nums| {
+                    nums.iter().copied().find(|num| {
+                        !taken.contains(num) && rule(&self.entries[num].fingerprint, fp)
+                    })
+                });
+                if let Some(num) = found {
+                    taken.insert(num);
+                    result[i] = Some(num);
+                }
             }
         }
 
@@ -311,16 +353,15 @@ impl RefRegistry {
         }
         self.evict();
 
+        // Pre-order, iteratively, in the order `fingerprints` numbered them.
         let mut next = result
             .into_iter()
             .map(|r| r.expect("every element numbered"));
-        fn set(n: &mut Node, next: &mut impl Iterator<Item = u64>) {
-            for c in &mut n.children {
-                c.ref_ = next.next().map(|num| format!("e{num}"));
-                set(c, next);
-            }
+        let mut stack: Vec<&mut Node> = root.children.iter_mut().rev().collect();
+        while let Some(c) = stack.pop() {
+            c.ref_ = next.next().map(|num| format!("e{num}"));
+            stack.extend(c.children.iter_mut().rev());
         }
-        set(root, &mut next);
     }
 
     fn evict(&mut self) {
@@ -359,7 +400,8 @@ impl RefRegistry {
     }
 
     /// Finds the element behind `r` in a freshly read tree of the same window: the
-    /// element with the same handle and role, else the single element whose
+    /// element with the same handle that is still the same element (same role, and
+    /// the same name, automation id or place), else the single element whose
     /// fingerprint equals the entry's and whose handle no other ref claims.
     ///
     /// # Errors
@@ -371,7 +413,7 @@ impl RefRegistry {
         let fps = fingerprints(fresh_root);
         if let Some((h, _)) = fps
             .iter()
-            .find(|(h, fp)| **h == entry.handle && fp.role == entry.fingerprint.role)
+            .find(|(h, fp)| **h == entry.handle && same_element(&entry.fingerprint, fp))
         {
             return Ok((*h).clone());
         }
@@ -416,6 +458,10 @@ impl WindowRefs {
         if let Some(r) = self.ref_of(handle) {
             return r;
         }
+        // A damaged state file must not make numbers repeat.
+        self.issued = self
+            .issued
+            .max(self.windows.keys().next_back().copied().unwrap_or(0));
         self.issued += 1;
         self.windows.insert(self.issued, handle.clone());
         while self.windows.len() > MAX_WINDOWS {
@@ -445,6 +491,7 @@ impl WindowRefs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::State;
 
     fn button(h: &str, name: &str) -> Node {
         Node::new(h, Role::Button, name)
@@ -468,10 +515,24 @@ mod tests {
         let mut t2 = window(vec![
             button("h:3", "Help"),
             button("h:1", "OK"),
-            button("h:2", "Close"),
+            button("h:2", "Cancel"),
         ]);
         reg.assign(&mut t2);
         assert_eq!(refs_of(&t2), ["e3", "e1", "e2"]);
+        // Renamed in place: still the same element.
+        let mut t3 = window(vec![
+            button("h:3", "Help"),
+            button("h:1", "OK"),
+            button("h:2", "Close"),
+        ]);
+        reg.assign(&mut t3);
+        assert_eq!(refs_of(&t3), ["e3", "e1", "e2"]);
+        // Renamed and moved at once under the same handle: treated as another element
+        // (a recycled handle looks exactly like this), so the old ref goes stale.
+        let mut t4 = window(vec![button("h:2", "Quit"), button("h:1", "OK")]);
+        reg.assign(&mut t4);
+        assert_eq!(refs_of(&t4), ["e4", "e1"]);
+        assert!(!reg.resolve("e2").unwrap().alive);
     }
 
     #[test]
@@ -703,6 +764,18 @@ mod tests {
         let json = serde_json::to_string(&w).unwrap();
         let back: WindowRefs = serde_json::from_str(&json).unwrap();
         assert_eq!(back, w);
+    }
+
+    #[test]
+    fn window_refs_survive_a_damaged_state_file() {
+        let mut w = WindowRefs::new();
+        w.assign(&Handle::new("a"));
+        w.assign(&Handle::new("b"));
+        let mut json = serde_json::to_value(&w).unwrap();
+        json["issued"] = serde_json::json!(0);
+        let mut damaged: WindowRefs = serde_json::from_value(json).unwrap();
+        assert_eq!(damaged.assign(&Handle::new("c")), "w3");
+        assert_eq!(damaged.resolve("w1"), Some(&Handle::new("a")));
     }
 
     #[test]

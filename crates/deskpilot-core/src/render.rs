@@ -21,6 +21,7 @@
 
 use crate::budget::{self, FooterLevel, Line};
 use crate::node::Node;
+use crate::redact;
 use crate::sanitize;
 use crate::view::{self, View, ViewOptions, ViewStats};
 
@@ -30,6 +31,20 @@ pub const DEFAULT_MAX_TOKENS: usize = 2_000;
 pub const DEFAULT_MAX_VALUE_CHARS: usize = 120;
 /// Default children shown of a list-like element before `… K more items`.
 pub const DEFAULT_MAX_LIST_ITEMS: usize = 20;
+/// Levels below the rendered element that are read; deeper elements are stated as
+/// `… K more items, use observe scope=eN` under the deepest shown one. Matches the
+/// deepest level the Linux driver reads.
+pub const MAX_DEPTH: usize = view::MAX_DEPTH;
+/// Characters of the header kept before it is measured at all; a header is one line
+/// naming the application and window, and a window title can be arbitrarily long.
+pub const HEADER_MAX_CHARS: usize = 1_000;
+/// The header gets at most this share of `max_tokens` (but never less than
+/// [`HEADER_MIN_TOKENS`]) and is shortened with `…` beyond it, so a long title cannot
+/// crowd the window out of its own snapshot.
+pub const HEADER_BUDGET_DIVISOR: usize = 4;
+/// Tokens a header may always use, whatever the budget's share (a typical header is
+/// 15–30 tokens).
+pub const HEADER_MIN_TOKENS: usize = 64;
 
 /// What to render and how much of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,8 +64,10 @@ pub struct RenderOptions {
     /// Case-insensitive text filter: keep elements whose (redacted) name or value
     /// contains it, or whose role name equals it, plus their ancestors.
     pub query: Option<String>,
-    /// The first line, printed as given (made one-line safe), e.g.
-    /// `app mousepad pid=812 · window "Untitled 1" [focused]`.
+    /// The first line, printed as given (secrets masked, made one-line safe), e.g.
+    /// `app mousepad pid=812 · window "Untitled 1" [focused]`. Shortened with `…` to
+    /// at most [`HEADER_MAX_CHARS`] chars and a quarter of `max_tokens` (at least
+    /// [`HEADER_MIN_TOKENS`]), and further when the budget is tiny.
     pub header: Option<String>,
 }
 
@@ -95,13 +112,13 @@ pub fn render(root: &Node, opts: &RenderOptions) -> Rendered {
     let header = opts
         .header
         .as_deref()
-        .map(sanitize::plain_line)
+        .map(|h| header_line(h, opts.max_tokens))
         .filter(|h| !h.trim().is_empty());
     let (top, top_parent) = match &opts.scope {
         None => (root, None),
         Some(r) => match view::find_with_parent(root, r) {
             Some(found) => found,
-            None => return scope_missing(r, header.as_deref(), opts.max_tokens),
+            None => return scope_missing(r, header.as_deref(), opts),
         },
     };
     let query = opts
@@ -131,7 +148,7 @@ pub fn render(root: &Node, opts: &RenderOptions) -> Rendered {
         .map(str::trim)
         .filter(|q| !q.is_empty())
     {
-        let q = sanitize::one_line(q);
+        let q = sanitize::one_line(&sanitize::truncate_value(q, opts.max_value_chars));
         notes.push(match stats.matches {
             0 => format!("no element matches \"{q}\""),
             1 => format!("1 element matches \"{q}\""),
@@ -180,7 +197,9 @@ pub fn render(root: &Node, opts: &RenderOptions) -> Rendered {
         text: fitted.text,
         tokens: fitted.tokens,
         shown,
-        omitted: fitted.cut + usize::try_from(stats.more).unwrap_or(usize::MAX),
+        omitted: fitted
+            .cut
+            .saturating_add(usize::try_from(stats.more).unwrap_or(usize::MAX)),
         cut: notes,
     }
 }
@@ -228,10 +247,24 @@ fn flatten(
     }
 }
 
-fn scope_missing(r: &str, header: Option<&str>, budget: usize) -> Rendered {
+/// The header as printed: one line, at most [`HEADER_MAX_CHARS`] chars and its share
+/// of the budget.
+fn header_line(h: &str, max_tokens: usize) -> String {
+    let capped = match sanitize::head_end(h, HEADER_MAX_CHARS) {
+        Some(end) => format!("{}…", &h[..end]),
+        None => h.to_string(),
+    };
+    // Window titles are UI text too ("Your code is 493817 - Mail").
+    let line = sanitize::plain_line(&redact::mask_secrets(&capped));
+    let share = (max_tokens / HEADER_BUDGET_DIVISOR).max(HEADER_MIN_TOKENS);
+    budget::shorten_line(&line, share).unwrap_or(line)
+}
+
+fn scope_missing(r: &str, header: Option<&str>, opts: &RenderOptions) -> Rendered {
+    let budget = opts.max_tokens;
     let note = format!(
         "no element {} in this window; observe without scope to get current refs",
-        sanitize::one_line(r)
+        sanitize::one_line(&sanitize::truncate_value(r, opts.max_value_chars))
     );
     let footer = |_: usize, _: Option<&str>, level: FooterLevel| {
         (level == FooterLevel::Full).then(|| format!("({note})"))

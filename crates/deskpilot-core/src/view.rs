@@ -1,12 +1,15 @@
 //! The visible tree and the text of one element line, shared by render and diff.
 //!
-//! Owns the prune rules (offscreen, zero-size, decorative, password-field internals),
-//! the folding of unnamed single-child containers, list capping, the query filter and
-//! the `[e5] role "name" value="…" states` line format. Render and diff both go
-//! through here, so a diff never mentions an element a snapshot would not show, and
-//! both print an element the same way. Never shows a value except through
-//! [`crate::redact`].
+//! Owns the prune rules (offscreen, zero-size, decorative, secret-field internals),
+//! the depth limit ([`MAX_DEPTH`], which also bounds the recursion here and in the
+//! render and diff walks over a view), the folding of unnamed single-child containers,
+//! list capping, the query filter and the `[e5] role "name" value="…" states` line
+//! format. Render and diff both go through here, so a diff never mentions an element a
+//! snapshot would not show, and both print an element the same way. Never shows a
+//! name or value except through [`crate::redact`]. Work is linear in the number of
+//! elements read.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use crate::node::{Node, TableInfo};
@@ -113,10 +116,53 @@ fn matches_query(n: &Node, parent: Option<&Node>, q: &str) -> bool {
     if n.role.as_str() == q {
         return true;
     }
-    if redact::mask_secrets(&n.name).to_lowercase().contains(q) {
+    if redact::redacted_name(n).to_lowercase().contains(q) {
         return true;
     }
     redact::redacted_value(n, parent).is_some_and(|v| v.to_lowercase().contains(q))
+}
+
+/// Levels below the top element that are read; the children of an element at this
+/// depth are counted as "K more" (reachable with `scope=`). It bounds the recursion
+/// (stack use grows with depth) and matches the deepest level the Linux driver reads
+/// (256).
+pub(crate) const MAX_DEPTH: usize = 256;
+
+/// The address of a node, to key sets of nodes without borrowing them.
+fn key(n: &Node) -> usize {
+    std::ptr::from_ref(n) as usize
+}
+
+/// The nodes under (and including) `root` that are focused or have a focused
+/// descendant, computed in one iterative pass so that deciding whether a hidden
+/// element must stay for the focus path costs O(1) instead of a walk of its subtree.
+fn focus_path(root: &Node) -> HashSet<usize> {
+    let mut parents: HashMap<usize, usize> = HashMap::new();
+    let mut on_path = HashSet::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        for c in &n.children {
+            parents.insert(key(c), key(n));
+            stack.push(c);
+        }
+        if n.has(State::Focused) {
+            let mut k = key(n);
+            while on_path.insert(k) {
+                match parents.get(&k) {
+                    Some(&p) => k = p,
+                    None => break,
+                }
+            }
+        }
+    }
+    on_path
+}
+
+/// State shared by one build.
+struct Walk<'o, 'q, 's> {
+    opts: &'o ViewOptions<'q>,
+    stats: &'s mut ViewStats,
+    focus_path: HashSet<usize>,
 }
 
 /// Builds the visible tree under `root`. The root itself is always kept (never
@@ -128,15 +174,20 @@ pub(crate) fn build<'a>(
     opts: &ViewOptions<'_>,
     stats: &mut ViewStats,
 ) -> View<'a> {
-    let children = build_children(root, opts, stats);
+    let mut walk = Walk {
+        opts,
+        stats,
+        focus_path: focus_path(root),
+    };
+    let children = build_children(root, 0, &mut walk);
     let focus = root.has(State::Focused) || children.iter().any(|c| c.focus);
     if let Some(q) = opts.query
         && matches_query(root, root_parent, q)
     {
-        stats.matches += 1;
+        walk.stats.matches += 1;
     }
-    let more = unread(root);
-    stats.more += more;
+    let more = unread(root, 0);
+    walk.stats.more = walk.stats.more.saturating_add(more);
     View {
         node: root,
         parent: root_parent,
@@ -146,68 +197,85 @@ pub(crate) fn build<'a>(
     }
 }
 
-fn unread(n: &Node) -> u64 {
-    if n.table.is_some() || n.has(State::Password) {
+/// Children of `n` (at `depth`) reported but not shown: never read by the driver,
+/// or below [`MAX_DEPTH`]. A table's cells are read by visible range and a secret
+/// field's insides are never shown, so neither counts.
+fn unread(n: &Node, depth: usize) -> u64 {
+    if redact::is_secret_field(n) {
+        0
+    } else if depth >= MAX_DEPTH {
+        let read = n.children.len() as u64;
+        if n.table.is_some() {
+            read
+        } else {
+            n.child_count.max(read)
+        }
+    } else if n.table.is_some() {
         0
     } else {
         n.child_count.saturating_sub(n.children.len() as u64)
     }
 }
 
-fn build_children<'a>(n: &'a Node, opts: &ViewOptions<'_>, stats: &mut ViewStats) -> Vec<View<'a>> {
-    if n.has(State::Password) {
+fn build_children<'a>(n: &'a Node, depth: usize, walk: &mut Walk<'_, '_, '_>) -> Vec<View<'a>> {
+    if redact::is_secret_field(n) || depth >= MAX_DEPTH {
         // Whatever a password field contains (text runs, a caret object) is its secret.
         return Vec::new();
     }
     n.children
         .iter()
-        .filter_map(|c| build_node(c, n, opts, stats))
+        .filter_map(|c| build_node(c, n, depth + 1, walk))
         .collect()
 }
 
 fn build_node<'a>(
     n: &'a Node,
     parent: &'a Node,
-    opts: &ViewOptions<'_>,
-    stats: &mut ViewStats,
+    depth: usize,
+    walk: &mut Walk<'_, '_, '_>,
 ) -> Option<View<'a>> {
-    if is_hidden(n) && !n.walk().any(|d| d.has(State::Focused)) {
+    if is_hidden(n) && !walk.focus_path.contains(&key(n)) {
         return None;
     }
-    let mut children = build_children(n, opts, stats);
+    let mut children = build_children(n, depth, walk);
     let focused = n.has(State::Focused);
-    let focus = focused || children.iter().any(|c| c.focus);
-    let matched = opts
+    let focus = focused
+        || children.iter().any(|c| c.focus)
+        || (depth >= MAX_DEPTH && walk.focus_path.contains(&key(n)));
+    let matched = walk
+        .opts
         .query
         .is_some_and(|q| matches_query(n, Some(parent), q));
     if matched {
-        stats.matches += 1;
+        walk.stats.matches += 1;
     }
-    if opts.query.is_some() && !matched && children.is_empty() {
+    let more = unread(n, depth);
+    if walk.opts.query.is_some() && !matched && children.is_empty() {
         return None;
     }
-    if children.is_empty() && !focus && unread(n) == 0 && is_decorative_leaf(n) {
+    if children.is_empty() && !focus && more == 0 && is_decorative_leaf(n) {
         return None;
     }
     if children.len() == 1 && !focused && !matched && is_foldable(n) {
-        stats.folded += 1;
+        walk.stats.folded += 1;
         // The child stands where the container stood; its redaction context stays
         // its real parent.
         return children.pop();
     }
-    let mut more = unread(n);
-    if n.role.is_list_like() && children.len() > opts.max_list_items {
-        let mut kept = Vec::with_capacity(opts.max_list_items + 1);
+    let mut more = more;
+    let cap = walk.opts.max_list_items;
+    if n.role.is_list_like() && children.len() > cap {
+        let mut kept = Vec::with_capacity(cap.saturating_add(1).min(children.len()));
         for (i, c) in children.into_iter().enumerate() {
-            if i < opts.max_list_items || c.focus {
+            if i < cap || c.focus {
                 kept.push(c);
             } else {
-                more += 1;
+                more = more.saturating_add(1);
             }
         }
         children = kept;
     }
-    stats.more += more;
+    walk.stats.more = walk.stats.more.saturating_add(more);
     Some(View {
         node: n,
         parent: Some(parent),
@@ -254,18 +322,26 @@ pub(crate) fn table_marker(t: &TableInfo) -> String {
                 s,
                 ", showing {}{}:{}{}",
                 column_name(c0),
-                r0 + 1,
+                u128::from(r0) + 1,
                 column_name(c1),
-                r1 + 1
+                u128::from(r1) + 1
             );
         }
         (rows, cols, _) => {
             let mut parts = Vec::new();
             if let Some((r0, r1)) = rows {
-                parts.push(format!("rows {}-{}", r0 + 1, r1 + 1));
+                parts.push(format!(
+                    "rows {}-{}",
+                    u128::from(r0) + 1,
+                    u128::from(r1) + 1
+                ));
             }
             if let Some((c0, c1)) = cols {
-                parts.push(format!("columns {}-{}", c0 + 1, c1 + 1));
+                parts.push(format!(
+                    "columns {}-{}",
+                    u128::from(c0) + 1,
+                    u128::from(c1) + 1
+                ));
             }
             if !parts.is_empty() {
                 let _ = write!(s, ", showing {}", parts.join(", "));
@@ -298,7 +374,7 @@ pub(crate) fn state_words(n: &Node, shows_children: bool) -> Vec<&'static str> {
     let hidden_submenu = matches!(n.role, Role::Menuitem | Role::Menu)
         && n.child_count > 0
         && !shows_children
-        && !n.has(State::Password);
+        && !redact::is_secret_field(n);
     if n.has(State::Expanded) {
         words.push("▾");
     } else if n.has(State::Collapsed) || hidden_submenu {
@@ -310,14 +386,15 @@ pub(crate) fn state_words(n: &Node, shows_children: bool) -> Vec<&'static str> {
 /// The shown name and value of an element (each already redacted, cut and escaped).
 pub(crate) fn shown_name(n: &Node, max_chars: usize) -> Option<String> {
     (!is_unnamed(n))
-        .then(|| redact::display_name(&n.name, max_chars))
+        .then(|| redact::display_name_of(n, max_chars))
         .filter(|s| !s.is_empty())
 }
 
 pub(crate) fn shown_value(n: &Node, parent: Option<&Node>, max_chars: usize) -> Option<String> {
     let v = redact::display_value(n, parent, max_chars)?;
     // A value equal to the name (list items often repeat it) says nothing new.
-    if v.is_empty() || (n.value.as_deref() == Some(n.name.as_str()) && !n.has(State::Password)) {
+    if v.is_empty() || (n.value.as_deref() == Some(n.name.as_str()) && !redact::is_secret_field(n))
+    {
         return None;
     }
     Some(v)
@@ -364,7 +441,7 @@ pub(crate) fn find_with_parent<'a>(
         if n.ref_.as_deref() == Some(r) {
             return Some((n, p));
         }
-        if !n.has(State::Password) {
+        if !redact::is_secret_field(n) {
             stack.extend(n.children.iter().rev().map(|c| (c, Some(n))));
         }
     }

@@ -233,7 +233,11 @@ fn tiny_budgets_keep_the_note_and_the_ceiling() {
         )
     );
     assert!(r.tokens <= 50);
-    assert_eq!(at(20).text, "(cut 44 elements to fit 20 tokens)");
+    // Too little room for the whole header: its head is kept, marked with `…`.
+    assert_eq!(
+        at(20).text,
+        "app editor pid=4242 · window…\n(cut 44 elements to fit 20 tokens)"
+    );
     assert_eq!(at(5).text, "(cut 44)");
     assert_eq!(at(0).text, "");
     for b in 0..80 {

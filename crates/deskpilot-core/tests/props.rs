@@ -325,22 +325,39 @@ proptest! {
         reg.assign(&mut w);
         let present: Vec<String> = w.walk().map(|n| n.handle.0.clone()).collect();
         let fps = fingerprint_all(&w);
+        // Another element's old ref may only go to an element whose handle is new or
+        // no longer the same element, only when its old element is gone, and only on
+        // an identical fingerprint.
+        let check_taken = |r: &str, fp: &deskpilot_core::refs::Fingerprint| {
+            let num: u64 = r[1..].parse().unwrap();
+            if Some(num) <= highest {
+                let (old_handle, old_fp) = &old_entries[r];
+                prop_assert!(!present.contains(old_handle), "{r} taken from a live element");
+                prop_assert_eq!(old_fp, fp);
+            }
+            Ok(())
+        };
         for (n, fp) in w.walk().skip(1).zip(&fps) {
             let r = n.ref_.clone().expect("assigned");
             match before.get(&n.handle.0) {
                 Some(old) if !inside.contains(&n.handle.0) => prop_assert_eq!(&r, old),
-                // Inside the subtree an element that kept its handle and role keeps its
-                // ref too.
-                Some(old) => prop_assert_eq!(&r, old),
-                None => {
-                    let num: u64 = r[1..].parse().unwrap();
-                    if Some(num) <= highest {
-                        // Only a gone element's ref, and only on an identical fingerprint.
-                        let (old_handle, old_fp) = &old_entries[&r];
-                        prop_assert!(!present.contains(old_handle), "{r} taken from a live element");
-                        prop_assert_eq!(old_fp, fp);
+                // Inside the subtree an element that kept its handle keeps its ref when
+                // it is still the same element: same role, and the same name or the
+                // same place (ancestors and index).
+                Some(old) => {
+                    let old_fp = &old_entries[old].1;
+                    let same = old_fp.role == fp.role
+                        && (old_fp.name == fp.name
+                            || (old_fp.ancestor_hash == fp.ancestor_hash
+                                && old_fp.index_in_parent == fp.index_in_parent));
+                    if same {
+                        prop_assert_eq!(&r, old);
+                    } else {
+                        prop_assert_ne!(&r, old);
+                        check_taken(&r, fp)?;
                     }
                 }
+                None => check_taken(&r, fp)?,
             }
         }
         let mut all: Vec<&str> = w.walk().skip(1).filter_map(|n| n.ref_.as_deref()).collect();

@@ -346,10 +346,10 @@ impl Session {
                 })
             }
             Target::Current => {
-                if let Some(cur) = &self.state.current {
-                    if let Some((_, w)) = all.iter().find(|(_, w)| w.handle.as_str() == cur) {
-                        return Ok((*w).clone());
-                    }
+                if let Some(cur) = &self.state.current
+                    && let Some((_, w)) = all.iter().find(|(_, w)| w.handle.as_str() == cur)
+                {
+                    return Ok((*w).clone());
                 }
                 pick(all.iter().map(|(_, w)| *w).collect()).ok_or_else(|| {
                     err(
@@ -409,15 +409,15 @@ impl Session {
         opts: &ObserveOptions,
         started: Instant,
     ) -> Result<Observation, DriverError> {
-        if let Some(scope) = &opts.scope {
-            if root.find_ref(scope).is_none() {
-                return Err(err(
-                    ErrorCode::ElementNotFound,
-                    format!(
-                        "scope {scope} is not an element of this window; observe without --scope to see current refs"
-                    ),
-                ));
-            }
+        if let Some(scope) = &opts.scope
+            && root.find_ref(scope).is_none()
+        {
+            return Err(err(
+                ErrorCode::ElementNotFound,
+                format!(
+                    "scope {scope} is not an element of this window; observe without --scope to see current refs"
+                ),
+            ));
         }
         let rendered = render(
             root,
@@ -565,8 +565,8 @@ impl Session {
         }
         let started = Instant::now();
         let (cur, ws) = self.current_window_state()?;
-        let entry = ws.registry.resolve(r).map_err(|e| DriverError::from(&e))?;
-        let mut handle = entry.handle.clone();
+        // Unknown or malformed refs fail here, before any platform call.
+        ws.registry.resolve(r).map_err(|e| DriverError::from(&e))?;
         let window = ws.info.clone().ok_or_else(|| {
             err(
                 ErrorCode::ElementNotFound,
@@ -590,37 +590,19 @@ impl Session {
             value: v,
             settle: Some(Settle::default()),
         };
-        let result = match self.driver.act(params(handle.clone(), value.clone())).await {
+        // Resolve the ref against the window as it is now, not as it was at the last
+        // observe: a platform can recycle a dead element's handle for another
+        // element, and a ref must never land on a different element. The tree the
+        // model last saw stays the "before" of the diff.
+        let h = self.fresh_handle(&window, r).await?;
+        let result = match self.driver.act(params(h, value.clone())).await {
             Err(e) if e.code == ErrorCode::ElementNotFound => {
-                // The native object died before anything was dispatched: find the
-                // element again by fingerprint, or fail as stale with a fresh view.
-                let (fresh, _) = self.read(&window).await?;
-                let ws = self
-                    .state
-                    .per_window
-                    .get(&cur)
-                    .expect("read() keeps the window");
-                match ws.registry.reresolve(r, &fresh) {
-                    Ok(h) => {
-                        handle = h;
-                        self.remember(&window, fresh);
-                        self.driver
-                            .act(params(handle.clone(), value.clone()))
-                            .await?
-                    }
-                    Err(core_err) => {
-                        let rendered = render(&fresh, &RenderOptions::default());
-                        self.remember(&window, fresh);
-                        self.save()?;
-                        let mut e = DriverError::from(&core_err);
-                        e.detail = Some(serde_json::json!({ "snapshot": rendered.text }));
-                        return Err(e);
-                    }
-                }
+                // The native object died between the read and the dispatch.
+                let h = self.fresh_handle(&window, r).await?;
+                self.driver.act(params(h, value.clone())).await?
             }
             other => other?,
         };
-        let _ = handle;
 
         let change = self.observe_change(&window, &before_windows).await?;
         let elapsed_ms = ms_since(started);
@@ -652,6 +634,34 @@ impl Session {
             text,
             tokens,
         })
+    }
+
+    /// Reads `window` afresh (assigning refs, keeping the model's last view as the
+    /// diff base) and finds the element of ref `r` in it by handle, then by
+    /// fingerprint. Zero or several candidates: `COMPUTER_STALE_REF` with the fresh
+    /// snapshot in `detail.snapshot`.
+    async fn fresh_handle(&mut self, window: &WindowInfo, r: &str) -> Result<Handle, DriverError> {
+        let (fresh, _) = self.read(window).await?;
+        let found = self
+            .state
+            .per_window
+            .get(window.handle.as_str())
+            .map(|ws| ws.registry.reresolve(r, &fresh));
+        match found {
+            Some(Ok(h)) => Ok(h),
+            Some(Err(core_err)) => {
+                let rendered = render(&fresh, &RenderOptions::default());
+                self.remember(window, fresh);
+                self.save()?;
+                let mut e = DriverError::from(&core_err);
+                e.detail = Some(serde_json::json!({ "snapshot": rendered.text }));
+                Err(e)
+            }
+            None => Err(err(
+                ErrorCode::ElementNotFound,
+                "the current window has no refs yet; run `deskpilot observe` first",
+            )),
+        }
     }
 
     /// After an action in `window`: re-reads it and diffs against the last tree,
@@ -719,12 +729,12 @@ impl Session {
                 }
             }
         }
-        if self.state.current.is_none() {
-            if let Ok(w) = self.resolve_window(&Target::Current).await {
-                let (root, _) = self.read(&w).await?;
-                self.remember(&w, root);
-                self.state.current = Some(w.handle.0.clone());
-            }
+        if self.state.current.is_none()
+            && let Ok(w) = self.resolve_window(&Target::Current).await
+        {
+            let (root, _) = self.read(&w).await?;
+            self.remember(&w, root);
+            self.state.current = Some(w.handle.0.clone());
         }
         self.save()?;
         Ok(change)

@@ -413,3 +413,34 @@ fn find_never_matches_a_password_by_its_value() {
         );
     });
 }
+
+#[test]
+fn a_recycled_handle_never_redirects_a_ref_to_another_element() {
+    let env = Env::new("recycled");
+    rt().block_on(async {
+        let mut s = env.session();
+        let obs = s
+            .observe(&Target::App("editor".into()), &ObserveOptions::default())
+            .await
+            .unwrap();
+        let open = ref_of(&obs.text, &["button \"Open\""]);
+        // "Open" goes away and the platform hands its handle to the dialog's
+        // "Cancel" button.
+        env.driver.mutate(|apps| {
+            let root = &mut apps[0].windows[0];
+            fixture::edit(root, "h:13", |toolbar| {
+                toolbar.children.retain(|c| c.handle != Handle::new("h:15"));
+            });
+            rehandle(root, "h:37", "h:15");
+        });
+        let e = s.act(&open, Op::Click, None).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::StaleRef, "{e:?}");
+        assert!(
+            !env.driver
+                .actions()
+                .iter()
+                .any(|a| matches!(a, RecordedAction::Act(_))),
+            "nothing was clicked, least of all Cancel"
+        );
+    });
+}

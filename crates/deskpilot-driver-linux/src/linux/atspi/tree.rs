@@ -64,8 +64,13 @@ pub fn assemble(root: &ObjRef, parts: &Parts) -> Option<Node> {
     build(root, None, parts, 0)
 }
 
-/// Depth guard for the recursion: the reader never goes deeper than this either.
-pub const MAX_DEPTH: u32 = 256;
+/// Levels read below a window: 56. A tree travels as JSON (the driver protocol, the
+/// host's state file), where every node level is two nesting levels (an object and
+/// its `children` array) and serde_json refuses documents nested deeper than 128;
+/// 56 levels leave room for the envelope. Real windows are far shallower (GTK and
+/// LibreOffice ~25, Chromium pages ~40); what lies deeper is counted in the parent's
+/// `child_count` and shown as "K more".
+pub const MAX_DEPTH: u32 = 56;
 
 fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> Option<Node> {
     if parts.vanished.contains(obj) || depth > MAX_DEPTH {
