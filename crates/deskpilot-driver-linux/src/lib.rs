@@ -5,13 +5,16 @@
 //! exists (and says so), and starts isolated sandbox desktops (Xvfb + session D-Bus +
 //! accessibility bus). It implements [`deskpilot_protocol::Driver`] and makes no policy
 //! decision. Off Linux every entry point answers `COMPUTER_PLATFORM_UNSUPPORTED`.
+//!
+//! Building with `RUSTFLAGS="--cfg deskpilot_stub"` compiles the off-Linux stand-in
+//! on Linux too, so the build of every other OS can be checked without its target.
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(deskpilot_stub)))]
 mod linux;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(deskpilot_stub)))]
 pub use linux::*;
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), deskpilot_stub))]
 mod stub;
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), deskpilot_stub))]
 pub use stub::*;

@@ -1,28 +1,70 @@
-//! Off-Linux stand-in: the same public names as the Linux module, every entry point
-//! answering `COMPUTER_PLATFORM_UNSUPPORTED`, so the workspace builds on every OS.
+//! Off-Linux stand-in: the public names and signatures of the Linux module that other
+//! crates use ([`LinuxDriver`], [`atspi::ConnectOptions`], [`sandbox`], [`input`]), so
+//! the workspace builds on every OS. Compiled off Linux, and on Linux under
+//! `--cfg deskpilot_stub` so that build can be checked here.
+//!
+//! Every constructor and every fallible call answers `COMPUTER_PLATFORM_UNSUPPORTED`;
+//! it must never panic and never pretend to succeed. Values that only a successful
+//! constructor could make ([`LinuxDriver`], [`sandbox::Sandbox`], [`input::XInput`])
+//! hold an uninhabited field, so their infallible methods are provably unreachable.
+
+use std::convert::Infallible;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use deskpilot_protocol::types::*;
 use deskpilot_protocol::{Driver, DriverError};
 
-/// The Linux driver, unavailable on this OS.
-#[derive(Debug, Default)]
-pub struct LinuxDriver;
+use self::atspi::ConnectOptions;
+use self::input::XInput;
 
-impl LinuxDriver {
-    /// Always fails: AT-SPI2 exists only on Linux.
-    pub async fn connect_env() -> Result<LinuxDriver, DriverError> {
-        Err(DriverError::platform_unsupported("the AT-SPI2 driver"))
+/// What the driver's refusals name.
+const DRIVER: &str = "the AT-SPI2 driver";
+
+/// The Linux driver, unavailable on this OS: no value of it can exist.
+pub struct LinuxDriver {
+    never: Infallible,
+}
+
+impl std::fmt::Debug for LinuxDriver {
+    fn fmt(&self, _f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.never {}
     }
 }
 
+impl LinuxDriver {
+    /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED` (AT-SPI2 exists only on Linux).
+    pub async fn connect(opts: ConnectOptions) -> Result<LinuxDriver, DriverError> {
+        let _ = opts;
+        Err(DriverError::platform_unsupported(DRIVER))
+    }
+
+    /// [`LinuxDriver::connect`] with [`ConnectOptions::from_env`].
+    ///
+    /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+    pub async fn from_env() -> Result<LinuxDriver, DriverError> {
+        Self::connect(ConnectOptions::from_env()).await
+    }
+
+    /// The options this driver was connected with (unreachable: no driver exists).
+    pub fn options(&self) -> &ConnectOptions {
+        match self.never {}
+    }
+
+    /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+    pub async fn input(&self) -> Result<Arc<XInput>, DriverError> {
+        Err(DriverError::platform_unsupported(DRIVER))
+    }
+}
+
+/// Implements every [`Driver`] method as a `COMPUTER_PLATFORM_UNSUPPORTED` refusal.
 macro_rules! unsupported {
     ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
         #[async_trait]
         impl Driver for LinuxDriver {
             $(async fn $name(&self, $($arg: $ty),*) -> Result<$ret, DriverError> {
                 $(let _ = $arg;)*
-                Err(DriverError::platform_unsupported("the AT-SPI2 driver"))
+                Err(DriverError::platform_unsupported(DRIVER))
             })*
         }
     };
@@ -45,24 +87,269 @@ unsupported! {
     ocr(p: OcrParams) -> OcrResult;
 }
 
-/// Sandboxes need Xvfb and AT-SPI2: Linux only.
-pub mod sandbox {
-    use deskpilot_protocol::DriverError;
+/// Connection options. [`ConnectOptions`] is plain data read from variables, so it is
+/// the Linux definition itself, not a copy.
+pub mod atspi {
+    pub use super::connect_options::*;
+}
 
-    /// Sandbox options (unused off Linux).
-    #[derive(Debug, Clone, Default)]
+/// The Linux module's `atspi/options.rs`: pure data and variable parsing, no D-Bus.
+#[path = "linux/atspi/options.rs"]
+mod connect_options;
+
+/// Sandbox desktops need Xvfb, D-Bus and AT-SPI2: Linux only.
+pub mod sandbox {
+    use std::collections::BTreeMap;
+    use std::convert::Infallible;
+    use std::path::PathBuf;
+    use std::process::Child;
+
+    use deskpilot_protocol::DriverError;
+    use serde::{Deserialize, Serialize};
+
+    /// What the sandbox refusals name.
+    const SANDBOX: &str = "the sandbox desktop (Xvfb + D-Bus + AT-SPI2)";
+
+    /// First display number tried on Linux when none is requested (same value there).
+    pub const FIRST_DISPLAY: u32 = 90;
+    /// Name of the marker variable that every sandbox process inherits on Linux.
+    pub const MARKER_VAR: &str = "DESKPILOT_SANDBOX";
+
+    /// How to start a sandbox (the same fields and defaults as on Linux).
+    #[derive(Debug, Clone)]
     pub struct SandboxOptions {
+        /// Display number; `None` picks the first free one from [`FIRST_DISPLAY`].
         pub display: Option<u32>,
+        /// Screen size in pixels (default 1280×800).
+        pub width: u32,
+        pub height: u32,
+        /// Start a window manager when installed (default true).
+        pub window_manager: bool,
+        /// Keep the processes running when the [`Sandbox`] value is dropped.
         pub detach: bool,
     }
 
-    /// A sandbox desktop, unavailable on this OS.
+    impl Default for SandboxOptions {
+        fn default() -> Self {
+            SandboxOptions {
+                display: None,
+                width: 1280,
+                height: 800,
+                window_manager: true,
+                detach: false,
+            }
+        }
+    }
+
+    /// What a sandbox is made of; the same shape as Linux's `sandbox.json`.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct SandboxState {
+        /// X display number (`DISPLAY=:N`).
+        pub display: u32,
+        /// `DBUS_SESSION_BUS_ADDRESS` of the sandbox's session bus.
+        pub bus_address: String,
+        /// The sandbox directory (also the value of [`MARKER_VAR`]).
+        pub dir: PathBuf,
+        /// Process ids of the sandbox's daemons and launched apps.
+        pub pids: Vec<u32>,
+        /// Whether a window manager runs.
+        pub window_manager: bool,
+    }
+
+    /// A running sandbox desktop, unavailable on this OS: no value of it can exist.
     #[derive(Debug)]
-    pub struct Sandbox;
+    pub struct Sandbox {
+        never: Infallible,
+    }
+
+    /// Where sandboxes would keep their state: `$DESKPILOT_RUNTIME_DIR` when set, else
+    /// `deskpilot` in the OS's temporary directory. Nothing is ever created there.
+    pub fn sandboxes_root() -> PathBuf {
+        match std::env::var_os("DESKPILOT_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+            Some(d) => PathBuf::from(d),
+            None => std::env::temp_dir().join("deskpilot"),
+        }
+    }
 
     impl Sandbox {
-        pub fn start(_opts: SandboxOptions) -> Result<Sandbox, DriverError> {
-            Err(DriverError::platform_unsupported("the sandbox desktop"))
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn start(opts: SandboxOptions) -> Result<Sandbox, DriverError> {
+            let _ = opts;
+            Err(DriverError::platform_unsupported(SANDBOX))
         }
+
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn open(n: u32) -> Result<Sandbox, DriverError> {
+            let _ = n;
+            Err(DriverError::platform_unsupported(SANDBOX))
+        }
+
+        /// Every sandbox with a state file: none can exist on this OS, so empty.
+        pub fn list() -> Vec<SandboxState> {
+            Vec::new()
+        }
+
+        /// The sandbox's description (unreachable: no sandbox exists).
+        pub fn state(&self) -> &SandboxState {
+            match self.never {}
+        }
+
+        /// `DISPLAY` value (unreachable: no sandbox exists).
+        pub fn display(&self) -> String {
+            match self.never {}
+        }
+
+        /// Whether the sandbox runs (unreachable: no sandbox exists).
+        pub fn is_alive(&self) -> bool {
+            match self.never {}
+        }
+
+        /// The variables of the sandbox (unreachable: no sandbox exists).
+        pub fn env(&self) -> BTreeMap<String, String> {
+            match self.never {}
+        }
+
+        /// `export` lines to join the sandbox (unreachable: no sandbox exists).
+        pub fn shell_exports(&self) -> String {
+            match self.never {}
+        }
+
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn spawn(&mut self, argv: &[String]) -> Result<Child, DriverError> {
+            let _ = argv;
+            Err(DriverError::platform_unsupported(SANDBOX))
+        }
+
+        /// Stops the sandbox (unreachable: no sandbox exists).
+        pub fn stop(&mut self) {
+            match self.never {}
+        }
+    }
+
+    impl Drop for Sandbox {
+        fn drop(&mut self) {
+            match self.never {}
+        }
+    }
+}
+
+/// Synthetic keyboard and pointer input goes through X11 XTest: Linux only.
+pub mod input {
+    use std::convert::Infallible;
+
+    use deskpilot_core::Bounds;
+    use deskpilot_protocol::DriverError;
+    use deskpilot_protocol::types::PointerParams;
+
+    /// What the input refusals name.
+    const INPUT: &str = "synthetic keyboard and pointer input (X11 XTest)";
+
+    /// A mapped top-level window (the same fields as on Linux).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct TopLevel {
+        /// The client window's X id.
+        pub xid: u32,
+        /// The owning process, when known.
+        pub pid: Option<u32>,
+        /// The window title; empty when unnamed.
+        pub title: String,
+        /// The client window's area in screen pixels.
+        pub bounds: Bounds,
+    }
+
+    /// A connection to an X display, unavailable on this OS: no value of it can exist.
+    #[derive(Debug)]
+    pub struct XInput {
+        never: Infallible,
+    }
+
+    impl XInput {
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn connect(display: Option<&str>) -> Result<XInput, DriverError> {
+            let _ = display;
+            Err(DriverError::platform_unsupported(INPUT))
+        }
+
+        /// The display name (unreachable: no connection exists).
+        pub fn display(&self) -> &str {
+            match self.never {}
+        }
+
+        /// The screen size in pixels (unreachable: no connection exists).
+        pub fn screen_size(&self) -> (u16, u16) {
+            match self.never {}
+        }
+
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn keys_down(&self) -> Result<Vec<u8>, DriverError> {
+            Err(DriverError::platform_unsupported(INPUT))
+        }
+
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn focused_toplevel(&self) -> Result<Option<TopLevel>, DriverError> {
+            Err(DriverError::platform_unsupported(INPUT))
+        }
+
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn toplevels(&self) -> Result<Vec<TopLevel>, DriverError> {
+            Err(DriverError::platform_unsupported(INPUT))
+        }
+
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn activate(&self, xid: u32) -> Result<(), DriverError> {
+            let _ = xid;
+            Err(DriverError::platform_unsupported(INPUT))
+        }
+
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn send_chords(&self, chords: &str) -> Result<u64, DriverError> {
+            let _ = chords;
+            Err(DriverError::platform_unsupported(INPUT))
+        }
+
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn type_text(&self, text: &str) -> Result<u64, DriverError> {
+            let _ = text;
+            Err(DriverError::platform_unsupported(INPUT))
+        }
+
+        /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+        pub fn pointer(&self, p: &PointerParams) -> Result<u64, DriverError> {
+            let _ = p;
+            Err(DriverError::platform_unsupported(INPUT))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use deskpilot_protocol::ErrorCode;
+
+    use super::sandbox::{Sandbox, SandboxOptions};
+    use super::*;
+
+    #[tokio::test]
+    async fn connect_is_platform_unsupported() {
+        let opts = ConnectOptions::from_vars([("DISPLAY", ":91")]);
+        let err = LinuxDriver::connect(opts).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::PlatformUnsupported);
+        assert!(err.message.contains("AT-SPI2"), "{}", err.message);
+        let err = LinuxDriver::from_env().await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::PlatformUnsupported);
+    }
+
+    #[test]
+    fn sandbox_and_input_are_platform_unsupported() {
+        let err = Sandbox::start(SandboxOptions::default()).unwrap_err();
+        assert_eq!(err.code, ErrorCode::PlatformUnsupported);
+        assert_eq!(
+            Sandbox::open(90).unwrap_err().code,
+            ErrorCode::PlatformUnsupported
+        );
+        assert!(Sandbox::list().is_empty());
+        assert_eq!(
+            XInput::connect(Some(":91")).unwrap_err().code,
+            ErrorCode::PlatformUnsupported
+        );
     }
 }

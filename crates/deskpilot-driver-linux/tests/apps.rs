@@ -1,7 +1,7 @@
 //! Real-application tests of the desktop-wide methods: hello, apps.list with a frozen
 //! application, events for a new window.
 
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", not(deskpilot_stub)))]
 
 mod common;
 

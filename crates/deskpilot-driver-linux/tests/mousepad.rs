@@ -1,6 +1,6 @@
 //! Real-application tests against mousepad (GTK 3) in a sandbox desktop.
 
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", not(deskpilot_stub)))]
 
 mod common;
 

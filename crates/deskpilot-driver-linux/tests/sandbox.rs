@@ -1,6 +1,6 @@
 //! The sandbox desktop starts the real daemons, runs apps inside, and leaves nothing
 //! behind. Needs Xvfb, dbus-daemon and at-spi2-core installed; a missing one fails.
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", not(deskpilot_stub)))]
 
 use std::path::Path;
 use std::process::Command;

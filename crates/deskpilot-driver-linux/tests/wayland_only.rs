@@ -3,7 +3,7 @@
 //!
 //! Its own test binary with a single test, because it changes the process
 //! environment (not safe while other test threads read it).
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", not(deskpilot_stub)))]
 
 use deskpilot_driver_linux::input::XInput;
 use deskpilot_protocol::ErrorCode;

@@ -1,6 +1,6 @@
 //! Real-application tests: gtk3-widget-factory (GTK 3) and gnome-calculator (GTK 4).
 
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", not(deskpilot_stub)))]
 
 mod common;
 

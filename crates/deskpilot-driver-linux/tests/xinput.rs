@@ -1,7 +1,7 @@
 //! XTest input against a real X server: each test starts its own Xvfb (and, where
 //! needed, openbox and a real GTK app, `zenity --entry`). Requires `Xvfb`, `zenity`
 //! and `openbox` on PATH; a missing tool fails the test, it never skips.
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", not(deskpilot_stub)))]
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};

@@ -134,6 +134,17 @@ enum Command {
     },
     /// Serve the driver over JSON-RPC 2.0 on stdin/stdout (one message per line).
     Driver,
+    /// Measure observe, tokens, act and find on real apps in a sandbox of its own,
+    /// against a pyatspi walk, screenshots and OSWorld's flat tree (median / p95).
+    Bench {
+        /// Counted runs per figure (after one warm-up run).
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        runs: usize,
+        /// Only these apps, comma-separated: mousepad, widget-factory, calculator,
+        /// libreoffice, chromium (default: all).
+        #[arg(long, value_delimiter = ',', value_name = "APPS")]
+        apps: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -11,6 +11,8 @@ pub struct Desktop {
     pub bus_address: String,
     /// The sandbox display number when the desktop is a deskpilot sandbox.
     pub sandbox: Option<u32>,
+    /// The sandbox's directory: the desktop's ref state lives there and goes with it.
+    pub sandbox_dir: Option<std::path::PathBuf>,
     /// The variables that place a process on this desktop (for a sandbox: its whole
     /// environment, so apps launched through the driver join it).
     pub vars: Vec<(String, String)>,
@@ -36,6 +38,7 @@ pub fn resolve(sandbox: Option<u32>) -> Result<Desktop, DriverError> {
             display: sb.display(),
             bus_address: sb.state().bus_address.clone(),
             sandbox: Some(n),
+            sandbox_dir: Some(sb.state().dir.clone()),
             vars: sb.env().into_iter().collect(),
         });
     }
@@ -62,6 +65,7 @@ pub fn resolve(sandbox: Option<u32>) -> Result<Desktop, DriverError> {
             display,
             bus_address,
             sandbox: None,
+            sandbox_dir: None,
             vars,
         });
     }

@@ -1,7 +1,7 @@
 //! The CLI against real apps in sandbox desktops: the demo, errors with codes, secrets
 //! that never leak. Each test starts its own sandbox, so they run in parallel. A
 //! missing Xvfb or app fails the test; nothing here is skipped.
-#![cfg(target_os = "linux")]
+#![cfg(all(target_os = "linux", not(deskpilot_stub)))]
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

@@ -345,10 +345,10 @@ impl Sandbox {
         if let Ok(rd) = std::fs::read_dir(sandboxes_root()) {
             for e in rd.flatten() {
                 let p = e.path().join("sandbox.json");
-                if let Ok(t) = std::fs::read_to_string(&p) {
-                    if let Ok(s) = serde_json::from_str::<SandboxState>(&t) {
-                        out.push(s);
-                    }
+                if let Ok(t) = std::fs::read_to_string(&p)
+                    && let Ok(s) = serde_json::from_str::<SandboxState>(&t)
+                {
+                    out.push(s);
                 }
             }
         }
@@ -676,10 +676,10 @@ fn marked_processes(marker: &str) -> Vec<u32> {
         if mine.contains(&pid) {
             continue;
         }
-        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
-            if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
-                out.push(pid);
-            }
+        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ"))
+            && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes())
+        {
+            out.push(pid);
         }
     }
     out

@@ -164,6 +164,7 @@ async fn run_in(
         display: sandbox.display(),
         bus_address: sandbox.state().bus_address.clone(),
         sandbox: Some(sandbox.state().display),
+        sandbox_dir: Some(sandbox.state().dir.clone()),
         vars: sandbox.env().into_iter().collect(),
     };
     let file = std::env::temp_dir().join(format!("deskpilot-demo-{}.txt", std::process::id()));
@@ -290,11 +291,11 @@ async fn run_in(
     let t = Instant::now();
     let mut saved = Vec::new();
     while t.elapsed() < Duration::from_secs(10) {
-        if let Ok(b) = std::fs::read(&file) {
-            if !b.is_empty() {
-                saved = b;
-                break;
-            }
+        if let Ok(b) = std::fs::read(&file)
+            && !b.is_empty()
+        {
+            saved = b;
+            break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

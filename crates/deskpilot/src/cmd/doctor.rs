@@ -91,15 +91,13 @@ pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), Driv
         ),
         None,
     ));
-    if fix {
-        if let Err(e) = enable_accessibility(&desktop.bus_address) {
-            checks.push(check(
-                "fix",
-                false,
-                format!("could not turn accessibility on: {e}"),
-                Some("check that at-spi2-core is installed and the session bus runs"),
-            ));
-        }
+    if fix && let Err(e) = enable_accessibility(&desktop.bus_address) {
+        checks.push(check(
+            "fix",
+            false,
+            format!("could not turn accessibility on: {e}"),
+            Some("check that at-spi2-core is installed and the session bus runs"),
+        ));
     }
     let driver = match super::session::connect(&desktop).await {
         Ok(d) => d,
@@ -178,19 +176,26 @@ fn report(json: bool, checks: Vec<Check>) -> Result<(), DriverError> {
             text.push_str(&format!("     {:<22} fix: {f}\n", ""));
         }
     }
-    let all_ok = checks.iter().all(|c| c.ok);
-    print_ok(
-        json,
-        &serde_json::json!({ "healthy": all_ok, "checks": checks }),
-        &text,
-    );
-    if all_ok {
-        Ok(())
-    } else {
-        let first = checks.iter().find(|c| !c.ok).map(|c| c.name).unwrap_or("");
-        Err(DriverError::new(
-            deskpilot_protocol::ErrorCode::AccessibilityDisabled,
-            format!("the desktop is not ready (first failing check: {first}); see the fixes above"),
-        ))
+    let Some(first) = checks.iter().find(|c| !c.ok) else {
+        print_ok(
+            json,
+            &serde_json::json!({ "healthy": true, "checks": checks }),
+            &text,
+        );
+        return Ok(());
+    };
+    // One document on stdout either way: with --json the report travels as the
+    // error's detail; humans get the table on stdout and the error on stderr.
+    let mut message = format!("the desktop is not ready: {}: {}", first.name, first.detail);
+    if let Some(fix) = first.fix.as_deref().filter(|f| !first.detail.contains(f)) {
+        message.push_str(&format!("; fix: {fix}"));
     }
+    if !json {
+        print_ok(false, &(), &text);
+    }
+    Err(DriverError::new(
+        deskpilot_protocol::ErrorCode::AccessibilityDisabled,
+        message,
+    )
+    .with_detail(serde_json::json!({ "healthy": false, "checks": checks })))
 }

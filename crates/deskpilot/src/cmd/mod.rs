@@ -1,5 +1,6 @@
 //! Command implementations, one file per family.
 
+mod bench;
 mod demo;
 mod doctor;
 mod driver;
@@ -59,5 +60,6 @@ pub async fn run(cli: Cli) -> Result<(), DriverError> {
         }
         Command::Demo { keep } => demo::run(json, keep).await,
         Command::Driver => driver::run(cli.sandbox).await,
+        Command::Bench { runs, apps } => bench::run(cli.json, runs, apps).await,
     }
 }

@@ -28,7 +28,13 @@ pub async fn connect(desktop: &Desktop) -> Result<LinuxDriver, DriverError> {
 pub async fn open(sandbox: Option<u32>) -> Result<(Session, Desktop), DriverError> {
     let desktop = target::resolve(sandbox)?;
     let driver = connect(&desktop).await?;
-    let store = StateStore::open(&desktop_key(&desktop.display, &desktop.bus_address))?;
+    // A sandbox keeps its refs in its own directory, removed when it stops, so a
+    // later sandbox on the same display number starts afresh.
+    let key = desktop_key(&desktop.display, &desktop.bus_address);
+    let store = match &desktop.sandbox_dir {
+        Some(dir) => StateStore::open_in(dir, &key)?,
+        None => StateStore::open(&key)?,
+    };
     Ok((Session::new(Arc::new(driver), store), desktop))
 }
 

@@ -28,8 +28,9 @@ use super::state_map::RawStates;
 /// Action names a click prefers, in order (GTK: `click`; GTK 3 buttons also `press`,
 /// `activate`; links `jump`; LibreOffice and Qt `press`/`click`).
 pub const CLICK: [&str; 5] = ["click", "press", "activate", "jump", "open"];
-/// Action names a toggle prefers.
-pub const TOGGLE: [&str; 4] = ["toggle", "click", "press", "activate"];
+/// Action names a toggle prefers. Chromium names a check box's action after what it
+/// will do: `check` when unchecked, `uncheck` when checked.
+pub const TOGGLE: [&str; 6] = ["toggle", "click", "press", "activate", "check", "uncheck"];
 /// Action names that open an expandable element (GTK tree rows: `expand or contract`;
 /// combo boxes: `press`).
 pub const EXPAND: [&str; 5] = ["expand", "expand or contract", "open", "press", "click"];
@@ -39,8 +40,9 @@ pub const COLLAPSE: [&str; 5] = ["collapse", "expand or contract", "close", "pre
 pub const SELECT: [&str; 4] = ["select", "click", "press", "activate"];
 /// Action names standing for a double click (GTK tree rows activate on double click).
 pub const DOUBLE: [&str; 2] = ["activate", "open"];
-/// Action names standing for a right click.
-pub const MENU: [&str; 4] = ["showmenu", "show menu", "menu", "popup"];
+/// Action names standing for a right click (Chromium: `showContextMenu`, on every
+/// element).
+pub const MENU: [&str; 5] = ["showmenu", "show menu", "menu", "popup", "showcontextmenu"];
 
 /// What [`choose`] needs to know about an element.
 #[derive(Debug, Clone, PartialEq)]
@@ -732,6 +734,48 @@ mod tests {
             .describe()
             .0,
             Channel::Keyboard
+        );
+    }
+
+    /// Chromium's action lists, as `GetName` reports them (Chromium 156): a verb
+    /// naming the default action, then `showContextMenu` on every element.
+    #[test]
+    fn chromium_verbs_are_chosen_by_name() {
+        let button = facts(43, &[], &["Action"], &["press", "showContextMenu"]);
+        assert_eq!(
+            choose(Op::Click, &button, None).unwrap(),
+            Method::DoAction {
+                index: 0,
+                name: "press".into()
+            }
+        );
+        assert_eq!(
+            choose(Op::RightClick, &button, None).unwrap(),
+            Method::DoAction {
+                index: 1,
+                name: "showContextMenu".into()
+            }
+        );
+        let checked = facts(
+            7,
+            &[S::Checked],
+            &["Action"],
+            &["uncheck", "showContextMenu"],
+        );
+        assert_eq!(
+            choose(Op::Toggle, &checked, None).unwrap(),
+            Method::DoAction {
+                index: 0,
+                name: "uncheck".into()
+            }
+        );
+        let link = facts(88, &[], &["Action"], &["jump", "showContextMenu"]);
+        assert_eq!(
+            choose(Op::Click, &link, None).unwrap(),
+            Method::DoAction {
+                index: 0,
+                name: "jump".into()
+            }
         );
     }
 }

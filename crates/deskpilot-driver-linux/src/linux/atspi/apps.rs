@@ -8,7 +8,12 @@
 //! application exposing no children is reported `accessibility_disabled`.
 //!
 //! Windows listed are the application root's children with `VISIBLE` set (GTK keeps
-//! hidden dialogs and popovers as children too).
+//! hidden dialogs and popovers as children too). Chromium (toolkit `Chromium`, also
+//! Electron) lists its popup surfaces (the address bar's suggestion popup and
+//! others, created at start) among the application's children with `SHOWING` and
+//! `VISIBLE` set while they are not on screen; only their `GetIndexInParent` of `-1`
+//! tells them apart (measured, Chromium 156: the popup answers `-1` until it opens,
+//! then its index). Such windows are left out ([`is_hidden_chromium_surface`]).
 
 use deskpilot_core::Bounds;
 use deskpilot_protocol::types::{AppInfo, AppStatus, WindowInfo};
@@ -18,7 +23,7 @@ use futures_util::future::join_all;
 use super::connection::{Bus, CallError, iface};
 use super::details::extents;
 use super::handle::{ObjRef, REGISTRY_BUS, ROOT_PATH};
-use super::role_map::map_role_code;
+use super::role_map::{map_role_code, toplevel_role};
 use super::state_map::RawStates;
 use super::walk::get_children;
 
@@ -60,12 +65,25 @@ pub async fn window_info(
             app: app.to_string(),
             pid,
             title: title.trim().to_string(),
-            role: map_role_code(role),
+            role: toplevel_role(map_role_code(role)),
             active: states.has(atspi::State::Active),
             bounds: bounds.filter(|b: &Bounds| !b.is_empty()),
         },
         states,
     ))
+}
+
+/// The toolkit name Chromium and Electron report on their application object.
+pub const CHROMIUM_TOOLKIT: &str = "Chromium";
+
+fn is_chromium(toolkit: Option<&str>) -> bool {
+    toolkit.is_some_and(|t| t.eq_ignore_ascii_case(CHROMIUM_TOOLKIT))
+}
+
+/// True when a top-level child of a Chromium application is one of its hidden
+/// popup surfaces: Chromium reports index `-1` in parent for them (pure).
+pub fn is_hidden_chromium_surface(toolkit: Option<&str>, index_in_parent: i32) -> bool {
+    is_chromium(toolkit) && index_in_parent < 0
 }
 
 /// Reads one application: never fails, a timeout becomes `not_responding`.
@@ -104,10 +122,27 @@ pub async fn app_info(bus: &Bus, root: ObjRef) -> AppInfo {
             status = AppStatus::AccessibilityDisabled;
         }
         Ok(kids) => {
-            let infos = join_all(kids.iter().map(|k| window_info(bus, k, &name, pid))).await;
+            let chromium = is_chromium(toolkit.as_deref());
+            let app_name = name.as_str();
+            let infos = join_all(kids.iter().map(|k| async move {
+                let info = window_info(bus, k, app_name, pid).await?;
+                let index = if chromium {
+                    bus.call::<_, i32>(k, iface::ACCESSIBLE, "GetIndexInParent", &())
+                        .await?
+                } else {
+                    0
+                };
+                Ok::<_, CallError>((info, index))
+            }))
+            .await;
             for r in infos {
                 match r {
-                    Ok((w, states)) if states.has(atspi::State::Visible) => windows.push(w),
+                    Ok(((w, _), index))
+                        if is_hidden_chromium_surface(toolkit.as_deref(), index) =>
+                    {
+                        tracing::debug!(app = %name, window = %w.handle, "hidden popup surface skipped");
+                    }
+                    Ok(((w, states), _)) if states.has(atspi::State::Visible) => windows.push(w),
                     Ok(_) => {}
                     Err(e) if e.is_timeout() => status = AppStatus::NotResponding,
                     Err(e) => tracing::debug!(app = %name, error = %e, "window skipped"),
@@ -172,5 +207,21 @@ pub async fn app_name(bus: &Bus, app_bus: &str) -> Result<(String, Option<u32>),
         Ok(n) if !n.trim().is_empty() => Ok((n.trim().to_string(), pid)),
         Ok(_) => Ok((pid.and_then(proc_name).unwrap_or_default(), pid)),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_chromium_windows_outside_their_parent_are_hidden_surfaces() {
+        assert!(is_hidden_chromium_surface(Some("Chromium"), -1));
+        assert!(!is_hidden_chromium_surface(Some("Chromium"), 0));
+        assert!(!is_hidden_chromium_surface(Some("Chromium"), 1));
+        // GTK and LibreOffice windows are never judged by their index.
+        assert!(!is_hidden_chromium_surface(Some("GTK"), -1));
+        assert!(!is_hidden_chromium_surface(Some("VCL"), -1));
+        assert!(!is_hidden_chromium_surface(None, -1));
     }
 }

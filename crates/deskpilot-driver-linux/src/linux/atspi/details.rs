@@ -10,6 +10,7 @@
 
 use deskpilot_core::{Bounds, Role};
 use deskpilot_protocol::DriverError;
+use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 
 use super::connection::{Bus, CallError, iface};
@@ -70,10 +71,25 @@ enum Piece {
 
 /// `Component.GetExtents` in screen coordinates (coordinate type 0).
 pub async fn extents(bus: &Bus, obj: &ObjRef) -> Result<Bounds, CallError> {
-    let (x, y, w, h): (i32, i32, i32, i32) = bus
-        .call(obj, iface::COMPONENT, "GetExtents", &(0u32,))
-        .await?;
+    let (x, y, w, h) = raw_extents(bus, obj).await?;
     Ok(Bounds::new(x, y, w.max(0), h.max(0)))
+}
+
+/// `Component.GetExtents` as `(x, y, width, height)` in screen pixels, unclamped.
+async fn raw_extents(bus: &Bus, obj: &ObjRef) -> Result<(i32, i32, i32, i32), CallError> {
+    bus.call(obj, iface::COMPONENT, "GetExtents", &(0u32,))
+        .await
+}
+
+/// Extents of a node to be rendered; `None` when the toolkit says it has none.
+///
+/// ATK answers `(-1, -1, -1, -1)` for an object without geometry of its own: GTK 3's
+/// notebook page tab when the tab strip is hidden (mousepad with one document) is
+/// `SHOWING` and `VISIBLE` yet reports exactly that, while the page under it (the
+/// editor) has real extents. Clamped to a zero-size box it would be pruned with its
+/// whole subtree, so a negative width or height reads as "no bounds" instead.
+fn known_extents((x, y, w, h): (i32, i32, i32, i32)) -> Option<Bounds> {
+    (w >= 0 && h >= 0).then(|| Bounds::new(x, y, w, h))
 }
 
 /// The first `cap` characters of a text and its total length in characters (the
@@ -94,11 +110,33 @@ pub async fn text_head(
     Ok((text, (total > read).then_some(total)))
 }
 
-/// Action names from `Action.GetActions` (field 0 of each `(sss)`: the
-/// non-localised name in at-spi2-atk and Qt).
+/// Action names, in index order: field 0 of each `(sss)` of `Action.GetActions`,
+/// and `Action.GetName(i)` for every entry where that field is empty.
+///
+/// at-spi2-atk fills field 0 from the toolkit's *localised* action name. GTK gives
+/// both; Chromium gives no localised names, so its whole list arrives as empty
+/// strings (measured, Chromium 156: `GetActions` → `[("","",""), ("","","")]`,
+/// `GetName(0)` → `"press"`, `GetName(1)` → `"showContextMenu"`). Without the
+/// second call no Chromium action could be chosen by name. Apps that name their
+/// actions cost no extra call.
 pub async fn action_names(bus: &Bus, obj: &ObjRef) -> Result<Vec<String>, CallError> {
     let v: Vec<(String, String, String)> = bus.call(obj, iface::ACTION, "GetActions", &()).await?;
-    Ok(v.into_iter().map(|(n, _, _)| n).collect())
+    let mut names: Vec<String> = v.into_iter().map(|(n, _, _)| n).collect();
+    let unnamed: Vec<usize> = (0..names.len()).filter(|&i| names[i].is_empty()).collect();
+    let read = join_all(unnamed.iter().map(|&i| async move {
+        let index = i32::try_from(i).unwrap_or(i32::MAX);
+        bus.call::<_, String>(obj, iface::ACTION, "GetName", &(index,))
+            .await
+    }))
+    .await;
+    for (i, r) in unnamed.into_iter().zip(read) {
+        match r {
+            Ok(n) => names[i] = n,
+            Err(e) if e.is_timeout() || e.is_gone() => return Err(e),
+            Err(e) => tracing::debug!(%obj, index = i, error = %e, "action name unread"),
+        }
+    }
+    Ok(names)
 }
 
 async fn read_piece(
@@ -108,7 +146,10 @@ async fn read_piece(
     text_cap: usize,
 ) -> Result<Option<Piece>, CallError> {
     Ok(Some(match which {
-        0 => Piece::Bounds(extents(bus, obj).await?),
+        0 => match known_extents(raw_extents(bus, obj).await?) {
+            Some(b) => Piece::Bounds(b),
+            None => return Ok(None),
+        },
         1 => {
             let (t, len) = text_head(bus, obj, text_cap).await?;
             Piece::Text(t, len)
@@ -208,6 +249,21 @@ mod tests {
             states: RawStates(states),
             ifaces: Ifaces::from_names(ifaces.iter().map(|s| format!("org.a11y.atspi.{s}"))),
         }
+    }
+
+    #[test]
+    fn negative_extents_mean_no_bounds() {
+        assert_eq!(known_extents((-1, -1, -1, -1)), None);
+        assert_eq!(known_extents((10, 20, -1, 5)), None);
+        assert_eq!(
+            known_extents((320, 218, 640, 427)),
+            Some(Bounds::new(320, 218, 640, 427))
+        );
+        assert_eq!(
+            known_extents((-5, 0, 0, 0)),
+            Some(Bounds::new(-5, 0, 0, 0)),
+            "a real zero-size box stays one (pruned as zero-size)"
+        );
     }
 
     #[test]

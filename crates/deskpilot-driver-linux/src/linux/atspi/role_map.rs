@@ -150,6 +150,20 @@ pub const ROLE_TABLE: [(A, Role); 130] = [
     (A::PushButtonMenu, Role::Button),          // 129
 ];
 
+/// The role reported for a top-level accessible (a child of the application root).
+///
+/// A top-level is always a window-like surface: toolkits give self-contained dialogs
+/// the role of their content (GTK 3's Save As dialog is a `file chooser`, mapped to
+/// [`Role::Group`] inside a window), so a top-level whose unified role is not
+/// window-like is reported as a [`Role::Dialog`]. Tooltips and alerts keep their role.
+pub fn toplevel_role(role: Role) -> Role {
+    if role.is_window_like() || role == Role::Tooltip {
+        role
+    } else {
+        Role::Dialog
+    }
+}
+
 /// Maps an AT-SPI role code as it arrives on the wire (`u` in `GetRole` and
 /// `Cache.GetItems`). Unknown codes map to [`Role::Unknown`].
 pub fn map_role_code(code: u32) -> Role {
@@ -180,6 +194,8 @@ pub mod code {
     pub const TREE_TABLE: u32 = 66;
     pub const APPLICATION: u32 = 75;
     pub const DOCUMENT_SPREADSHEET: u32 = 92;
+    /// Chromium's run of plain text inside a block (a heading, a paragraph, a link).
+    pub const STATIC: u32 = 116;
 }
 
 #[cfg(test)]
@@ -258,5 +274,19 @@ mod tests {
         for (c, a) in pairs {
             assert_eq!(c, a as u32, "{a:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod toplevel_tests {
+    use super::*;
+
+    #[test]
+    fn a_top_level_file_chooser_is_a_dialog() {
+        assert_eq!(toplevel_role(map_role(A::FileChooser)), Role::Dialog);
+        assert_eq!(toplevel_role(map_role(A::Frame)), Role::Window);
+        assert_eq!(toplevel_role(map_role(A::Dialog)), Role::Dialog);
+        assert_eq!(toplevel_role(map_role(A::Alert)), Role::Alert);
+        assert_eq!(toplevel_role(map_role(A::ToolTip)), Role::Tooltip);
     }
 }

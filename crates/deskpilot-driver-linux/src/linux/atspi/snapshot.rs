@@ -19,7 +19,7 @@ use super::connection::{Bus, CallError};
 use super::details::read_details;
 use super::handle::ObjRef;
 use super::options::ConnectOptions;
-use super::role_map::{code, map_role_code};
+use super::role_map::{code, map_role_code, toplevel_role};
 use super::table::read_tables;
 use super::tree::assemble;
 use super::walk::{WalkLimits, walk};
@@ -113,7 +113,10 @@ pub async fn read(
         left,
     )
     .await?;
-    let node = assemble(&root, &w.parts).ok_or_else(|| not_found(&root))?;
+    let mut node = assemble(&root, &w.parts).ok_or_else(|| not_found(&root))?;
+    if root == window {
+        node.role = toplevel_role(node.role);
+    }
 
     let (app, pid) = match app_label {
         Some(name) if !name.is_empty() => (name, bus.pid_of(&window.bus).await.ok()),
@@ -128,7 +131,7 @@ pub async fn read(
             app,
             pid,
             title: node.name.clone(),
-            role: map_role_code(info.role),
+            role: toplevel_role(map_role_code(info.role)),
             active: info.states.has(atspi::State::Active),
             bounds: node.bounds.filter(|b| !b.is_empty()),
         }

@@ -8,6 +8,23 @@
 //! inside a `menu bar` or `menu` is the item that opens a submenu and becomes
 //! `menuitem` (it keeps the submenu's items as children); everything else comes from
 //! the role table.
+//!
+//! Two rules keep web content (Chromium) as compact as native widgets:
+//!
+//! - Text said twice is said once. Chromium exposes the text of a block both on the
+//!   block (its name, or its `Text`) and as `static` leaves under it, so a heading
+//!   read `heading "Done"` › `text "Done"` and a paragraph its text as a value and
+//!   again as a child. When every child of a non-editable node is such a leaf and
+//!   the leaves, joined, say exactly the node's name or value (whitespace aside),
+//!   the leaves are left out ([`folds_static_text`]). A non-editable node's `Text`
+//!   holding U+FFFC (an embedded child's placeholder) is hypertext built from its
+//!   children, so it is not shown as a value either.
+//! - Actions every element has are not actions. Chromium gives every element
+//!   `showContextMenu`, elements without a default action `doDefault`, and the text
+//!   inside a link `clickAncestor`; kept, they would make every section and text
+//!   run count as operable (and never fold). They are left out of the node
+//!   ([`INCIDENTAL_ACTIONS`]); `act` reads an element's actions afresh and can still
+//!   use them.
 
 use std::collections::{HashMap, HashSet};
 
@@ -58,6 +75,49 @@ pub fn format_number(v: f64) -> String {
     }
 }
 
+/// Action names that do not make an element operable, compared case-insensitively
+/// (Chromium 156 reports `showContextMenu` on every element, `doDefault` where the
+/// element has no default action verb, `clickAncestor` on text inside a link or
+/// button).
+pub const INCIDENTAL_ACTIONS: [&str; 3] = ["showContextMenu", "doDefault", "clickAncestor"];
+
+/// True for an action name in [`INCIDENTAL_ACTIONS`].
+pub fn is_incidental_action(name: &str) -> bool {
+    INCIDENTAL_ACTIONS
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(name.trim()))
+}
+
+/// The U+FFFC OBJECT REPLACEMENT CHARACTER that stands for an embedded child in
+/// hypertext.
+const EMBEDDED_OBJECT: char = '\u{FFFC}';
+
+/// `s` without any whitespace: names are trimmed when read, so the spaces between
+/// text runs (`"Nothing has "`, `"happened yet."`) are lost and cannot be compared.
+fn squeeze(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// True when `kids` (AT-SPI role code and built node of every child, all of them
+/// read) are static text leaves that, joined, say exactly `name` or `value`
+/// (whitespace ignored): they repeat their parent and are left out (pure).
+pub fn folds_static_text(name: &str, value: Option<&str>, kids: &[(u32, Node)]) -> bool {
+    if kids.is_empty()
+        || !kids
+            .iter()
+            .all(|(c, n)| *c == code::STATIC && n.children.is_empty())
+    {
+        return false;
+    }
+    let joined = squeeze(
+        &kids
+            .iter()
+            .map(|(_, n)| n.name.as_str())
+            .collect::<String>(),
+    );
+    !joined.is_empty() && (squeeze(name) == joined || value.is_some_and(|v| squeeze(v) == joined))
+}
+
 /// Builds the tree under `root`. Returns `None` when the root itself is unknown or
 /// vanished.
 pub fn assemble(root: &ObjRef, parts: &Parts) -> Option<Node> {
@@ -85,12 +145,15 @@ fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> O
     let states = map_states(info.states, info.role);
     let name = info.name.trim().to_string();
 
+    let editable = states.contains(deskpilot_core::State::Editable);
+    let listed = parts.kids.get(obj);
     let mut value = None;
     let mut value_length = None;
     if let Some(d) = details {
         if let Some(t) = &d.text {
-            let editable = states.contains(deskpilot_core::State::Editable);
-            if editable || (!t.is_empty() && t.trim() != name) {
+            let hypertext =
+                !editable && listed.is_some_and(|ks| !ks.is_empty()) && t.contains(EMBEDDED_OBJECT);
+            if editable || (!t.is_empty() && t.trim() != name && !hypertext) {
                 value = Some(t.clone());
                 value_length = d.text_length;
             }
@@ -100,19 +163,31 @@ fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> O
         }
     }
 
-    let children: Vec<Node> = parts
-        .kids
-        .get(obj)
+    let kids: Vec<(u32, Node)> = listed
         .map(|ks| {
             ks.iter()
-                .filter_map(|k| build(k, Some(info.role), parts, depth + 1))
+                .filter_map(|k| {
+                    let child = build(k, Some(info.role), parts, depth + 1)?;
+                    Some((parts.infos.get(k)?.role, child))
+                })
                 .collect()
         })
         .unwrap_or_default();
     let table = details.and_then(|d| d.table);
     let reported = u64::try_from(info.child_count).unwrap_or(0);
+    let all_read = listed.is_some_and(|ks| ks.len() as u64 >= reported);
+    let folded = !editable
+        && all_read
+        && value_length.is_none()
+        && folds_static_text(&name, value.as_deref(), &kids);
+    let children: Vec<Node> = if folded {
+        Vec::new()
+    } else {
+        kids.into_iter().map(|(_, n)| n).collect()
+    };
     let child_count = match &table {
         Some(t) => t.rows.saturating_mul(t.columns),
+        None if folded => 0,
         None => reported.max(children.len() as u64),
     };
 
@@ -124,7 +199,15 @@ fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> O
         value,
         description: Some(info.description.trim().to_string()).filter(|d| !d.is_empty()),
         states,
-        actions: details.map(|d| d.actions.clone()).unwrap_or_default(),
+        actions: details
+            .map(|d| {
+                d.actions
+                    .iter()
+                    .filter(|a| !is_incidental_action(a))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default(),
         bounds: details.and_then(|d| d.bounds),
         automation_id: details.and_then(|d| d.automation_id.clone()),
         children,
@@ -327,5 +410,176 @@ mod tests {
         let n = assemble(&obj(1), &p).unwrap();
         assert_eq!(n.role, Role::Slider);
         assert_eq!(n.value.as_deref(), Some("30"));
+    }
+
+    /// A page as Chromium 156 exposes it (AT-SPI role in brackets; text is what
+    /// `Text` returned for the unnamed nodes; actions as `GetName` gives them):
+    ///
+    /// ```text
+    /// 1 [document web] "Before"                     doDefault, showContextMenu
+    /// ├── 2 [heading] "Waiting"                      doDefault, showContextMenu
+    /// │   └── 3 [static] "Waiting"
+    /// ├── 4 [paragraph] text "Nothing has  happened yet."
+    /// │   ├── 5 [static] "Nothing has "
+    /// │   └── 6 [static] "happened yet."
+    /// ├── 7 [paragraph] text "Click ￼ now."
+    /// │   ├── 8 [static] "Click "
+    /// │   ├── 9 [link] "here"                        jump, showContextMenu
+    /// │   │   └── 10 [static] "here"                 clickAncestor, showContextMenu
+    /// │   └── 11 [static] " now."
+    /// ├── 12 [heading] "Status" (aria-label)
+    /// │   └── 13 [static] "Done"
+    /// └── 14 [push button] "Make it so"              press, showContextMenu
+    /// ```
+    fn chromium_page() -> Parts {
+        const DOC: u32 = 95;
+        const HEADING: u32 = 83;
+        const PARAGRAPH: u32 = 73;
+        const LINK: u32 = 88;
+        const BUTTON: u32 = 43;
+        let mut p = Parts::default();
+        let nodes: [(u32, u32, &str, i32); 14] = [
+            (1, DOC, "Before", 5),
+            (2, HEADING, "Waiting", 1),
+            (3, code::STATIC, "Waiting", 0),
+            (4, PARAGRAPH, "", 2),
+            (5, code::STATIC, "Nothing has ", 0),
+            (6, code::STATIC, "happened yet.", 0),
+            (7, PARAGRAPH, "", 3),
+            (8, code::STATIC, "Click ", 0),
+            (9, LINK, "here", 1),
+            (10, code::STATIC, "here", 0),
+            (11, code::STATIC, " now.", 0),
+            (12, HEADING, "Status", 1),
+            (13, code::STATIC, "Done", 0),
+            (14, BUTTON, "Make it so", 0),
+        ];
+        for (n, role, name, kids) in nodes {
+            let i = info(n, role, name, SHOWN, kids);
+            p.infos.insert(i.obj.clone(), i);
+            let actions = match n {
+                9 => vec!["jump", "showContextMenu"],
+                10 => vec!["clickAncestor", "showContextMenu"],
+                14 => vec!["press", "showContextMenu"],
+                _ => vec!["doDefault", "showContextMenu"],
+            };
+            let text = match n {
+                4 => Some("Nothing has  happened yet.".to_string()),
+                7 => Some("Click \u{FFFC} now.".to_string()),
+                _ => None,
+            };
+            p.details.insert(
+                obj(n),
+                Details {
+                    actions: actions.into_iter().map(String::from).collect(),
+                    text,
+                    ..Details::default()
+                },
+            );
+        }
+        p.kids
+            .insert(obj(1), vec![obj(2), obj(4), obj(7), obj(12), obj(14)]);
+        p.kids.insert(obj(2), vec![obj(3)]);
+        p.kids.insert(obj(4), vec![obj(5), obj(6)]);
+        p.kids.insert(obj(7), vec![obj(8), obj(9), obj(11)]);
+        p.kids.insert(obj(9), vec![obj(10)]);
+        p.kids.insert(obj(12), vec![obj(13)]);
+        for leaf in [3, 5, 6, 8, 10, 11, 13, 14] {
+            p.kids.insert(obj(leaf), vec![]);
+        }
+        p
+    }
+
+    #[test]
+    fn web_text_said_twice_is_said_once() {
+        let doc = assemble(&obj(1), &chromium_page()).unwrap();
+        assert_eq!(doc.role, Role::Document);
+        assert_eq!(doc.children.len(), 5);
+
+        let heading = &doc.children[0];
+        assert_eq!(
+            (heading.role, heading.name.as_str()),
+            (Role::Heading, "Waiting")
+        );
+        assert!(
+            heading.children.is_empty(),
+            "the repeated text run is left out"
+        );
+        assert_eq!(heading.child_count, 0, "nothing is reported as unread");
+        assert_eq!(heading.value, None);
+
+        let para = &doc.children[1];
+        assert_eq!(para.role, Role::Paragraph);
+        assert_eq!(para.value.as_deref(), Some("Nothing has  happened yet."));
+        assert!(para.children.is_empty());
+        assert_eq!(para.child_count, 0);
+
+        let mixed = &doc.children[2];
+        assert_eq!(mixed.value, None, "hypertext with U+FFFC is its children");
+        let kids: Vec<(Role, &str)> = mixed
+            .children
+            .iter()
+            .map(|c| (c.role, c.name.as_str()))
+            .collect();
+        assert_eq!(
+            kids,
+            vec![
+                (Role::Text, "Click"),
+                (Role::Link, "here"),
+                (Role::Text, "now.")
+            ]
+        );
+        assert!(mixed.children[1].children.is_empty(), "link text folded");
+
+        let labelled = &doc.children[3];
+        assert_eq!(labelled.name, "Status");
+        assert_eq!(
+            labelled.children.len(),
+            1,
+            "text that differs from the name is kept"
+        );
+        assert_eq!(labelled.children[0].name, "Done");
+    }
+
+    #[test]
+    fn incidental_actions_are_left_out() {
+        let doc = assemble(&obj(1), &chromium_page()).unwrap();
+        assert!(doc.actions.is_empty());
+        assert!(
+            doc.children[0].actions.is_empty(),
+            "heading: doDefault only"
+        );
+        assert_eq!(
+            doc.children[2].children[1].actions,
+            vec!["jump".to_string()]
+        );
+        assert_eq!(doc.children[4].actions, vec!["press".to_string()]);
+        assert!(doc.children[3].children[0].actions.is_empty());
+        assert!(is_incidental_action("ShowContextMenu"));
+        assert!(!is_incidental_action("click"));
+    }
+
+    #[test]
+    fn static_text_folds_only_when_it_repeats_exactly() {
+        let leaf = |name: &str| (code::STATIC, Node::new("s", Role::Text, name));
+        assert!(folds_static_text("Done", None, &[leaf("Done")]));
+        assert!(folds_static_text(
+            "",
+            Some("a  b"),
+            &[leaf("a "), leaf(" b")]
+        ));
+        assert!(!folds_static_text("Done", None, &[leaf("Don")]));
+        assert!(!folds_static_text("", None, &[leaf("x")]));
+        assert!(!folds_static_text("", Some(""), &[leaf("")]));
+        assert!(!folds_static_text("x", None, &[]));
+        // A label (29) with the same text is a widget, not a text run.
+        assert!(!folds_static_text(
+            "Done",
+            None,
+            &[(29, Node::new("l", Role::Label, "Done"))]
+        ));
+        let nested =
+            Node::new("s", Role::Text, "Done").children(vec![Node::new("t", Role::Text, "Done")]);
+        assert!(!folds_static_text("Done", None, &[(code::STATIC, nested)]));
     }
 }

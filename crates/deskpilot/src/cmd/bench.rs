@@ -1,0 +1,596 @@
+//! `deskpilot bench`: measures deskpilot against its peers on real applications.
+//!
+//! Starts its own sandbox desktop, launches mousepad (a 2,000-line file open),
+//! gtk3-widget-factory, gnome-calculator, LibreOffice Calc (an empty sheet) and
+//! Chromium (a local page with a form and a 500-row table of links), one after the
+//! other, and for each app measures in this one process:
+//!
+//! 1. observe latency: deskpilot's full `observe` of the app's window (window lookup,
+//!    tree read, render, state saved), interleaved run by run with a pyatspi walk of
+//!    the whole app (the method of OSWorld's tree collection, [`peer`]);
+//! 2. tokens: the snapshot's o200k tokens (the engine's own count) against a
+//!    screenshot of the window at its real size ([`report::screenshot_tokens`]) and
+//!    against OSWorld's flat TSV of the same tree;
+//! 3. act round trip (mousepad `set_value`, calculator `click 7`): dispatch to diff
+//!    returned, settle included;
+//! 4. find latency of a link deep in the Chromium page;
+//! 5. the peak resident memory of this process (`VmHWM`).
+//!
+//! Every measurement gets one warm-up run that is not counted, then `runs` counted
+//! runs. Progress goes to stderr; the result is a table, or one JSON document with
+//! `--json`. Targets are reported as met or missed, never asserted. Everything it
+//! started (apps, the walker, the desktop, its temporary directory
+//! `$TMPDIR/deskpilot-bench-<pid>`) is stopped and removed on the way out, also on
+//! error.
+
+mod apps;
+mod peer;
+mod report;
+mod stats;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use deskpilot_core::State;
+use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
+use deskpilot_host::{ObserveOptions, Session, StateStore, Target};
+use deskpilot_protocol::types::{ActStatus, AppStatus, WindowInfo};
+use deskpilot_protocol::{Driver, DriverError, ErrorCode};
+use serde::Serialize;
+
+use crate::output::print_ok;
+use crate::target::Desktop;
+use apps::{AppSpec, Fixtures};
+use peer::Peer;
+use report::{Figure, Target as Goal};
+use stats::Summary;
+
+/// How long an app's tree may take to show its ready text after the window appeared.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Pause after an app is ready, before measuring, so the rest of its start-up
+/// (layout, first paint, deferred widgets) is not measured as steady state.
+const SETTLE_AFTER_LAUNCH: Duration = Duration::from_secs(1);
+
+/// The JSON document of `deskpilot bench --json`.
+#[derive(Debug, Serialize)]
+struct Report {
+    /// Counted runs per figure (after one warm-up run).
+    runs: usize,
+    /// `release` or `debug`: how this binary was built.
+    build: &'static str,
+    /// CPUs available to this process.
+    cpus: usize,
+    apps: Vec<&'static str>,
+    figures: Vec<Figure>,
+    targets: Vec<Goal>,
+    /// Wall time of the whole bench, seconds.
+    total_s: f64,
+}
+
+fn say(msg: &str) {
+    eprintln!("bench: {msg}");
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+fn summary(samples: &[f64], what: &str) -> Result<Summary, DriverError> {
+    Summary::of(samples)
+        .ok_or_else(|| DriverError::new(ErrorCode::Internal, format!("no valid sample of {what}")))
+}
+
+/// Runs the bench; see the module documentation.
+///
+/// Errors: `COMPUTER_INVALID_ARGUMENT` for `--runs 0` or an unknown app key;
+/// `COMPUTER_PLATFORM_UNSUPPORTED` when Xvfb, AT-SPI or `/usr/bin/python3` with
+/// pyatspi is missing; any error of the apps' launch, read or actions.
+pub async fn run(json: bool, runs: usize, apps: Vec<String>) -> Result<(), DriverError> {
+    let started = Instant::now();
+    if runs == 0 {
+        return Err(DriverError::new(
+            ErrorCode::InvalidArgument,
+            "--runs must be at least 1",
+        ));
+    }
+    let specs = apps::select(&apps)?;
+    if cfg!(debug_assertions) {
+        say("this is a debug build; measure with `cargo build --release -p deskpilot`");
+    }
+    say("starting a sandbox desktop (Xvfb + session bus + accessibility bus)…");
+    let mut sandbox = Sandbox::start(SandboxOptions::default())?;
+    let scratch = Scratch::create()?;
+    let result = run_in(&mut sandbox, &specs, runs, &scratch.0).await;
+    say("stopping the sandbox and every process in it…");
+    sandbox.stop();
+    drop(scratch);
+    let mut figures = result?;
+    figures.push(
+        Figure::new(
+            "deskpilot",
+            "peak_rss_mb",
+            "MB",
+            Summary::once(peak_rss_mb()?),
+        )
+        .detail("VmHWM of this process at the end of the run"),
+    );
+    let targets = report::targets(&figures);
+    let total_s = started.elapsed().as_secs_f64();
+    let text = report::table(&figures, &targets, runs, total_s);
+    let doc = Report {
+        runs,
+        build: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        apps: specs.iter().map(|s| s.key).collect(),
+        figures,
+        targets,
+        total_s,
+    };
+    print_ok(json, &doc, &text);
+    Ok(())
+}
+
+/// Peak resident set size of this process, MB (MiB), from `VmHWM` in
+/// `/proc/self/status`.
+fn peak_rss_mb() -> Result<f64, DriverError> {
+    let status = std::fs::read_to_string("/proc/self/status").map_err(|e| {
+        DriverError::new(
+            ErrorCode::Internal,
+            format!("cannot read /proc/self/status: {e}"),
+        )
+    })?;
+    parse_vm_hwm(&status)
+        .ok_or_else(|| DriverError::new(ErrorCode::Internal, "/proc/self/status has no VmHWM line"))
+}
+
+fn parse_vm_hwm(status: &str) -> Option<f64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
+/// What every app's measurement shares.
+struct Bench<'a> {
+    sandbox: &'a mut Sandbox,
+    driver: Arc<dyn Driver>,
+    peer: Peer,
+    fixtures: Fixtures,
+    dir: PathBuf,
+    runs: usize,
+}
+
+/// The bench's own temporary directory (fixtures, the walker script and its log,
+/// session state files), removed with everything in it when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn create() -> Result<Scratch, DriverError> {
+        let dir = std::env::temp_dir().join(format!("deskpilot-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            DriverError::new(
+                ErrorCode::Internal,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn run_in(
+    sandbox: &mut Sandbox,
+    specs: &[AppSpec],
+    runs: usize,
+    dir: &Path,
+) -> Result<Vec<Figure>, DriverError> {
+    let env = sandbox.env();
+    let dir = dir.to_path_buf();
+    let config_home = env
+        .get("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| sandbox.state().dir.join("config"));
+    let fixtures = apps::write_fixtures(&dir, &config_home)?;
+    let desktop = Desktop {
+        display: sandbox.display(),
+        bus_address: sandbox.state().bus_address.clone(),
+        sandbox: Some(sandbox.state().display),
+        sandbox_dir: Some(sandbox.state().dir.clone()),
+        vars: env.clone().into_iter().collect(),
+    };
+    let driver: Arc<dyn Driver> = Arc::new(super::session::connect(&desktop).await?);
+    say("starting the pyatspi walker (/usr/bin/python3)…");
+    let peer = Peer::start(&dir, &env).await?;
+    let mut bench = Bench {
+        sandbox,
+        driver,
+        peer,
+        fixtures,
+        dir,
+        runs,
+    };
+    let mut figures = Vec::new();
+    let mut failure = None;
+    for spec in specs {
+        match bench.app(spec).await {
+            Ok(f) => figures.extend(f),
+            Err(e) => {
+                failure = Some(DriverError::new(
+                    e.code,
+                    format!("bench of {}: {}", spec.key, e.message),
+                ));
+                break;
+            }
+        }
+    }
+    bench.peer.stop().await;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(figures),
+    }
+}
+
+/// The accessibility bus name of a window's application: the part of the handle
+/// before `|` (`:1.4|/org/a11y/atspi/accessible/12` → `:1.4`).
+fn bus_of(window: &WindowInfo) -> &str {
+    let h = window.handle.as_str();
+    h.split_once('|').map_or(h, |(bus, _)| bus)
+}
+
+impl Bench<'_> {
+    async fn app(&mut self, spec: &AppSpec) -> Result<Vec<Figure>, DriverError> {
+        let argv = (spec.launch)(&self.fixtures);
+        say(&format!("{}: launching {}…", spec.key, argv.join(" ")));
+        let _child = self.sandbox.spawn(&argv)?;
+        let store = StateStore::open_in(&self.dir, &format!("bench-{}", spec.key))?;
+        let mut session = Session::new(self.driver.clone(), store);
+        let (wref, window) = wait_window(&mut session, spec).await?;
+        let target = Target::Window(wref);
+        wait_ready(&mut session, &target, spec).await?;
+        tokio::time::sleep(SETTLE_AFTER_LAUNCH).await;
+        let bus = bus_of(&window).to_string();
+
+        let mut figures = self.observe(spec, &mut session, &target, &bus).await?;
+        if let Some(act) = &spec.act {
+            figures.push(self.act(spec, act, &mut session, &target).await?);
+        }
+        if let Some((text, role)) = spec.find {
+            figures.push(self.find(spec, text, role, &mut session, &target).await?);
+        }
+        Ok(figures)
+    }
+
+    /// Observe and walk, interleaved (A, B, A, B…), plus tokens of both and of the
+    /// screenshot the window would be.
+    async fn observe(
+        &mut self,
+        spec: &AppSpec,
+        session: &mut Session,
+        target: &Target,
+        bus: &str,
+    ) -> Result<Vec<Figure>, DriverError> {
+        let opts = ObserveOptions::default();
+        // Warm-up: first read of the tree on both sides, tokenizer loaded.
+        session.observe(target, &opts).await?;
+        self.peer.walk(bus, false).await?;
+        say(&format!(
+            "{}: {} observe runs interleaved with {} pyatspi walks…",
+            spec.key, self.runs, self.runs
+        ));
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        let (mut tokens, mut shots, mut tsv_tokens) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut objects, mut walked, mut rows, mut quirk) = (0, 0, 0, false);
+        let mut size = (0, 0);
+        for _ in 0..self.runs {
+            let t = Instant::now();
+            let obs = session.observe(target, &opts).await?;
+            ours.push(ms(t));
+            tokens.push(obs.tokens as f64);
+            objects = obs.stats.objects;
+            let b = obs.window.bounds.unwrap_or_default();
+            size = (b.width.max(0) as u32, b.height.max(0) as u32);
+            shots.push(report::screenshot_tokens(size.0, size.1) as f64);
+
+            let w = self.peer.walk(bus, true).await?;
+            theirs.push(w.ms);
+            let tsv = w.tsv.unwrap_or_default();
+            tsv_tokens.push(deskpilot_core::tokens::count(&tsv) as f64);
+            (walked, rows, quirk) = (w.objects, w.tsv_rows, w.visible_as_showing);
+        }
+        let observe = Figure::new(spec.key, "observe_ms", "ms", summary(&ours, "observe")?)
+            .with_peer(
+                "pyatspi_walk",
+                &format!(
+                    "pyatspi walk of the whole app as OSWorld collects it (role, name, states, attributes, description, text, extents, children), timed inside python3; {walked} objects"
+                ),
+                summary(&theirs, "the pyatspi walk")?,
+            )
+            .detail(format!(
+                "window lookup + tree read + render + state saved; {objects} objects read"
+            ));
+        let tokens = Figure::new(
+            spec.key,
+            "snapshot_tokens",
+            "tokens",
+            summary(&tokens, "tokens")?,
+        )
+        .with_peer(
+            "screenshot",
+            &format!(
+                "{}×{} px window: w×h/750, 1,600 over 1.15 MP (Anthropic's estimate)",
+                size.0, size.1
+            ),
+            summary(&shots, "screenshot tokens")?,
+        )
+        .with_peer(
+            "osworld_tsv",
+            &format!(
+                "OSWorld's linearize_accessibility_tree TSV of the walked tree, {rows} rows, o200k tokens{}",
+                if quirk {
+                    "; VISIBLE read as SHOWING (the toolkit sets SHOWING on windows only)"
+                } else {
+                    ""
+                }
+            ),
+            summary(&tsv_tokens, "TSV tokens")?,
+        )
+        .detail("o200k tokens of the snapshot text, as the engine counts them");
+        say(&format!(
+            "{}: observe {:.1} ms vs walk {:.1} ms (medians); {} tokens vs screenshot {} and TSV {}",
+            spec.key,
+            observe.summary.median,
+            observe.peers[0].summary.median,
+            tokens.summary.median,
+            tokens.peers[0].summary.median,
+            tokens.peers[1].summary.median
+        ));
+        Ok(vec![observe, tokens])
+    }
+
+    /// The act round trip: dispatch to diff returned, the settle included.
+    async fn act(
+        &mut self,
+        spec: &AppSpec,
+        act: &apps::ActSpec,
+        session: &mut Session,
+        target: &Target,
+    ) -> Result<Figure, DriverError> {
+        let hits = session
+            .find(target, act.name.unwrap_or(""), Some(act.role), 500)
+            .await?;
+        let hit = hits
+            .into_iter()
+            .find(|h| match act.name {
+                Some(n) => name_matches(&h.name, n),
+                None => h.states.contains(State::Editable),
+            })
+            .ok_or_else(|| {
+                DriverError::new(
+                    ErrorCode::ElementNotFound,
+                    format!(
+                        "no {} {} in the window to {} on",
+                        act.role,
+                        act.name
+                            .map(|n| format!("{n:?}"))
+                            .unwrap_or_else(|| "that is editable".into()),
+                        act.label
+                    ),
+                )
+            })?;
+        say(&format!(
+            "{}: {} act runs ({} on {})…",
+            spec.key, self.runs, act.label, hit.ref_
+        ));
+        let mut samples = Vec::new();
+        let mut diff_tokens = Vec::new();
+        let (mut dispatch, mut settle, mut events) = (Vec::new(), Vec::new(), Vec::new());
+        let mut not_executed = 0;
+        let mut channel = String::new();
+        for i in 0..=self.runs {
+            let value = act.with_value.then(|| format!("bench run {i}"));
+            let t = Instant::now();
+            let out = session.act(&hit.ref_, act.op, value).await?;
+            let elapsed = ms(t);
+            if i == 0 {
+                continue; // warm-up
+            }
+            samples.push(elapsed);
+            diff_tokens.push(out.tokens as f64);
+            dispatch.push(out.result.elapsed_ms as f64);
+            if let Some(s) = &out.result.settle {
+                settle.push(s.waited_ms as f64);
+                events.push(s.events as f64);
+            }
+            if out.result.status != ActStatus::Executed {
+                not_executed += 1;
+            }
+            channel = format!("{}:{}", out.result.channel.as_str(), out.result.method);
+        }
+        let tokens = summary(&diff_tokens, "act result tokens")?;
+        let mut detail = format!(
+            "dispatch to diff returned, via {channel}; medians: dispatch {:.0} ms, settle {} ms ({} events), result {:.0} tokens",
+            summary(&dispatch, "dispatch")?.median,
+            Summary::of(&settle).map_or("-".into(), |s| format!("{:.0}", s.median)),
+            Summary::of(&events).map_or("-".into(), |s| format!("{:.0}", s.median)),
+            tokens.median
+        );
+        if not_executed > 0 {
+            detail.push_str(&format!("; {not_executed} runs not reported executed"));
+        }
+        let f = Figure::new(spec.key, "act_ms", "ms", summary(&samples, "act")?)
+            .subject(act.label)
+            .detail(detail);
+        say(&format!(
+            "{}: {} {:.0} ms median, {:.0} ms p95",
+            spec.key, act.label, f.summary.median, f.summary.p95
+        ));
+        Ok(f)
+    }
+
+    /// Latency of `find` for one named element.
+    async fn find(
+        &mut self,
+        spec: &AppSpec,
+        text: &str,
+        role: deskpilot_core::Role,
+        session: &mut Session,
+        target: &Target,
+    ) -> Result<Figure, DriverError> {
+        say(&format!(
+            "{}: {} find runs ({role} {text:?})…",
+            spec.key, self.runs
+        ));
+        let mut samples = Vec::new();
+        let mut found = 0;
+        for i in 0..=self.runs {
+            let t = Instant::now();
+            let hits = session.find(target, text, Some(role), 20).await?;
+            let elapsed = ms(t);
+            if i > 0 {
+                samples.push(elapsed);
+                found += usize::from(hits.iter().any(|h| h.name.contains(text)));
+            }
+        }
+        let f = Figure::new(spec.key, "find_ms", "ms", summary(&samples, "find")?)
+            .subject(format!("{role} {text:?}"))
+            .detail(format!(
+                "window read + search; the element was found in {found} of {} runs",
+                samples.len()
+            ));
+        say(&format!(
+            "{}: find {:.1} ms median ({found}/{} found)",
+            spec.key,
+            f.summary.median,
+            samples.len()
+        ));
+        Ok(f)
+    }
+}
+
+/// True when an accessible name is `want`, or `want` repeated: GTK 4.8 names a button
+/// with a label child after the button and the label both (gnome-calculator's "7"
+/// button is named `7 7`).
+fn name_matches(name: &str, want: &str) -> bool {
+    name == want || (!name.is_empty() && name.split_whitespace().all(|w| w == want))
+}
+
+/// Waits for a readable window of the app whose title contains `spec.title`;
+/// returns its `wN` ref and description.
+async fn wait_window(
+    session: &mut Session,
+    spec: &AppSpec,
+) -> Result<(String, WindowInfo), DriverError> {
+    let deadline = Instant::now() + spec.launch_timeout;
+    let title = spec.title.to_lowercase();
+    loop {
+        if let Ok(apps) = session.apps().await {
+            for (app, refs) in apps {
+                if !app.name.eq_ignore_ascii_case(spec.bus_name) || app.status != AppStatus::Ok {
+                    continue;
+                }
+                let mut cands: Vec<(WindowInfo, String)> = app
+                    .windows
+                    .into_iter()
+                    .zip(refs)
+                    .filter(|(w, _)| w.title.to_lowercase().contains(&title))
+                    .collect();
+                cands.sort_by_key(|(w, _)| !w.active);
+                if let Some((w, r)) = cands.into_iter().next() {
+                    return Ok((r, w));
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(DriverError::new(
+                ErrorCode::Timeout,
+                format!(
+                    "no window of {} titled like {:?} within {} s; is it installed (scripts/install-deps)?",
+                    spec.bus_name,
+                    spec.title,
+                    spec.launch_timeout.as_secs()
+                ),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until the window's tree holds the app's ready text (its content is built).
+async fn wait_ready(
+    session: &mut Session,
+    target: &Target,
+    spec: &AppSpec,
+) -> Result<(), DriverError> {
+    let deadline = Instant::now() + READY_TIMEOUT;
+    loop {
+        if let Ok(hits) = session.find(target, spec.ready_text, None, 1).await
+            && !hits.is_empty()
+        {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(DriverError::new(
+                ErrorCode::Timeout,
+                format!(
+                    "the {} window never showed {:?} within {} s",
+                    spec.key,
+                    spec.ready_text,
+                    READY_TIMEOUT.as_secs()
+                ),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vm_hwm_is_read_in_mebibytes() {
+        let status =
+            "Name:\tdeskpilot\nVmPeak:\t  300000 kB\nVmHWM:\t   51200 kB\nVmRSS:\t 40000 kB\n";
+        assert_eq!(parse_vm_hwm(status), Some(50.0));
+        assert_eq!(parse_vm_hwm("VmRSS: 1 kB\n"), None);
+        assert!(peak_rss_mb().unwrap() > 0.0);
+    }
+
+    #[test]
+    fn names_match_exactly_or_repeated() {
+        assert!(name_matches("7", "7"));
+        assert!(name_matches("7 7", "7"));
+        assert!(!name_matches("17", "7"));
+        assert!(!name_matches("7 8", "7"));
+        assert!(!name_matches("", "7"));
+    }
+
+    #[test]
+    fn the_bus_name_is_the_head_of_the_handle() {
+        let w = WindowInfo {
+            handle: deskpilot_core::Handle(":1.4|/org/a11y/atspi/accessible/12".into()),
+            app: "mousepad".into(),
+            pid: None,
+            title: String::new(),
+            role: deskpilot_core::Role::Window,
+            active: false,
+            bounds: None,
+        };
+        assert_eq!(bus_of(&w), ":1.4");
+    }
+}

@@ -1,0 +1,386 @@
+//! What the bench reports: figures, the peers they are compared with, the targets,
+//! and the human table.
+//!
+//! Pure: turns collected [`Summary`]s into the JSON document and the text table, and
+//! checks the issue's targets (goals, reported as met or missed, never asserted). It
+//! measures nothing and prints nothing.
+
+use serde::Serialize;
+
+use super::stats::Summary;
+
+/// Screenshot size above which Anthropic downscales an image before the model sees
+/// it, in pixels (1.15 megapixels).
+pub const SCREENSHOT_DOWNSCALE_PIXELS: u64 = 1_150_000;
+/// Tokens of a screenshot at or above [`SCREENSHOT_DOWNSCALE_PIXELS`].
+pub const SCREENSHOT_MAX_TOKENS: u64 = 1_600;
+
+/// Tokens a model is charged for a screenshot of `width`×`height` pixels: width ×
+/// height / 750 rounded to the nearest token, and 1,600 for images over 1.15
+/// megapixels (which are downscaled first). Source: Anthropic's vision documentation,
+/// "Calculate image costs".
+pub fn screenshot_tokens(width: u32, height: u32) -> u64 {
+    let pixels = u64::from(width) * u64::from(height);
+    if pixels > SCREENSHOT_DOWNSCALE_PIXELS {
+        SCREENSHOT_MAX_TOKENS
+    } else {
+        (pixels + 375) / 750
+    }
+}
+
+/// What a figure is compared with.
+#[derive(Debug, Clone, Serialize)]
+pub struct Peer {
+    /// `pyatspi_walk`, `screenshot` or `osworld_tsv`.
+    pub name: &'static str,
+    /// How the peer's figure was obtained.
+    pub method: String,
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// Peer median ÷ deskpilot median (how many times faster or smaller deskpilot is).
+    pub ratio: f64,
+}
+
+/// One measured figure of one app.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figure {
+    /// Bench app key (`mousepad`, …), or `deskpilot` for the process itself.
+    pub app: String,
+    /// `observe_ms`, `snapshot_tokens`, `act_ms`, `find_ms` or `peak_rss_mb`.
+    pub metric: &'static str,
+    /// `ms`, `tokens` or `MB`.
+    pub unit: &'static str,
+    #[serde(flatten)]
+    pub summary: Summary,
+    /// What was acted on or searched for (`set_value`, `click 7`, `link "Order #0008"`);
+    /// empty for observe, tokens and memory.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub subject: String,
+    /// How exactly it was measured, and what else was seen.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub peers: Vec<Peer>,
+}
+
+impl Figure {
+    /// A figure with no peer.
+    pub fn new(app: &str, metric: &'static str, unit: &'static str, summary: Summary) -> Figure {
+        Figure {
+            app: app.to_string(),
+            metric,
+            unit,
+            summary,
+            subject: String::new(),
+            detail: String::new(),
+            peers: Vec::new(),
+        }
+    }
+
+    /// Sets what was acted on or searched for.
+    pub fn subject(mut self, s: impl Into<String>) -> Figure {
+        self.subject = s.into();
+        self
+    }
+
+    /// Adds a peer; its ratio is the peer's median over this figure's median.
+    pub fn with_peer(mut self, name: &'static str, method: &str, summary: Summary) -> Figure {
+        let ratio = if self.summary.median > 0.0 {
+            summary.median / self.summary.median
+        } else {
+            f64::INFINITY
+        };
+        self.peers.push(Peer {
+            name,
+            method: method.to_string(),
+            summary,
+            ratio,
+        });
+        self
+    }
+
+    /// Sets the detail text.
+    pub fn detail(mut self, d: impl Into<String>) -> Figure {
+        self.detail = d.into();
+        self
+    }
+
+    fn peer(&self, name: &str) -> Option<&Peer> {
+        self.peers.iter().find(|p| p.name == name)
+    }
+}
+
+/// A goal from the issue, checked against the figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub goal: &'static str,
+    pub met: bool,
+    /// The figures that decided it, e.g. `mousepad 12.4×, chromium 9.1×`.
+    pub measured: String,
+}
+
+/// Minimum pyatspi-walk / observe ratio on every app.
+pub const OBSERVE_SPEEDUP_GOAL: f64 = 10.0;
+/// Mousepad observe median ceiling, ms.
+pub const MOUSEPAD_OBSERVE_GOAL_MS: f64 = 50.0;
+/// Snapshot budget every app must fit, tokens (ARCHITECTURE.md §4).
+pub const SNAPSHOT_BUDGET: f64 = 2_000.0;
+/// Calculator click round-trip median ceiling, ms.
+pub const CALCULATOR_ACT_GOAL_MS: f64 = 400.0;
+/// Peak resident memory ceiling of the deskpilot process, MB.
+pub const PEAK_RSS_GOAL_MB: f64 = 60.0;
+
+fn fig<'a>(figs: &'a [Figure], app: &str, metric: &str) -> Option<&'a Figure> {
+    figs.iter().find(|f| f.app == app && f.metric == metric)
+}
+
+/// Checks the issue's targets against whatever figures exist (a target whose apps
+/// were not measured is left out).
+pub fn targets(figs: &[Figure]) -> Vec<Target> {
+    let mut out = Vec::new();
+    let observes: Vec<&Figure> = figs.iter().filter(|f| f.metric == "observe_ms").collect();
+    if !observes.is_empty() {
+        let ratios: Vec<(String, f64)> = observes
+            .iter()
+            .filter_map(|f| f.peer("pyatspi_walk").map(|p| (f.app.clone(), p.ratio)))
+            .collect();
+        out.push(Target {
+            goal: "observe ≥ 10× faster than a pyatspi walk on every app",
+            met: !ratios.is_empty() && ratios.iter().all(|(_, r)| *r >= OBSERVE_SPEEDUP_GOAL),
+            measured: ratios
+                .iter()
+                .map(|(a, r)| format!("{a} {r:.1}×"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    if let Some(f) = fig(figs, "mousepad", "observe_ms") {
+        out.push(Target {
+            goal: "mousepad observe median ≤ 50 ms",
+            met: f.summary.median <= MOUSEPAD_OBSERVE_GOAL_MS,
+            measured: format!("{:.1} ms", f.summary.median),
+        });
+    }
+    if let Some(f) = fig(figs, "mousepad", "snapshot_tokens")
+        && let Some(shot) = f.peer("screenshot")
+    {
+        out.push(Target {
+            goal: "mousepad snapshot ≤ 1/3 of the screenshot's tokens",
+            met: f.summary.median * 3.0 <= shot.summary.median,
+            measured: format!(
+                "{:.0} vs {:.0} tokens ({:.2} of it)",
+                f.summary.median,
+                shot.summary.median,
+                f.summary.median / shot.summary.median.max(1.0)
+            ),
+        });
+    }
+    let tokens: Vec<&Figure> = figs
+        .iter()
+        .filter(|f| f.metric == "snapshot_tokens")
+        .collect();
+    if !tokens.is_empty() {
+        let ok = |f: &Figure| {
+            f.summary.p95 <= SNAPSHOT_BUDGET
+                && f.peer("osworld_tsv")
+                    .is_some_and(|t| t.summary.median > f.summary.median)
+        };
+        out.push(Target {
+            goal: "every snapshot ≤ 2,000 tokens while OSWorld's flat TSV is larger",
+            met: tokens.iter().all(|f| ok(f)),
+            measured: tokens
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{} {:.0} vs {}",
+                        f.app,
+                        f.summary.p95,
+                        f.peer("osworld_tsv")
+                            .map(|t| format!("{:.0}", t.summary.median))
+                            .unwrap_or_else(|| "-".into())
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    if let Some(f) = fig(figs, "calculator", "act_ms") {
+        out.push(Target {
+            goal: "calculator click round trip median ≤ 400 ms",
+            met: f.summary.median <= CALCULATOR_ACT_GOAL_MS,
+            measured: format!("{:.0} ms", f.summary.median),
+        });
+    }
+    if let Some(f) = fig(figs, "deskpilot", "peak_rss_mb") {
+        out.push(Target {
+            goal: "deskpilot peak RSS ≤ 60 MB",
+            met: f.summary.median <= PEAK_RSS_GOAL_MB,
+            measured: format!("{:.1} MB", f.summary.median),
+        });
+    }
+    out
+}
+
+fn num(v: f64, unit: &str) -> String {
+    match unit {
+        "ms" if v < 10.0 => format!("{v:.2}"),
+        "ms" => format!("{v:.1}"),
+        "MB" => format!("{v:.1}"),
+        _ => format!("{v:.0}"),
+    }
+}
+
+fn pair(s: &Summary, unit: &str) -> String {
+    if s.n == 1 || s.median == s.p95 {
+        format!("{} {unit}", num(s.median, unit))
+    } else {
+        format!("{} / {} {unit}", num(s.median, unit), num(s.p95, unit))
+    }
+}
+
+fn metric_label(f: &Figure) -> String {
+    let base = match f.metric {
+        "observe_ms" => "observe",
+        "snapshot_tokens" => "tokens",
+        "act_ms" => "act",
+        "find_ms" => "find",
+        "peak_rss_mb" => "peak RSS",
+        other => other,
+    };
+    if f.subject.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base} {}", f.subject)
+    }
+}
+
+/// The human table: one line per figure (median / p95 and n), its peers with their
+/// ratio on the following lines, then the targets.
+pub fn table(figs: &[Figure], targets: &[Target], runs: usize, total_s: f64) -> String {
+    let mut t = format!(
+        "deskpilot bench · {runs} runs per figure after one warm-up · median / p95\n\n{:<15} {:<16} {:<26} {:<4} {}\n",
+        "app", "metric", "deskpilot", "n", "compared with (median / p95 · ratio peer÷deskpilot)"
+    );
+    for f in figs {
+        let first = f.peers.first();
+        let peer_text =
+            |p: &Peer| format!("{} {} · {:.1}×", p.name, pair(&p.summary, f.unit), p.ratio);
+        t.push_str(&format!(
+            "{:<15} {:<16} {:<26} {:<4} {}\n",
+            f.app,
+            metric_label(f),
+            pair(&f.summary, f.unit),
+            f.summary.n,
+            first.map(peer_text).unwrap_or_default()
+        ));
+        for p in f.peers.iter().skip(1) {
+            t.push_str(&format!("{:<68}{}\n", "", peer_text(p)));
+        }
+        if !f.detail.is_empty() {
+            t.push_str(&format!("{:<15} {}\n", "", f.detail));
+        }
+    }
+    t.push_str("\ntargets (goals, not assertions):\n");
+    for g in targets {
+        t.push_str(&format!(
+            "  [{}] {} — {}\n",
+            if g.met { "met" } else { "MISSED" },
+            g.goal,
+            g.measured
+        ));
+    }
+    t.push_str(&format!("\nfinished in {total_s:.0} s"));
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn screenshot_tokens_follow_the_published_estimate() {
+        // 642×505 = 324,210 px → 432.28 tokens.
+        assert_eq!(screenshot_tokens(642, 505), 432);
+        // 1000×1000 px = 1 MP (under 1.15 MP): 1,333.3 tokens.
+        assert_eq!(screenshot_tokens(1000, 1000), 1_333);
+        // Over 1.15 MP: downscaled, 1,600.
+        assert_eq!(screenshot_tokens(1920, 1080), 1_600);
+        assert_eq!(screenshot_tokens(0, 500), 0);
+    }
+
+    fn sample() -> Vec<Figure> {
+        vec![
+            Figure::new(
+                "mousepad",
+                "observe_ms",
+                "ms",
+                Summary::of(&[10.0, 12.0]).unwrap(),
+            )
+            .with_peer(
+                "pyatspi_walk",
+                "walk",
+                Summary::of(&[130.0, 140.0]).unwrap(),
+            ),
+            Figure::new("chromium", "observe_ms", "ms", Summary::once(200.0)).with_peer(
+                "pyatspi_walk",
+                "walk",
+                Summary::once(1_000.0),
+            ),
+            Figure::new(
+                "mousepad",
+                "snapshot_tokens",
+                "tokens",
+                Summary::once(144.0),
+            )
+            .with_peer("screenshot", "w×h/750", Summary::once(432.0))
+            .with_peer("osworld_tsv", "tsv", Summary::once(30_000.0)),
+            Figure::new("calculator", "act_ms", "ms", Summary::once(380.0)).subject("click 7"),
+            Figure::new("deskpilot", "peak_rss_mb", "MB", Summary::once(61.5)),
+        ]
+    }
+
+    #[test]
+    fn ratios_are_peer_over_deskpilot() {
+        let f = &sample()[0];
+        assert_eq!(f.peers[0].ratio, 135.0 / 11.0);
+    }
+
+    #[test]
+    fn targets_are_checked_against_the_figures() {
+        let t = targets(&sample());
+        let by = |goal: &str| t.iter().find(|g| g.goal.starts_with(goal)).unwrap();
+        let speed = by("observe ≥ 10×");
+        assert!(!speed.met, "chromium is only 5×");
+        assert_eq!(speed.measured, "mousepad 12.3×, chromium 5.0×");
+        assert!(by("mousepad observe median").met);
+        assert!(by("mousepad snapshot").met, "144 × 3 ≤ 432");
+        assert!(by("every snapshot").met);
+        assert!(by("calculator click").met);
+        assert!(!by("deskpilot peak RSS").met);
+        assert_eq!(t.len(), 6);
+    }
+
+    #[test]
+    fn the_table_shows_each_figure_and_each_peer() {
+        let figs = sample();
+        let text = table(&figs, &targets(&figs), 20, 123.4);
+        assert!(
+            text.contains("mousepad        observe          11.0 / 12.0 ms"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pyatspi_walk 135.0 / 140.0 ms · 12.3×"),
+            "{text}"
+        );
+        assert!(text.contains("osworld_tsv 30000 tokens · 208.3×"), "{text}");
+        assert!(
+            text.contains("calculator      act click 7      380.0 ms"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[MISSED] deskpilot peak RSS ≤ 60 MB — 61.5 MB"),
+            "{text}"
+        );
+        assert!(text.ends_with("finished in 123 s"));
+    }
+}

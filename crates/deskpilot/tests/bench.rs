@@ -1,0 +1,146 @@
+//! Smoke test of `deskpilot bench`: two runs on mousepad in its own sandbox, checked
+//! for the shape of the JSON document and for figures that are real measurements.
+//! No timing is asserted (the machine is shared); a missing Xvfb, mousepad or
+//! python3-pyatspi fails the test.
+#![cfg(all(target_os = "linux", not(deskpilot_stub)))]
+
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn figure<'a>(doc: &'a Value, app: &str, metric: &str) -> &'a Value {
+    doc["figures"]
+        .as_array()
+        .expect("figures is an array")
+        .iter()
+        .find(|f| f["app"] == app && f["metric"] == metric)
+        .unwrap_or_else(|| panic!("no {app} {metric} figure in {doc:#}"))
+}
+
+fn positive(v: &Value, what: &str) -> f64 {
+    let x = v
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what} is not a number: {v}"));
+    assert!(x > 0.0 && x.is_finite(), "{what} = {x}");
+    x
+}
+
+/// Checks median, p95 and n of a figure or peer; returns the median.
+fn summary(v: &Value, n: u64, what: &str) -> f64 {
+    let median = positive(&v["median"], &format!("{what} median"));
+    let p95 = positive(&v["p95"], &format!("{what} p95"));
+    assert!(p95 >= median, "{what}: p95 {p95} < median {median}");
+    assert_eq!(v["n"], n, "{what} n");
+    median
+}
+
+fn peer<'a>(f: &'a Value, name: &str) -> &'a Value {
+    f["peers"]
+        .as_array()
+        .expect("peers is an array")
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no peer {name} in {f:#}"))
+}
+
+#[test]
+fn bench_json_on_mousepad_has_every_figure_and_its_peers() {
+    let child = Command::new(env!("CARGO_BIN_EXE_deskpilot"))
+        .args(["bench", "--json", "--runs", "2", "--apps", "mousepad"])
+        .env_remove("DISPLAY")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env_remove("DESKPILOT_SANDBOX")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("deskpilot runs");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("deskpilot finishes");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}):\n{}\nstderr:\n{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert!(
+        out.status.success() && doc["ok"] == true,
+        "bench failed: {doc:#}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("bench: mousepad:"),
+        "progress goes to stderr: {stderr}"
+    );
+    assert_eq!(doc["runs"], 2);
+    assert_eq!(doc["apps"], serde_json::json!(["mousepad"]));
+    assert!(doc["build"] == "debug" || doc["build"] == "release");
+    positive(&doc["total_s"], "total_s");
+
+    let observe = figure(&doc, "mousepad", "observe_ms");
+    assert_eq!(observe["unit"], "ms");
+    let ours = summary(observe, 2, "observe");
+    let walk = peer(observe, "pyatspi_walk");
+    let theirs = summary(walk, 2, "pyatspi walk");
+    let ratio = positive(&walk["ratio"], "observe ratio");
+    assert!(
+        (ratio - theirs / ours).abs() < 1e-6 * ratio,
+        "ratio {ratio} is walk {theirs} / observe {ours}"
+    );
+
+    let tokens = figure(&doc, "mousepad", "snapshot_tokens");
+    assert_eq!(tokens["unit"], "tokens");
+    let snapshot = summary(tokens, 2, "snapshot tokens");
+    assert!(
+        snapshot <= 2_000.0,
+        "the snapshot keeps its budget: {snapshot}"
+    );
+    let shot = peer(tokens, "screenshot");
+    summary(shot, 2, "screenshot tokens");
+    assert!(shot["median"].as_f64().unwrap() <= 1_600.0);
+    let tsv = peer(tokens, "osworld_tsv");
+    let tsv_tokens = summary(tsv, 2, "TSV tokens");
+    assert!(
+        tsv_tokens > 10_000.0,
+        "the TSV carries the whole 2,000-line text: {tsv_tokens}"
+    );
+
+    let act = figure(&doc, "mousepad", "act_ms");
+    assert_eq!(act["subject"], "set_value");
+    summary(act, 2, "act");
+    assert!(
+        act["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("EditableText")),
+        "{act:#}"
+    );
+
+    let rss = figure(&doc, "deskpilot", "peak_rss_mb");
+    assert_eq!(rss["unit"], "MB");
+    summary(rss, 1, "peak RSS");
+
+    let targets = doc["targets"].as_array().expect("targets is an array");
+    assert!(targets.len() >= 4, "{targets:#?}");
+    for t in targets {
+        assert!(t["goal"].is_string() && t["met"].is_boolean() && t["measured"].is_string());
+    }
+
+    let scratch = std::env::temp_dir().join(format!("deskpilot-bench-{pid}"));
+    assert!(!scratch.exists(), "{} is left behind", scratch.display());
+}
+
+#[test]
+fn bench_rejects_an_unknown_app_and_zero_runs() {
+    for args in [
+        &["bench", "--json", "--apps", "notepad"][..],
+        &["bench", "--json", "--runs", "0"][..],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_deskpilot"))
+            .args(args)
+            .output()
+            .expect("deskpilot runs");
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        assert_eq!(doc["ok"], false);
+        assert_eq!(doc["error"]["code"], "COMPUTER_INVALID_ARGUMENT", "{doc:#}");
+    }
+}
