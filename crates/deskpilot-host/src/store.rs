@@ -12,8 +12,6 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use deskpilot_core::Node;
@@ -58,16 +56,14 @@ fn internal(msg: String) -> DriverError {
 }
 
 /// The directory holding state files: `$DESKPILOT_RUNTIME_DIR` when set, else
-/// `/tmp/deskpilot-<uid>` — the same directory the sandbox desktops use, and
+/// `$TMPDIR/deskpilot-<uid>` (`/tmp/deskpilot-<uid>` on Linux) — the same directory the sandbox desktops use, and
 /// deliberately not `$XDG_RUNTIME_DIR`, which a shell that joined a sandbox has pointing
 /// inside that sandbox.
 pub fn state_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("DESKPILOT_RUNTIME_DIR").filter(|v| !v.is_empty()) {
         return PathBuf::from(d);
     }
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    PathBuf::from(format!("/tmp/deskpilot-{uid}"))
+    std::env::temp_dir().join(format!("deskpilot-{}", user_tag()))
 }
 
 /// A short stable key for a desktop: its display and session bus.
@@ -96,27 +92,13 @@ impl StateStore {
     pub fn open_in(dir: &Path, key: &str) -> Result<StateStore, DriverError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| internal(format!("cannot create {}: {e}", dir.display())))?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-        }
+        owner_only_dir(dir);
         let lock_path = dir.join(format!("session-{key}.lock"));
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
+        let lock = private_file(OpenOptions::new().create(true).truncate(false).write(true))
             .open(&lock_path)
             .map_err(|e| internal(format!("cannot open {}: {e}", lock_path.display())))?;
-        // SAFETY: flock on a descriptor we own; blocks until the lock is ours.
-        let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(internal(format!(
-                "cannot lock {}: {}",
-                lock_path.display(),
-                std::io::Error::last_os_error()
-            )));
-        }
+        lock_exclusive(&lock)
+            .map_err(|e| internal(format!("cannot lock {}: {e}", lock_path.display())))?;
         Ok(StateStore {
             path: dir.join(format!("session-{key}.json")),
             _lock: lock,
@@ -152,11 +134,7 @@ impl StateStore {
         let tmp = self.path.with_extension("json.tmp");
         let text = serde_json::to_vec(state)
             .map_err(|e| internal(format!("cannot encode session state: {e}")))?;
-        let mut f = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .mode(0o600)
+        let mut f = private_file(OpenOptions::new().create(true).write(true).truncate(true))
             .open(&tmp)
             .map_err(|e| internal(format!("cannot write {}: {e}", tmp.display())))?;
         f.write_all(&text)
@@ -168,5 +146,61 @@ impl StateStore {
     /// Path of the state file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// The current user, for the default directory name: the uid on Unix, the user name
+/// elsewhere.
+fn user_tag() -> String {
+    #[cfg(unix)]
+    {
+        // SAFETY: getuid has no preconditions and cannot fail.
+        unsafe { libc::getuid() }.to_string()
+    }
+    #[cfg(not(unix))]
+    {
+        std::env::var("USERNAME").unwrap_or_else(|_| "user".into())
+    }
+}
+
+/// Restricts a directory to its owner (mode 0700) where the OS has modes.
+fn owner_only_dir(dir: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// Files this module creates are owner-only (mode 0600) where the OS has modes.
+fn private_file(o: &mut OpenOptions) -> &mut OpenOptions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600)
+    }
+    #[cfg(not(unix))]
+    o
+}
+
+/// Takes an exclusive advisory lock, blocking until it is ours (`flock` on Unix). On
+/// other systems the lock is not taken: concurrent calls on one desktop may then
+/// interleave their ref assignments.
+fn lock_exclusive(f: &File) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor we own; blocks until the lock is ours.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = f;
+        Ok(())
     }
 }
