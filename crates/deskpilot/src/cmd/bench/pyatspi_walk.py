@@ -19,6 +19,9 @@ of objects that are both VISIBLE and SHOWING, then every child by index (at most
 MAX_WIDTH children per object, MAX_DEPTH levels). A LibreOffice spreadsheet grid is
 read the way OSWorld reads it: cells by index, row by row, only the showing ones. The
 walk itself is timed with time.perf_counter; building the TSV afterwards is not.
+OSWorld also queries the Image, Selection, Value and Action interfaces of every
+object; this walk leaves them out (the TSV does not use them), so it is faster than
+OSWorld's own collection and a ratio against it is a lower bound.
 
 The TSV is OSWorld's flat linearization (mm_agents/agent.py,
 linearize_accessibility_tree, platform "ubuntu"): the header, then one row per node

@@ -257,27 +257,44 @@ fn metric_label(f: &Figure) -> String {
 /// The human table: one line per figure (median / p95 and n), its peers with their
 /// ratio on the following lines, then the targets.
 pub fn table(figs: &[Figure], targets: &[Target], runs: usize, total_s: f64) -> String {
+    let app_w = figs
+        .iter()
+        .map(|f| f.app.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    let metric_w = figs
+        .iter()
+        .map(|f| metric_label(f).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    const OURS_W: usize = 22;
+    const N_W: usize = 3;
+    let peer_col = app_w + metric_w + OURS_W + N_W + 4;
     let mut t = format!(
-        "deskpilot bench · {runs} runs per figure after one warm-up · median / p95\n\n{:<15} {:<16} {:<26} {:<4} {}\n",
-        "app", "metric", "deskpilot", "n", "compared with (median / p95 · ratio peer÷deskpilot)"
+        "deskpilot bench · {runs} runs per figure after one warm-up · median / p95\n\n\
+         {:<app_w$} {:<metric_w$} {:<OURS_W$} {:<N_W$} compared with (median / p95 · ratio peer÷deskpilot)\n",
+        "app", "metric", "deskpilot", "n"
     );
     for f in figs {
-        let first = f.peers.first();
         let peer_text =
             |p: &Peer| format!("{} {} · {:.1}×", p.name, pair(&p.summary, f.unit), p.ratio);
-        t.push_str(&format!(
-            "{:<15} {:<16} {:<26} {:<4} {}\n",
+        let line = format!(
+            "{:<app_w$} {:<metric_w$} {:<OURS_W$} {:<N_W$} {}",
             f.app,
             metric_label(f),
             pair(&f.summary, f.unit),
             f.summary.n,
-            first.map(peer_text).unwrap_or_default()
-        ));
+            f.peers.first().map(peer_text).unwrap_or_default()
+        );
+        t.push_str(line.trim_end());
+        t.push('\n');
         for p in f.peers.iter().skip(1) {
-            t.push_str(&format!("{:<68}{}\n", "", peer_text(p)));
+            t.push_str(&format!("{:<peer_col$}{}\n", "", peer_text(p)));
         }
         if !f.detail.is_empty() {
-            t.push_str(&format!("{:<15} {}\n", "", f.detail));
+            t.push_str(&format!("{:<app_w$} {}\n", "", f.detail));
         }
     }
     t.push_str("\ntargets (goals, not assertions):\n");
@@ -365,16 +382,19 @@ mod tests {
         let figs = sample();
         let text = table(&figs, &targets(&figs), 20, 123.4);
         assert!(
-            text.contains("mousepad        observe          11.0 / 12.0 ms"),
+            text.contains("mousepad   observe     11.0 / 12.0 ms         2   pyatspi_walk 135.0 / 140.0 ms · 12.3×\n"),
             "{text}"
         );
         assert!(
             text.contains("pyatspi_walk 135.0 / 140.0 ms · 12.3×"),
             "{text}"
         );
-        assert!(text.contains("osworld_tsv 30000 tokens · 208.3×"), "{text}");
         assert!(
-            text.contains("calculator      act click 7      380.0 ms"),
+            text.contains(&format!("\n{:50}osworld_tsv 30000 tokens · 208.3×\n", "")),
+            "{text}"
+        );
+        assert!(
+            text.contains("calculator act click 7 380.0 ms               1\n"),
             "{text}"
         );
         assert!(
