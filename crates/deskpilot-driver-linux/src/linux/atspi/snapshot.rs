@@ -104,6 +104,7 @@ pub async fn read(
     }
     read_details(bus, &mut w.parts, &root, opts.concurrency, opts.text_cap).await?;
     let left = u64::from(limits.max_nodes).saturating_sub(w.parts.infos.len() as u64);
+    let viewport = w.parts.details.get(&window).and_then(|d| d.bounds);
     let cells = read_tables(
         bus,
         &mut w.parts,
@@ -111,6 +112,7 @@ pub async fn read(
         opts.concurrency,
         opts.text_cap,
         left,
+        viewport,
     )
     .await?;
     let mut node = assemble(&root, &w.parts).ok_or_else(|| not_found(&root))?;

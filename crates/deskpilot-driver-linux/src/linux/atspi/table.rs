@@ -85,13 +85,22 @@ pub fn read_range(
     Some(((r0, r1), (c0, c1)))
 }
 
-/// True for a node that must be read through `Table` rather than its children.
+/// A child count past which a table is read only through `Table`: 100,000. Below it
+/// (a web page's 501-row table) the children are real objects, walked like any
+/// others up to the child cap with "K more"; above it (2,147,483,647 in LibreOffice)
+/// the count describes cells built on demand.
+pub const ABSURD_CHILD_COUNT: u64 = 100_000;
+
+/// True for a node that must be read through `Table` rather than its children: it
+/// manages its descendants, or reports an unknown or absurd child count. `child_cap`
+/// is kept for callers; tables between the cap and [`ABSURD_CHILD_COUNT`] are walked.
 pub fn needs_table_read(info: &NodeInfo, child_cap: u32) -> bool {
+    let _ = child_cap;
     info.ifaces.has(Ifaces::TABLE)
         && info.states.on_screen()
         && (info.states.manages_descendants()
             || info.child_count < 0
-            || info.child_count as u64 > u64::from(child_cap))
+            || info.child_count as u64 > ABSURD_CHILD_COUNT)
 }
 
 /// Row and column of a cell object.
@@ -288,9 +297,26 @@ async fn read_table(
     Ok(())
 }
 
+/// The part of `b` inside `view` (both screen pixels); `b` itself when `view` is
+/// unknown. A web page's table can be far taller than the window: probing its
+/// bottom-right corner would ask for a point off screen.
+pub fn clip_to(b: Bounds, view: Option<Bounds>) -> Bounds {
+    let Some(v) = view.filter(|v| !v.is_empty()) else {
+        return b;
+    };
+    let x0 = b.x.max(v.x);
+    let y0 = b.y.max(v.y);
+    let x1 = (i64::from(b.x) + i64::from(b.width)).min(i64::from(v.x) + i64::from(v.width));
+    let y1 = (i64::from(b.y) + i64::from(b.height)).min(i64::from(v.y) + i64::from(v.height));
+    let w = i32::try_from((x1 - i64::from(x0)).max(0)).unwrap_or(0);
+    let h = i32::try_from((y1 - i64::from(y0)).max(0)).unwrap_or(0);
+    Bounds::new(x0, y0, w, h)
+}
+
 /// Reads every on-screen table in `parts` that manages its descendants (or reports
 /// an unknown or absurd child count) by visible range, reading at most `max_cells`
 /// cells in all (the snapshot's remaining node budget). Returns the cells read.
+/// `viewport` is the window's extents: the visible range is probed inside it.
 ///
 /// Errors: `COMPUTER_NOT_RESPONDING` when a call times out.
 pub async fn read_tables(
@@ -300,6 +326,7 @@ pub async fn read_tables(
     concurrency: usize,
     text_cap: usize,
     max_cells: u64,
+    viewport: Option<Bounds>,
 ) -> Result<u64, DriverError> {
     let tables: Vec<(ObjRef, Bounds)> = parts
         .infos
@@ -311,7 +338,7 @@ pub async fn read_tables(
                 .get(&i.obj)
                 .and_then(|d| d.bounds)
                 .unwrap_or_default();
-            (i.obj.clone(), b)
+            (i.obj.clone(), clip_to(b, viewport))
         })
         .collect();
     let mut cells = 0;
@@ -326,6 +353,18 @@ pub async fn read_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tall_table_is_probed_inside_the_window() {
+        let page_table = Bounds::new(10, 200, 600, 12_000);
+        let window = Bounds::new(0, 0, 1280, 800);
+        assert_eq!(
+            clip_to(page_table, Some(window)),
+            Bounds::new(10, 200, 600, 600)
+        );
+        assert_eq!(clip_to(page_table, None), page_table);
+        assert!(clip_to(Bounds::new(0, 900, 10, 10), Some(window)).is_empty());
+    }
 
     #[test]
     fn a1_names_round_trip() {
