@@ -594,11 +594,12 @@ impl Session {
         // observe: a platform can recycle a dead element's handle for another
         // element, and a ref must never land on a different element. The tree the
         // model last saw stays the "before" of the diff.
-        let h = self.fresh_handle(&window, r).await?;
+        let (h, mut target) = self.fresh_handle(&window, r).await?;
         let result = match self.driver.act(params(h, value.clone())).await {
             Err(e) if e.code == ErrorCode::ElementNotFound => {
                 // The native object died between the read and the dispatch.
-                let h = self.fresh_handle(&window, r).await?;
+                let (h, line) = self.fresh_handle(&window, r).await?;
+                target = line;
                 self.driver.act(params(h, value.clone())).await?
             }
             other => other?,
@@ -607,7 +608,7 @@ impl Session {
         let change = self.observe_change(&window, &before_windows).await?;
         let elapsed_ms = ms_since(started);
         let mut text = format!(
-            "{} {op} {r} via {}:{} · {} · {elapsed_ms} ms",
+            "{} {op} {r} {target} via {}:{} · {} · {elapsed_ms} ms",
             if result.status == ActStatus::Executed {
                 "ok"
             } else {
@@ -640,7 +641,12 @@ impl Session {
     /// diff base) and finds the element of ref `r` in it by handle, then by
     /// fingerprint. Zero or several candidates: `COMPUTER_STALE_REF` with the fresh
     /// snapshot in `detail.snapshot`.
-    async fn fresh_handle(&mut self, window: &WindowInfo, r: &str) -> Result<Handle, DriverError> {
+    /// Also returns the element's one-line form, for the result.
+    async fn fresh_handle(
+        &mut self,
+        window: &WindowInfo,
+        r: &str,
+    ) -> Result<(Handle, String), DriverError> {
         let (fresh, _) = self.read(window).await?;
         let found = self
             .state
@@ -648,7 +654,22 @@ impl Session {
             .get(window.handle.as_str())
             .map(|ws| ws.registry.reresolve(r, &fresh));
         match found {
-            Some(Ok(h)) => Ok(h),
+            Some(Ok(h)) => {
+                let line = fresh
+                    .walk()
+                    .find(|n| n.handle == h)
+                    .map(|n| {
+                        let name = deskpilot_core::sanitize::one_line(&n.name);
+                        let name: String = name.chars().take(60).collect();
+                        if name.is_empty() {
+                            n.role.to_string()
+                        } else {
+                            format!("{} \"{name}\"", n.role)
+                        }
+                    })
+                    .unwrap_or_default();
+                Ok((h, line))
+            }
             Some(Err(core_err)) => {
                 let rendered = render(&fresh, &RenderOptions::default());
                 self.remember(window, fresh);

@@ -169,7 +169,12 @@ fn set_value_returns_the_diff_and_keeps_secrets_out_of_the_state_file() {
             "diff: {}",
             out.change.diff
         );
-        assert!(out.text.starts_with(&format!("ok set_value {body} via ")));
+        assert!(
+            out.text
+                .starts_with(&format!("ok set_value {body} textbox \"Body\" via ")),
+            "{}",
+            out.text
+        );
         assert_eq!(out.tokens, deskpilot_core::tokens::count(&out.text));
 
         // The password of the fixture never reaches the persisted state.

@@ -47,6 +47,11 @@ pub fn resolve(sandbox: Option<u32>) -> Result<Desktop, DriverError> {
         .ok()
         .filter(|s| !s.is_empty());
     if let (Some(display), Some(bus_address)) = (display, bus) {
+        // A shell that joined a sandbox (`eval "$(deskpilot sandbox env)"`) is that
+        // sandbox: same refs as `--sandbox N`.
+        if let Some(n) = sandbox_of_bus(&bus_address) {
+            return resolve(Some(n));
+        }
         let vars = [
             "DISPLAY",
             "DBUS_SESSION_BUS_ADDRESS",
@@ -91,4 +96,12 @@ pub fn resolve(sandbox: Option<u32>) -> Result<Desktop, DriverError> {
             ),
         )),
     }
+}
+
+/// The sandbox whose session bus is `bus`, if any.
+pub fn sandbox_of_bus(bus: &str) -> Option<u32> {
+    Sandbox::list()
+        .into_iter()
+        .find(|s| s.bus_address == bus)
+        .map(|s| s.display)
 }

@@ -285,6 +285,29 @@ impl Driver for LinuxDriver {
                 self.keyboard_fallback(&window, &obj, text, *replace)
                     .await?
             }
+            Method::MenuKeyboard => {
+                let selected = act::perform(&self.bus, &obj, &Method::SelectInParent).await?;
+                if selected.status != ActStatus::Executed {
+                    selected
+                } else {
+                    let x = self.input().await?;
+                    focus::ensure_focused(&self.bus, &x, &window, true).await?;
+                    tokio::task::spawn_blocking(move || x.send_chords("Return"))
+                        .await
+                        .map_err(|e| {
+                            DriverError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+                        })??;
+                    act::Outcome {
+                        status: ActStatus::Executed,
+                        note: Some(
+                            "menu item selected in its open menu and activated with Return: GTK runs \
+                             a menu item's accessibility action inside the call, which would freeze \
+                             the app while a dialog it opens is up"
+                                .into(),
+                        ),
+                    }
+                }
+            }
             m => act::perform(&self.bus, &obj, m).await?,
         };
         let mut result = act::result(&method, outcome, started);

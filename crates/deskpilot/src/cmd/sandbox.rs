@@ -18,6 +18,13 @@ fn chosen(sandbox: Option<u32>) -> Result<Sandbox, DriverError> {
     if let Some(n) = sandbox {
         return Sandbox::open(n);
     }
+    // A shell that joined a sandbox addresses that one.
+    if let Some(n) = std::env::var("DBUS_SESSION_BUS_ADDRESS")
+        .ok()
+        .and_then(|b| crate::target::sandbox_of_bus(&b))
+    {
+        return Sandbox::open(n);
+    }
     let all = Sandbox::list();
     match all.as_slice() {
         [one] => Sandbox::open(one.display),

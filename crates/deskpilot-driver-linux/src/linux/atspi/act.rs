@@ -67,6 +67,14 @@ pub enum Method {
     InsertText(String),
     SetNumber(f64),
     SelectInParent,
+    /// A menu item in an open menu: select it in the menu, then press Return.
+    ///
+    /// GTK 3 runs a menu item's action inside the accessibility call itself, so an
+    /// item that opens a modal dialog (Save As…) keeps that call, and with it the
+    /// whole app's accessibility, blocked until the dialog closes; the app then
+    /// answers no call and the dialog cannot be read. Activated from the keyboard,
+    /// the item runs from the toolkit's own event loop and the dialog stays readable.
+    MenuKeyboard,
     ScrollIntoView,
     /// Already in the asked state: nothing to send.
     Nothing(&'static str),
@@ -88,6 +96,7 @@ impl Method {
             Method::InsertText(_) => (Channel::Text, "EditableText.InsertText".into()),
             Method::SetNumber(_) => (Channel::Value, "Value.CurrentValue".into()),
             Method::SelectInParent => (Channel::Action, "Selection.SelectChild".into()),
+            Method::MenuKeyboard => (Channel::Keyboard, "Selection.SelectChild + Return".into()),
             Method::ScrollIntoView => (Channel::Action, "Component.ScrollTo".into()),
             Method::Nothing(_) => (Channel::Action, "none".into()),
             Method::Keyboard { replace: true, .. } => (
@@ -169,7 +178,56 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Driv
     let role = map_role_code(facts.role);
     let has = |i| facts.ifaces.has(i);
     let expanded = facts.states.has(atspi::State::Expanded);
+    let changes_state = !matches!(op, Op::Focus | Op::Scroll);
+    if changes_state
+        && !facts.states.has(atspi::State::Enabled)
+        && !facts.states.has(atspi::State::Sensitive)
+    {
+        return Err(DriverError::new(
+            ErrorCode::ElementNotActionable,
+            format!(
+                "cannot {op}: the element is disabled; observe again to see when it becomes enabled"
+            ),
+        ));
+    }
+    let togglable = facts.states.has(atspi::State::Checkable)
+        || matches!(role, Role::Checkbox | Role::Radio)
+        || matches!(
+            facts.role,
+            code::TOGGLE_BUTTON | code::CHECK_MENU_ITEM | code::RADIO_MENU_ITEM
+        )
+        || pick_action(&facts.actions, &["toggle", "check", "uncheck"]).is_some();
+    let expandable = facts.states.has(atspi::State::Expandable)
+        || expanded
+        || matches!(role, Role::Combobox | Role::Treeitem)
+        || pick_action(
+            &facts.actions,
+            &["expand", "collapse", "expand or contract"],
+        )
+        .is_some();
+    let selectable = facts.parent_selects
+        || facts.states.has(atspi::State::Selectable)
+        || pick_action(&facts.actions, &["select"]).is_some();
+    let kind_error = |what: &str| {
+        Err(DriverError::new(
+            ErrorCode::ElementNotActionable,
+            format!("cannot {op}: the element is not {what}; use click for a plain button"),
+        ))
+    };
     match op {
+        Op::Toggle if !togglable => return kind_error("a check box, radio or toggle"),
+        Op::Expand | Op::Collapse if !expandable => return kind_error("expandable"),
+        Op::Select if !selectable => return kind_error("selectable"),
+        _ => {}
+    }
+    let menu_item = matches!(
+        facts.role,
+        code::MENU_ITEM | code::CHECK_MENU_ITEM | code::RADIO_MENU_ITEM
+    );
+    match op {
+        Op::Click if menu_item && facts.parent_selects && facts.states.on_screen() => {
+            Ok(Method::MenuKeyboard)
+        }
         Op::Click => match pick_action(&facts.actions, &CLICK) {
             Some((index, name)) => Ok(Method::DoAction { index, name }),
             None if !facts.actions.is_empty() => Ok(Method::DoAction {
@@ -469,7 +527,7 @@ pub async fn perform(bus: &Bus, obj: &ObjRef, method: &Method) -> Result<Outcome
                 status: ActStatus::Executed,
                 note: Some(format!("{why}; nothing sent")),
             },
-            Method::Keyboard { .. } => Outcome {
+            Method::Keyboard { .. } | Method::MenuKeyboard => Outcome {
                 status: ActStatus::Rejected,
                 note: Some("keyboard input is sent by the driver, not here".into()),
             },
@@ -507,11 +565,58 @@ mod tests {
     fn facts(role: u32, states: &[S], ifaces: &[&str], actions: &[&str]) -> Facts {
         Facts {
             role,
-            states: RawStates(states.iter().fold(0, |a, s| a | *s as u64)),
+            // Enabled unless a test says otherwise (see `disabled`).
+            states: RawStates(
+                states
+                    .iter()
+                    .chain(&[S::Enabled, S::Sensitive])
+                    .fold(0, |a, s| a | *s as u64),
+            ),
             ifaces: Ifaces::from_names(ifaces.iter().map(|i| format!("org.a11y.atspi.{i}"))),
             actions: actions.iter().map(|s| s.to_string()).collect(),
             parent_selects: false,
         }
+    }
+
+    fn disabled(mut f: Facts) -> Facts {
+        f.states = RawStates(f.states.0 & !(S::Enabled as u64) & !(S::Sensitive as u64));
+        f
+    }
+
+    #[test]
+    fn ops_an_element_cannot_take_are_refused_not_turned_into_clicks() {
+        let button = facts(43, &[], &["Action"], &["click"]);
+        for op in [Op::Toggle, Op::Expand, Op::Collapse, Op::Select] {
+            let e = choose(op, &button, None).unwrap_err();
+            assert_eq!(e.code, ErrorCode::ElementNotActionable, "{op}");
+            assert!(e.message.contains("use click"), "{}", e.message);
+        }
+        let e = choose(Op::Click, &disabled(button.clone()), None).unwrap_err();
+        assert_eq!(e.code, ErrorCode::ElementNotActionable);
+        assert!(e.message.contains("disabled"));
+    }
+
+    #[test]
+    fn a_showing_menu_item_is_activated_from_the_keyboard() {
+        let mut item = facts(
+            code::MENU_ITEM,
+            &[S::Showing, S::Visible],
+            &["Action"],
+            &["click"],
+        );
+        item.parent_selects = true;
+        assert_eq!(
+            choose(Op::Click, &item, None).unwrap(),
+            Method::MenuKeyboard
+        );
+        assert_eq!(Method::MenuKeyboard.describe().0, Channel::Keyboard);
+        // A hidden one (its menu is closed) keeps the semantic action.
+        let mut hidden = facts(code::MENU_ITEM, &[], &["Action"], &["click"]);
+        hidden.parent_selects = true;
+        assert!(matches!(
+            choose(Op::Click, &hidden, None).unwrap(),
+            Method::DoAction { .. }
+        ));
     }
 
     #[test]
@@ -662,7 +767,7 @@ mod tests {
                 name: "activate".into()
             }
         );
-        let mut item = facts(32, &[], &["Action"], &["click"]);
+        let mut item = facts(32, &[S::Selectable], &["Action"], &["click"]);
         assert_eq!(
             choose(Op::Select, &item, None).unwrap(),
             Method::DoAction {

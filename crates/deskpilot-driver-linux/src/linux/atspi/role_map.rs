@@ -184,6 +184,7 @@ pub mod code {
     pub const CHECK_MENU_ITEM: u32 = 8;
     pub const FRAME: u32 = 23;
     pub const MENU: u32 = 33;
+    pub const MENU_ITEM: u32 = 35;
     pub const MENU_BAR: u32 = 34;
     pub const PASSWORD_TEXT: u32 = 40;
     pub const RADIO_BUTTON: u32 = 44;
