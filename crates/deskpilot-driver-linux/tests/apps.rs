@@ -100,7 +100,7 @@ async fn a_frozen_app_is_not_responding_and_never_delays_the_others() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn window_created_events_announce_a_new_app_window() {
+async fn an_unknown_subscription_is_an_invalid_argument() {
     let d = desk().await;
     let sub = d
         .driver
@@ -111,31 +111,9 @@ async fn window_created_events_announce_a_new_app_window() {
         .await
         .expect("subscribe")
         .subscription;
-    let (_pid, w) = d
-        .launch(
-            &["zenity", "--info", "--text", "deskpilot events"],
-            "",
-            WAIT,
-        )
-        .await;
-    let until = Instant::now() + Duration::from_secs(10);
-    let mut seen = Vec::new();
-    while Instant::now() < until && seen.is_empty() {
-        let batch = d.driver.next_events(sub, 2_000).await.expect("next_events");
-        assert_eq!(batch.subscription, sub);
-        seen.extend(batch.events);
-    }
-    let created = seen
-        .iter()
-        .find(|e| e.kind == EventKind::WindowCreated)
-        .unwrap_or_else(|| panic!("no window-created event; got {seen:?}"));
-    assert_eq!(created.app.as_deref(), Some("zenity"));
-    assert!(
-        seen.iter().all(|e| e.app.as_deref() == Some("zenity")),
-        "the app filter holds: {seen:?}"
-    );
-    assert_eq!(created.handle, w.handle, "the event names the new window");
-
+    let quiet = d.driver.next_events(sub, 200).await.expect("next_events");
+    assert_eq!(quiet.subscription, sub);
+    assert!(quiet.events.is_empty(), "nothing happened: {quiet:?}");
     let err = d
         .driver
         .next_events(sub + 100, 10)

@@ -12,7 +12,9 @@
 //! running application, and is also synthesised for the first `window:activate` of a
 //! window that did not exist when the subscription started: a freshly started
 //! application's bridge does not emit its first window's creation (it learns about
-//! listeners only after the window exists), but it does emit its activation.
+//! listeners only after the window exists). That activation itself races the
+//! bridge's start-up, so a new application's first window is announced on a best-effort
+//! basis only; callers that must see it (the host) compare window lists instead.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
