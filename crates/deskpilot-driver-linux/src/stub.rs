@@ -164,6 +164,11 @@ pub mod sandbox {
 
     /// Where sandboxes would keep their state: `$DESKPILOT_RUNTIME_DIR` when set, else
     /// `deskpilot` in the OS's temporary directory. Nothing is ever created there.
+    /// Accessibility buses are an AT-SPI (Linux) notion.
+    pub fn set_a11y_enabled(_address: &str) -> Result<(), String> {
+        Err("accessibility buses exist only on Linux".into())
+    }
+
     pub fn sandboxes_root() -> PathBuf {
         match std::env::var_os("DESKPILOT_RUNTIME_DIR").filter(|v| !v.is_empty()) {
             Some(d) => PathBuf::from(d),

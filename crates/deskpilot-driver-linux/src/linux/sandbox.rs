@@ -602,8 +602,9 @@ fn set_mode(path: &Path, mode: u32) {
 }
 
 /// Turns `org.a11y.Status.IsEnabled` on through the session bus at `address`, which
-/// also proves the accessibility bus launcher answers.
-fn set_a11y_enabled(address: &str) -> Result<(), String> {
+/// also proves the accessibility bus launcher answers. Used for sandboxes and by
+/// `deskpilot doctor --fix` on any desktop. The error is `dbus-send`'s own words.
+pub fn set_a11y_enabled(address: &str) -> Result<(), String> {
     let status = Command::new("dbus-send")
         .env("DBUS_SESSION_BUS_ADDRESS", address)
         .args([

@@ -2,8 +2,6 @@
 //! to do. Checks the session type, the session bus, the accessibility bus and its
 //! `IsEnabled` switch, synthetic input (XTest), and apps that expose no tree.
 
-use std::process::{Command, Stdio};
-
 use deskpilot_protocol::types::AppStatus;
 use deskpilot_protocol::{Driver, DriverError};
 use serde::Serialize;
@@ -26,33 +24,6 @@ fn check(name: &'static str, ok: bool, detail: impl Into<String>, fix: Option<&s
         ok,
         detail: detail.into(),
         fix: if ok { None } else { fix.map(str::to_string) },
-    }
-}
-
-/// Sets `org.a11y.Status.IsEnabled` on the session bus at `bus`.
-fn enable_accessibility(bus: &str) -> Result<(), String> {
-    let st = Command::new("dbus-send")
-        .env("DBUS_SESSION_BUS_ADDRESS", bus)
-        .args([
-            "--session",
-            "--print-reply",
-            "--reply-timeout=2000",
-            "--dest=org.a11y.Bus",
-            "/org/a11y/bus",
-            "org.freedesktop.DBus.Properties.Set",
-            "string:org.a11y.Status",
-            "string:IsEnabled",
-            "variant:boolean:true",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| format!("cannot run dbus-send: {e}"))?;
-    if st.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&st.stderr).trim().to_string())
     }
 }
 
@@ -91,7 +62,7 @@ pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), Driv
         ),
         None,
     ));
-    if fix && let Err(e) = enable_accessibility(&desktop.bus_address) {
+    if fix && let Err(e) = deskpilot_driver_linux::sandbox::set_a11y_enabled(&desktop.bus_address) {
         checks.push(check(
             "fix",
             false,
