@@ -30,6 +30,7 @@ use super::connection::{Bus, CallError, iface, obj_from_wire};
 use super::handle::ObjRef;
 use super::info::{Ifaces, NodeInfo};
 use super::state_map::RawStates;
+use super::table::ABSURD_CHILD_COUNT;
 use super::tree::{MAX_DEPTH, Parts};
 
 /// Bounds of one walk.
@@ -121,10 +122,12 @@ pub fn plan_children(
         return Plan::Use(Vec::new());
     }
     let ordered = order_cached(infos, cached);
-    if count > 0 && count as u64 > u64::from(limits.child_cap) {
+    if count > 0 && count as u64 > ABSURD_CHILD_COUNT {
         // Absurd count: never ask; show what the cache already holds, capped later.
         return Plan::Use(ordered);
     }
+    // Between the child cap and the absurd count (a web page's 501-row table) the
+    // children are real objects: list them and keep the first `child_cap`.
     if !is_root && !info.states.on_screen() {
         // Hidden: not worth a call; the cache's view is good enough to search.
         return Plan::Use(ordered);
@@ -203,7 +206,7 @@ async fn run_plan(
         Plan::Fetch => get_children(bus, obj).await.map(Some),
         Plan::CountThenFetch(fallback) => {
             let n: i32 = bus.prop(obj, iface::ACCESSIBLE, "ChildCount").await?;
-            if n >= 0 && n as u64 <= u64::from(cap) {
+            if n >= 0 && n as u64 <= ABSURD_CHILD_COUNT.max(u64::from(cap)) {
                 get_children(bus, obj).await.map(Some)
             } else {
                 Ok(Some(fallback))
