@@ -53,6 +53,13 @@ fn ref_of(text: &str, parts: &[&str]) -> String {
     line[start..end].to_string()
 }
 
+/// Observes the fixture editor window (the current window afterwards).
+async fn observe_editor(s: &mut Session) -> deskpilot_host::Observation {
+    s.observe(&Target::App("editor".into()), &ObserveOptions::default())
+        .await
+        .unwrap()
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -65,10 +72,7 @@ fn observe_renders_the_window_with_a_header_and_refs() {
     let env = Env::new("observe");
     rt().block_on(async {
         let mut s = env.session();
-        let obs = s
-            .observe(&Target::App("editor".into()), &ObserveOptions::default())
-            .await
-            .unwrap();
+        let obs = observe_editor(&mut s).await;
         let mut lines = obs.text.lines();
         assert_eq!(
             lines.next().unwrap(),
@@ -115,15 +119,11 @@ fn refs_survive_between_sessions_on_the_same_desktop() {
     rt().block_on(async {
         let first = {
             let mut s = env.session();
-            s.observe(&Target::App("editor".into()), &ObserveOptions::default())
-                .await
-                .unwrap()
+            observe_editor(&mut s).await
         };
         let second = {
             let mut s = env.session();
-            s.observe(&Target::App("editor".into()), &ObserveOptions::default())
-                .await
-                .unwrap()
+            observe_editor(&mut s).await
         };
         assert_eq!(
             first.text, second.text,
@@ -147,10 +147,7 @@ fn set_value_returns_the_diff_and_keeps_secrets_out_of_the_state_file() {
     let env = Env::new("act");
     rt().block_on(async {
         let mut s = env.session();
-        let obs = s
-            .observe(&Target::App("editor".into()), &ObserveOptions::default())
-            .await
-            .unwrap();
+        let obs = observe_editor(&mut s).await;
         let body = ref_of(&obs.text, &["textbox \"Body\""]);
         let out = s
             .act(&body, Op::SetValue, Some("Hello".into()))
@@ -204,9 +201,7 @@ fn bad_refs_fail_with_codes_and_say_what_to_do() {
         assert_eq!(e.code, ErrorCode::ElementNotFound);
         assert!(e.message.contains("observe"), "{}", e.message);
 
-        s.observe(&Target::App("editor".into()), &ObserveOptions::default())
-            .await
-            .unwrap();
+        observe_editor(&mut s).await;
         let e = s.act("e99999", Op::Click, None).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::ElementNotFound);
         let e = s.act("save-button", Op::Click, None).await.unwrap_err();
@@ -249,10 +244,7 @@ fn a_dead_handle_is_found_again_by_fingerprint() {
     let env = Env::new("reresolve");
     rt().block_on(async {
         let mut s = env.session();
-        let obs = s
-            .observe(&Target::App("editor".into()), &ObserveOptions::default())
-            .await
-            .unwrap();
+        let obs = observe_editor(&mut s).await;
         let open = ref_of(&obs.text, &["button \"Open\""]);
         // The app rebuilt the button: same element, new native object.
         env.driver
@@ -271,10 +263,7 @@ fn an_ambiguous_dead_ref_is_stale_with_a_fresh_snapshot() {
     let env = Env::new("stale");
     rt().block_on(async {
         let mut s = env.session();
-        let obs = s
-            .observe(&Target::App("editor".into()), &ObserveOptions::default())
-            .await
-            .unwrap();
+        let obs = observe_editor(&mut s).await;
         let new_btn = ref_of(&obs.text, &["button \"New\""]);
         // The toolbar is rebuilt twice over: two identical toolbars, each with a "New"
         // button at the same place, none with the old handle.
@@ -424,10 +413,7 @@ fn a_recycled_handle_never_redirects_a_ref_to_another_element() {
     let env = Env::new("recycled");
     rt().block_on(async {
         let mut s = env.session();
-        let obs = s
-            .observe(&Target::App("editor".into()), &ObserveOptions::default())
-            .await
-            .unwrap();
+        let obs = observe_editor(&mut s).await;
         let open = ref_of(&obs.text, &["button \"Open\""]);
         // "Open" goes away and the platform hands its handle to the dialog's
         // "Cancel" button.

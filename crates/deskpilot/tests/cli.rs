@@ -3,38 +3,13 @@
 //! missing Xvfb or app fails the test; nothing here is skipped.
 #![cfg(all(target_os = "linux", not(deskpilot_stub)))]
 
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+mod common;
 
-use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
+use std::time::Duration;
+
+use common::{bin, run, sandbox_with};
+use deskpilot_driver_linux::sandbox::Sandbox;
 use serde_json::Value;
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_deskpilot"));
-    // The tests never talk to the caller's own desktop.
-    c.env_remove("DISPLAY")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .env_remove("DESKPILOT_SANDBOX");
-    c
-}
-
-fn run(sb: &Sandbox, args: &[&str]) -> (Output, Value) {
-    let out = bin()
-        .arg("--sandbox")
-        .arg(sb.state().display.to_string())
-        .arg("--json")
-        .args(args)
-        .output()
-        .expect("deskpilot runs");
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout of {args:?} is not one JSON document ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out, v)
-}
 
 fn ok(sb: &Sandbox, args: &[&str]) -> Value {
     let (out, v) = run(sb, args);
@@ -54,35 +29,6 @@ fn fails_with(sb: &Sandbox, args: &[&str], code: &str) -> Value {
     let msg = v["error"]["message"].as_str().unwrap_or_default();
     assert!(msg.len() > 20, "the message should say what to do: {msg:?}");
     v
-}
-
-/// Starts a sandbox with one app and waits until the app's window is readable.
-fn sandbox_with(app: &[&str], app_name: &str) -> Sandbox {
-    let mut sb = Sandbox::start(SandboxOptions::default()).expect("sandbox starts");
-    let argv: Vec<String> = app.iter().map(|s| s.to_string()).collect();
-    let child = sb.spawn(&argv).expect("app starts");
-    std::mem::forget(child);
-    let start = Instant::now();
-    loop {
-        let (out, v) = run(&sb, &["apps"]);
-        let ready = out.status.success()
-            && v["apps"].as_array().is_some_and(|apps| {
-                apps.iter().any(|a| {
-                    a["name"]
-                        .as_str()
-                        .is_some_and(|n| n.eq_ignore_ascii_case(app_name))
-                        && a["windows"].as_array().is_some_and(|w| !w.is_empty())
-                })
-            });
-        if ready {
-            return sb;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{app_name} never showed a window: {v}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 fn find_ref(sb: &Sandbox, args: &[&str], pred: impl Fn(&Value) -> bool) -> String {

@@ -7,50 +7,19 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Output, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
+mod common;
+
+use common::{bin, one_document, run, sandbox_with};
+use deskpilot_driver_linux::sandbox::Sandbox;
 use serde_json::{Value, json};
 
 /// How long one driver request may take to be answered. A snapshot of mousepad
 /// takes ~20 ms here; the ceiling covers a machine busy with other builds.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_deskpilot"));
-    // The tests never talk to the caller's own desktop.
-    c.env_remove("DISPLAY")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .env_remove("DESKPILOT_SANDBOX")
-        .env_remove("AT_SPI_BUS_ADDRESS")
-        .env_remove("WAYLAND_DISPLAY");
-    c
-}
-
-/// Parses stdout as exactly one JSON document.
-fn one_document(args: &[&str], out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout of {args:?} is not one JSON document ({e}):\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
-fn run(sb: &Sandbox, args: &[&str]) -> (Output, Value) {
-    let out = bin()
-        .arg("--sandbox")
-        .arg(sb.state().display.to_string())
-        .arg("--json")
-        .args(args)
-        .output()
-        .expect("deskpilot runs");
-    let v = one_document(args, &out);
-    (out, v)
-}
 
 /// A private directory removed when dropped. Kept short: sandboxes put Unix socket
 /// paths (at most 107 bytes) under it.
@@ -78,32 +47,6 @@ impl Drop for TempDir {
     }
 }
 
-/// Starts a sandbox with one app and waits until the app's window is listed.
-fn sandbox_with(app: &str) -> Sandbox {
-    let mut sb = Sandbox::start(SandboxOptions::default()).expect("sandbox starts");
-    let child = sb.spawn(&[app.to_string()]).expect("app starts");
-    // The app belongs to the sandbox, which stops it on drop.
-    std::mem::forget(child);
-    let start = Instant::now();
-    loop {
-        let (out, v) = run(&sb, &["apps"]);
-        let ready = out.status.success()
-            && v["apps"].as_array().is_some_and(|apps| {
-                apps.iter().any(|a| {
-                    a["name"] == app && a["windows"].as_array().is_some_and(|w| !w.is_empty())
-                })
-            });
-        if ready {
-            return sb;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{app} never showed a window: {v}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// A check of `doctor`'s report, by name.
 fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["checks"]
@@ -114,7 +57,7 @@ fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn doctor_reports_a_fresh_sandbox_healthy() {
-    let sb = sandbox_with("mousepad");
+    let sb = sandbox_with(&["mousepad"], "mousepad");
     let n = sb.state().display;
     let (out, v) = run(&sb, &["doctor"]);
     assert_eq!(out.status.code(), Some(0), "{v}");
@@ -276,7 +219,7 @@ impl Drop for DriverProc {
 
 #[test]
 fn driver_speaks_json_rpc_on_stdio_and_survives_bad_lines() {
-    let sb = sandbox_with("mousepad");
+    let sb = sandbox_with(&["mousepad"], "mousepad");
     let mut d = DriverProc::spawn(&sb);
 
     let hello = d.call("hello", Value::Null);
