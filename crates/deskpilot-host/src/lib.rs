@@ -1,12 +1,21 @@
-//! deskpilot-host: the session that puts the snapshot engine and a driver together.
+//! deskpilot-host: the session that puts the snapshot engine and a driver together,
+//! and the host that puts the user's policy around it.
 //!
-//! It owns which window a call targets, the refs that stay valid from one call to the
-//! next (persisted in a per-desktop state file, see [`store`]), observe with a budget,
-//! act with settle and a diff, find, and wait. It decides nothing about what may be
-//! touched beyond what a caller asked for; grants and refusals sit above it.
+//! [`session`] owns which window a call targets, the refs that stay valid from one call
+//! to the next (persisted in a per-desktop state file, see [`store`]), observe with a
+//! budget, act with settle and a diff, find, and wait; it decides nothing about what
+//! may be touched. [`host`] does: grants, refusals, modes, approvals and the audit
+//! (rules from `deskpilot-policy`), with the user's [`config`], the [`audit`] log and
+//! the cross-process [`control`] plumbing (grant lock, stop record, control sockets).
+//! Every tool a caller offers an agent goes through [`host::Host`].
 
+pub mod audit;
+pub mod config;
+pub mod control;
+pub mod host;
 pub mod session;
 pub mod store;
 
+pub use host::{Host, HostOptions};
 pub use session::{ActOutcome, Change, KeysOutcome, Observation, ObserveOptions, Session, Target};
 pub use store::{SessionState, StateStore};

@@ -1,12 +1,14 @@
 //! One host session over one desktop: targets windows, reads them through a driver,
 //! renders them with refs, acts, settles and diffs.
 //!
-//! Window targeting: `observe` picks a window (by app name, `wN` ref or title) and
-//! makes it *current*; `act`, `find` and `keys` work in the current window. When an
-//! action opens a new window (a dialog), the new window is snapshotted in the same
-//! result and becomes current; when the current window closes, the active window of
-//! the desktop becomes current. Element refs (`eN`) are per window (see
-//! [`deskpilot_core::refs`]).
+//! Window targeting: `observe` picks a window (by app name, `wN` ref, title or handle)
+//! and makes it *current*; `act`, `find` and `keys` work in the current window. When an
+//! action opens a new window (a dialog), the result names it in one line but does not
+//! switch to it: working in another window takes an `observe` of it (which is where a
+//! host re-runs its refusals and rebinds its grant). When the current window closes,
+//! the active window of the desktop becomes current. Element refs (`eN`) are per
+//! window (see [`deskpilot_core::refs`]). Policy (grants, refusals, modes) is not
+//! decided here; [`crate::host`] wraps a session with it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +35,8 @@ pub enum Target {
     App(String),
     /// A window ref (`w2`) or a substring of a window title.
     Window(String),
+    /// Exactly this window (the host's bound window).
+    Handle(Handle),
 }
 
 /// Options of an observe.
@@ -72,6 +76,26 @@ pub struct Observation {
     pub stats: WalkStats,
     /// Read + render wall time, ms.
     pub elapsed_ms: u64,
+    /// The grant this observation was made under (filled by [`crate::host::Host`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<crate::host::GrantView>,
+    /// Coordinate basis for pointer actions in this window, `rREV:X,Y,WxH@SCALE`
+    /// (filled by the host; see [`crate::host::Basis`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basis: Option<String>,
+}
+
+/// A window that appeared during an action: named, not snapshotted (observing it
+/// is a separate, policy-checked step).
+#[derive(Debug, Clone, Serialize)]
+pub struct NewWindow {
+    pub window_ref: String,
+    pub app: String,
+    pub role: Role,
+    pub title: String,
+    /// Why the host will not touch it, when a refusal covers it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// One element found by [`Session::find`].
@@ -96,8 +120,8 @@ pub struct Change {
     /// when nothing changed.
     pub diff: String,
     pub diff_tokens: usize,
-    /// Windows that appeared, each snapshotted.
-    pub new_windows: Vec<Observation>,
+    /// Windows that appeared.
+    pub new_windows: Vec<NewWindow>,
     /// `wN` refs of windows that closed.
     pub closed_windows: Vec<String>,
 }
@@ -116,10 +140,19 @@ impl Change {
         }
         for w in &self.new_windows {
             text.push_str(&format!(
-                "\nnew window {}:\n{}",
+                "\nnew window [{}] {} \"{}\" ({})",
                 w.window_ref,
-                w.text.trim_end()
+                w.role,
+                deskpilot_core::sanitize::one_line(&w.title),
+                deskpilot_core::sanitize::one_line(&w.app),
             ));
+            match &w.refused {
+                Some(r) => text.push_str(&format!(" — refused: {r}")),
+                None => text.push_str(&format!(
+                    " — observe --window {} to work in it",
+                    w.window_ref
+                )),
+            }
         }
     }
 }
@@ -219,6 +252,21 @@ impl Session {
     /// The driver this session talks to.
     pub fn driver(&self) -> &Arc<dyn Driver> {
         &self.driver
+    }
+
+    /// The state kept between calls.
+    pub fn state(&self) -> &SessionState {
+        &self.state
+    }
+
+    /// The state kept between calls, for the host's policy bookkeeping.
+    pub fn state_mut(&mut self) -> &mut SessionState {
+        &mut self.state
+    }
+
+    /// Reads `window` afresh with refs assigned, without making it the diff base.
+    pub async fn peek(&mut self, window: &WindowInfo) -> Result<Node, DriverError> {
+        Ok(self.read(window).await?.0)
     }
 
     /// Writes refs and last trees back to the state file.
@@ -345,6 +393,16 @@ impl Session {
                     )
                 })
             }
+            Target::Handle(h) => all
+                .iter()
+                .find(|(_, w)| &w.handle == h)
+                .map(|(_, w)| (*w).clone())
+                .ok_or_else(|| {
+                    err(
+                        ErrorCode::ElementNotFound,
+                        "the window is gone; run `deskpilot apps` to list windows",
+                    )
+                }),
             Target::Current => {
                 if let Some(cur) = &self.state.current
                     && let Some((_, w)) = all.iter().find(|(_, w)| w.handle.as_str() == cur)
@@ -438,6 +496,8 @@ impl Session {
             omitted: rendered.omitted,
             stats,
             elapsed_ms: ms_since(started),
+            grant: None,
+            basis: None,
         })
     }
 
@@ -557,6 +617,21 @@ impl Session {
         op: Op,
         value: Option<String>,
     ) -> Result<ActOutcome, DriverError> {
+        self.act_checked(r, op, value, |_, _| Ok(())).await
+    }
+
+    /// As [`Session::act`], with `gate` called once between resolving the ref in a
+    /// fresh read of the window and dispatching: it sees the fresh window tree and the
+    /// element the ref resolved to, and an error from it stops the action before any
+    /// platform call (the host's policy check sits here, so it judges the element as
+    /// it is now, not as it was at the last observe).
+    pub async fn act_checked(
+        &mut self,
+        r: &str,
+        op: Op,
+        value: Option<String>,
+        gate: impl FnOnce(&Node, &Node) -> Result<(), DriverError>,
+    ) -> Result<ActOutcome, DriverError> {
         if op.needs_value() && value.is_none() {
             return Err(err(
                 ErrorCode::InvalidArgument,
@@ -594,11 +669,22 @@ impl Session {
         // observe: a platform can recycle a dead element's handle for another
         // element, and a ref must never land on a different element. The tree the
         // model last saw stays the "before" of the diff.
-        let (h, mut target) = self.fresh_handle(&window, r).await?;
+        let (h, mut target, fresh) = self.fresh_handle(&window, r).await?;
+        let element = fresh
+            .walk()
+            .find(|n| n.handle == h)
+            .cloned()
+            .ok_or_else(|| {
+                err(
+                    ErrorCode::StaleRef,
+                    format!("{r} vanished while it was read"),
+                )
+            })?;
+        gate(&fresh, &element)?;
         let result = match self.driver.act(params(h, value.clone())).await {
             Err(e) if e.code == ErrorCode::ElementNotFound => {
                 // The native object died between the read and the dispatch.
-                let (h, line) = self.fresh_handle(&window, r).await?;
+                let (h, line, _) = self.fresh_handle(&window, r).await?;
                 target = line;
                 self.driver.act(params(h, value.clone())).await?
             }
@@ -646,7 +732,7 @@ impl Session {
         &mut self,
         window: &WindowInfo,
         r: &str,
-    ) -> Result<(Handle, String), DriverError> {
+    ) -> Result<(Handle, String, Node), DriverError> {
         let (fresh, _) = self.read(window).await?;
         let found = self
             .state
@@ -668,7 +754,7 @@ impl Session {
                         }
                     })
                     .unwrap_or_default();
-                Ok((h, line))
+                Ok((h, line, fresh))
             }
             Some(Err(core_err)) => {
                 let rendered = render(&fresh, &RenderOptions::default());
@@ -740,13 +826,13 @@ impl Session {
             let infos = self.driver.windows().await?;
             for h in fresh {
                 if let Some(w) = infos.iter().find(|w| w.handle == h) {
-                    let t = Instant::now();
-                    let (root, stats) = self.read(w).await?;
-                    let obs = self.observation(w, &root, stats, &ObserveOptions::default(), t)?;
-                    self.remember(w, root);
-                    // A window the action opened is where the work continues.
-                    self.state.current = Some(w.handle.0.clone());
-                    change.new_windows.push(obs);
+                    change.new_windows.push(NewWindow {
+                        window_ref: self.state.windows.assign(&w.handle),
+                        app: w.app.clone(),
+                        role: w.role,
+                        title: w.title.clone(),
+                        refused: None,
+                    });
                 }
             }
         }
@@ -824,6 +910,60 @@ impl Session {
         let mut out = format!(
             "ok keys {} → {window_ref} via {} (synthetic input) · {} key events · {elapsed_ms} ms",
             deskpilot_core::sanitize::one_line(&what),
+            result.channel.as_str(),
+            result.events_sent,
+        );
+        change.render_into(&mut out);
+        let tokens = deskpilot_core::tokens::count(&out);
+        Ok(KeysOutcome {
+            window_ref,
+            result,
+            change,
+            elapsed_ms,
+            text: out,
+            tokens,
+        })
+    }
+
+    /// Sends one pointer gesture (screen pixels, already checked against a basis by
+    /// the caller) to `window` through synthetic input, waits for the app to settle,
+    /// and returns what changed, like [`Session::keys`]. Synthetic pointer input moves
+    /// the user's pointer; the result says so.
+    pub async fn pointer(
+        &mut self,
+        window: &WindowInfo,
+        params: PointerParams,
+    ) -> Result<KeysOutcome, DriverError> {
+        let started = Instant::now();
+        if self
+            .state
+            .per_window
+            .get(window.handle.as_str())
+            .is_none_or(|w| w.last.is_none())
+        {
+            let (root, _) = self.read(window).await?;
+            self.remember(window, root);
+        }
+        let before_windows = self.window_handles().await?;
+        let sub = self
+            .driver
+            .subscribe(SubscribeParams {
+                app: Some(window.app.clone()),
+                kinds: Vec::new(),
+            })
+            .await
+            .ok();
+        let what = format!("{:?} at ({}, {})", params.action, params.x, params.y).to_lowercase();
+        let result = self.driver.pointer(params).await?;
+        if let Some(sub) = sub {
+            self.settle(sub.subscription, Settle::default()).await;
+        }
+        self.state.current = Some(window.handle.0.clone());
+        let change = self.observe_change(window, &before_windows).await?;
+        let elapsed_ms = ms_since(started);
+        let window_ref = self.state.windows.assign(&window.handle);
+        let mut out = format!(
+            "ok pointer {what} → {window_ref} via {} (synthetic input, moves the pointer) · {} events · {elapsed_ms} ms",
             result.channel.as_str(),
             result.events_sent,
         );

@@ -31,6 +31,10 @@ pub struct WindowState {
     /// The last tree read (refs assigned), used as the "before" of the next diff.
     pub last: Option<Node>,
     pub info: Option<WindowInfo>,
+    /// Grant revision the refs were last shown under; refs shown under another
+    /// revision are stale (`COMPUTER_STALE_REVISION`).
+    #[serde(default)]
+    pub revision: u64,
 }
 
 /// Everything persisted for one desktop.
@@ -42,6 +46,10 @@ pub struct SessionState {
     pub current: Option<String>,
     /// Per-window state, keyed by window handle.
     pub per_window: BTreeMap<String, WindowState>,
+    /// The host's grant, approvals of apps and stop bookkeeping for this session
+    /// (see [`crate::host::PolicyState`]).
+    #[serde(default)]
+    pub policy: crate::host::PolicyState,
 }
 
 /// The state file of one desktop, opened and locked for the duration of a call.
@@ -151,7 +159,7 @@ impl StateStore {
 
 /// The current user, for the default directory name: the uid on Unix, the user name
 /// elsewhere.
-fn user_tag() -> String {
+pub(crate) fn user_tag() -> String {
     #[cfg(unix)]
     {
         // SAFETY: getuid has no preconditions and cannot fail.
@@ -164,7 +172,7 @@ fn user_tag() -> String {
 }
 
 /// Restricts a directory to its owner (mode 0700) where the OS has modes.
-fn owner_only_dir(dir: &Path) {
+pub(crate) fn owner_only_dir(dir: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -175,7 +183,7 @@ fn owner_only_dir(dir: &Path) {
 }
 
 /// Files this module creates are owner-only (mode 0600) where the OS has modes.
-fn private_file(o: &mut OpenOptions) -> &mut OpenOptions {
+pub(crate) fn private_file(o: &mut OpenOptions) -> &mut OpenOptions {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -188,7 +196,7 @@ fn private_file(o: &mut OpenOptions) -> &mut OpenOptions {
 /// Takes an exclusive advisory lock, blocking until it is ours (`flock` on Unix). On
 /// other systems the lock is not taken: concurrent calls on one desktop may then
 /// interleave their ref assignments.
-fn lock_exclusive(f: &File) -> std::io::Result<()> {
+pub(crate) fn lock_exclusive(f: &File) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::fd::AsRawFd;

@@ -102,6 +102,24 @@ impl Approvals {
         self.items.last().expect("just pushed")
     }
 
+    /// The approval with this id, if any.
+    pub fn get(&self, id: &str) -> Option<&Approval> {
+        self.items.iter().find(|a| a.id == id)
+    }
+
+    /// Approvals not used and not expired, oldest first.
+    pub fn open(&self, now_ms: u64) -> impl Iterator<Item = &Approval> {
+        self.items
+            .iter()
+            .filter(move |a| !a.used && a.expires_ms > now_ms)
+    }
+
+    /// The open (unused, unexpired) approval for exactly `action`, approved or still
+    /// pending, so a retried action reuses its request instead of piling up new ones.
+    pub fn find_for(&self, action: &ActionKey, now_ms: u64) -> Option<&Approval> {
+        self.open(now_ms).find(|a| &a.action == action)
+    }
+
     /// The user approves `id` (from a user-only channel).
     pub fn approve(&mut self, id: &str, now_ms: u64) -> Result<&Approval, Refusal> {
         let a = self

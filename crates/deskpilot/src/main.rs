@@ -24,6 +24,8 @@ use clap::{Args, Parser, Subcommand};
   deskpilot observe --app mousepad             # the window as text, with refs
   deskpilot act e12 set_value 'Hello'          # act by ref; prints what changed
   deskpilot keys ctrl+s --app mousepad         # keyboard fallback (declared)
+  deskpilot stop                               # revoke every grant, abort running hosts
+  deskpilot audit --tail 20                    # what was granted, done and refused
   deskpilot sandbox stop"
 )]
 struct Cli {
@@ -32,9 +34,27 @@ struct Cli {
     json: bool,
     /// Work inside the sandbox on this display number (see `deskpilot sandbox list`).
     /// Without it, deskpilot uses $DISPLAY and $DBUS_SESSION_BUS_ADDRESS, or the only
-    /// running sandbox when those are unset.
-    #[arg(long, global = true, env = "DESKPILOT_SANDBOX", value_name = "N")]
-    sandbox: Option<u32>,
+    /// running sandbox when those are unset. `deskpilot mcp --sandbox` (no number)
+    /// starts a new sandbox for the server and stops it on exit.
+    #[arg(
+        long,
+        global = true,
+        env = "DESKPILOT_SANDBOX",
+        value_name = "N",
+        num_args = 0..=1,
+        default_missing_value = "new"
+    )]
+    sandbox: Option<String>,
+    /// Keep refs and the grant under this session name (two agents on one desktop
+    /// each use their own; one grant is active per desktop at a time).
+    #[arg(
+        long,
+        global = true,
+        env = "DESKPILOT_SESSION",
+        default_value = "cli",
+        value_name = "NAME"
+    )]
+    session: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -102,6 +122,22 @@ enum Command {
         #[command(flatten)]
         target: TargetArgs,
     },
+    /// Click at window-relative pixels, checked against the basis an observe printed
+    /// (synthetic pointer input: moves the pointer; prefer `act`).
+    #[command(name = "click-at")]
+    ClickAt {
+        /// Pixels from the window's left edge (in the basis's capture pixels).
+        x: f64,
+        /// Pixels from the window's top edge.
+        y: f64,
+        /// The `basis` printed by the observe the coordinates came from
+        /// (rREV:X,Y,WxH@SCALE).
+        #[arg(long)]
+        basis: String,
+        /// left, right or double.
+        #[arg(long, default_value = "left")]
+        button: String,
+    },
     /// Wait until an element or text appears (or disappears).
     Wait {
         #[command(flatten)]
@@ -124,6 +160,42 @@ enum Command {
         /// Give up after this many milliseconds.
         #[arg(long, default_value_t = 10_000)]
         timeout_ms: u64,
+    },
+    /// Show the grant; `--user` issues one yourself (needs a terminal; lifts a stop).
+    #[command(after_help = "Examples:
+  deskpilot grant                                  # what is granted now
+  deskpilot grant --user                           # grant this desktop yourself
+  deskpilot grant --user --scope window --app mousepad   # pin the grant to one window")]
+    Grant {
+        /// Issue a user grant (asks you on the terminal first).
+        #[arg(long)]
+        user: bool,
+        /// `desktop` (rebindable to any permitted window) or `window` (pinned).
+        #[arg(long, default_value = "desktop", value_parser = ["desktop", "window"])]
+        scope: String,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Revoke this session's grant.
+    Revoke,
+    /// Stop: revoke every grant, abort running deskpilot hosts (waits, MCP servers,
+    /// runs), and refuse agent-issued grants for 30 s.
+    Stop,
+    /// Approve one pending action by the id an error gave (needs a terminal).
+    Approve {
+        /// The approval id from COMPUTER_CONFIRMATION_REQUIRED.
+        id: String,
+    },
+    /// Show or edit the config file (feature switch, mode, allow/deny lists, budget).
+    Config {
+        #[command(subcommand)]
+        cmd: Option<cmd::config::ConfigCmd>,
+    },
+    /// Read the audit log: grants, rebinds, actions and refusals.
+    Audit {
+        /// The last N records.
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        tail: usize,
     },
     /// The main job: a sandbox with mousepad; types mixed-script text, saves it
     /// through File ▸ Save As…, verifies the file's bytes. No screenshots.

@@ -4,6 +4,14 @@
 use deskpilot_protocol::DriverError;
 use serde::Serialize;
 
+/// Writes one line to stdout; a closed pipe (`deskpilot … | head`) is not an error
+/// worth a panic.
+fn out(line: &str) {
+    use std::io::Write;
+    let mut so = std::io::stdout().lock();
+    let _ = writeln!(so, "{line}").and_then(|()| so.flush());
+}
+
 /// Prints a successful result: `text` for humans, `{"ok":true, ...value}` for `--json`.
 pub fn print_ok<T: Serialize>(json: bool, value: &T, text: &str) {
     if json {
@@ -13,11 +21,11 @@ pub fn print_ok<T: Serialize>(json: bool, value: &T, text: &str) {
         } else {
             v = serde_json::json!({ "ok": true, "result": v });
         }
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        out(&serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         let t = text.trim_end();
         if !t.is_empty() {
-            println!("{t}");
+            out(t);
         }
     }
 }
@@ -26,7 +34,7 @@ pub fn print_ok<T: Serialize>(json: bool, value: &T, text: &str) {
 pub fn print_error(json: bool, e: &DriverError) {
     if json {
         let v = serde_json::json!({ "ok": false, "error": e });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        out(&serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         eprintln!("error[{}]: {}", e.code.as_str(), e.message);
         if let Some(snapshot) = e

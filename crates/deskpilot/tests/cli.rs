@@ -130,7 +130,8 @@ fn bad_refs_ops_and_vanished_windows_fail_with_codes() {
     let out = bin().args(["act"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 
-    // The app goes away: acting on its refs says the window is gone.
+    // The app goes away: the grant loses its window, and acting on the old refs is
+    // refused as stale (the action was in flight against a binding that ended).
     let file_menu = find_ref(&sb, &["find", "File", "--role", "menuitem"], |_| true);
     for pid in sb.state().pids.iter().skip(1) {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
@@ -140,10 +141,16 @@ fn bad_refs_ops_and_vanished_windows_fail_with_codes() {
         }
     }
     std::thread::sleep(Duration::from_millis(500));
-    fails_with(
+    let e = fails_with(
         &sb,
         &["act", &file_menu, "click"],
-        "COMPUTER_ELEMENT_NOT_FOUND",
+        "COMPUTER_STALE_REVISION",
+    );
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("bound window closed")),
+        "{e}"
     );
     // Everything else still answers.
     ok(&sb, &["apps"]);

@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use deskpilot_core::{Op, Role, State};
 use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
+use deskpilot_host::config::Config;
+use deskpilot_host::host::{Host, HostOptions};
 use deskpilot_host::session::{ActOutcome, FindHit, WaitFor};
+use deskpilot_host::store::desktop_key;
 use deskpilot_host::{ObserveOptions, Session, StateStore, Target};
 use deskpilot_protocol::{DriverError, ErrorCode};
 use serde::Serialize;
@@ -49,7 +52,7 @@ fn fail(msg: impl Into<String>) -> DriverError {
 
 struct Demo {
     json: bool,
-    session: Session,
+    host: Host,
     steps: Vec<Step>,
 }
 
@@ -79,7 +82,7 @@ impl Demo {
         value: Option<&str>,
     ) -> Result<ActOutcome, DriverError> {
         let out = self
-            .session
+            .host
             .act(&hit.ref_, op, value.map(str::to_string))
             .await?;
         let channel = format!("{}:{}", out.result.channel.as_str(), out.result.method);
@@ -94,7 +97,7 @@ impl Demo {
         name: &str,
         pred: impl Fn(&FindHit) -> bool,
     ) -> Result<FindHit, DriverError> {
-        let hits = self.session.find(&Target::Current, name, None, 200).await?;
+        let hits = self.host.find(&Target::Current, name, None, 200).await?;
         hits.into_iter()
             .find(|h| roles.contains(&h.role) && pred(h))
             .ok_or_else(|| fail(format!("no {roles:?} named {name:?} in the current window")))
@@ -160,17 +163,25 @@ async fn run_in(
     let _app = sandbox.spawn(&["mousepad".to_string()])?;
     let driver = super::session::connect(&desktop).await?;
     let store = StateStore::open_in(&sandbox.state().dir, "demo")?;
-    let mut session = Session::new(Arc::new(driver), store);
-    session
-        .wait(
-            &Target::Current,
-            &WaitFor::Window("Mousepad".into()),
-            Duration::from_secs(30),
-        )
-        .await?;
+    // The demo's own sandbox: the host's policy applies as to any agent (a grant
+    // bound to mousepad, refusals, budget, audit), with the sandbox defaults.
+    let settings = Config::load()?.effective(true);
+    let opts = HostOptions::new(
+        &desktop_key(&desktop.display, &desktop.bus_address),
+        "demo",
+        "demo",
+        settings,
+    );
+    let mut host = Host::new(Session::new(Arc::new(driver), store), opts);
+    host.wait(
+        &Target::Current,
+        &WaitFor::Window("Mousepad".into()),
+        Duration::from_secs(30),
+    )
+    .await?;
     let mut demo = Demo {
         json,
-        session,
+        host,
         steps: Vec::new(),
     };
     let launch_ms = t.elapsed().as_millis() as u64;
@@ -184,7 +195,7 @@ async fn run_in(
 
     // 1. Observe.
     let obs = demo
-        .session
+        .host
         .observe(&Target::App("mousepad".into()), &ObserveOptions::default())
         .await?;
     demo.record(
@@ -231,7 +242,7 @@ async fn run_in(
         // The dialog can take over a second to appear the first time.
         let t = Instant::now();
         let w = demo
-            .session
+            .host
             .wait(
                 &Target::Current,
                 &WaitFor::Window("Save".into()),
@@ -245,18 +256,20 @@ async fn run_in(
             0,
             &format!("dialog up after {} ms", w.elapsed_ms),
         );
-        let obs = demo
-            .session
-            .observe(&Target::Window("Save".into()), &ObserveOptions::default())
-            .await?;
-        demo.record(
-            "observe the dialog",
-            "a11y tree",
-            obs.elapsed_ms,
-            obs.tokens,
-            &obs.text,
-        );
     }
+    // Acting never moves the grant: observing the dialog binds it there (the host
+    // re-runs its refusals on the new window first).
+    let obs = demo
+        .host
+        .observe(&Target::Window("Save".into()), &ObserveOptions::default())
+        .await?;
+    demo.record(
+        "observe the dialog",
+        "a11y tree",
+        obs.elapsed_ms,
+        obs.tokens,
+        &obs.text,
+    );
 
     // 4. Type the path into the dialog's name field and press Save.
     let name_field = demo

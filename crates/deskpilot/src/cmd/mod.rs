@@ -1,39 +1,78 @@
 //! Command implementations, one file per family.
 
+pub mod audit;
 mod bench;
+pub mod config;
 mod demo;
 mod doctor;
 mod driver;
+mod policy;
 mod sandbox;
 mod session;
 
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::{DriverError, ErrorCode};
 
 use crate::{Cli, Command};
 
 /// Runs one command.
 pub async fn run(cli: Cli) -> Result<(), DriverError> {
     let json = cli.json;
+    let _new_sandbox = cli.sandbox.as_deref() == Some("new");
+    let sandbox: Option<u32> = match cli.sandbox.as_deref() {
+        None | Some("") => None,
+        Some(n) => Some(n.parse().map_err(|_| {
+            DriverError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "--sandbox {n:?}: give the sandbox's display number (see `deskpilot sandbox list`); only `deskpilot mcp --sandbox` starts a new one"
+                ),
+            )
+        })?),
+    };
+    let ctx = session::Ctx {
+        json,
+        sandbox,
+        session: cli.session.clone(),
+    };
     match cli.command {
-        Command::Doctor { fix } => doctor::run(json, cli.sandbox, fix).await,
-        Command::Sandbox(c) => sandbox::run(json, cli.sandbox, c).await,
-        Command::Apps => session::apps(json, cli.sandbox).await,
+        Command::Doctor { fix } => doctor::run(json, sandbox, fix).await,
+        Command::Sandbox(c) => sandbox::run(json, sandbox, c).await,
+        Command::Apps => session::apps(&ctx).await,
         Command::Observe {
             target,
             scope,
             query,
             max_tokens,
-        } => session::observe(json, cli.sandbox, target, scope, query, max_tokens).await,
+        } => session::observe(&ctx, target, scope, query, max_tokens).await,
         Command::Find {
             text,
             role,
             target,
             limit,
-        } => session::find(json, cli.sandbox, text, role, target, limit).await,
-        Command::Act { ref_, op, value } => session::act(json, cli.sandbox, ref_, op, value).await,
-        Command::Keys { keys, text, target } => {
-            session::keys(json, cli.sandbox, keys, text, target).await
+        } => session::find(&ctx, text, role, target, limit).await,
+        Command::Act { ref_, op, value } => session::act(&ctx, ref_, op, value).await,
+        Command::Keys { keys, text, target } => session::keys(&ctx, keys, text, target).await,
+        Command::ClickAt {
+            x,
+            y,
+            basis,
+            button,
+        } => session::click_at(&ctx, x, y, basis, button).await,
+        Command::Grant {
+            user,
+            scope,
+            target,
+        } => policy::grant(&ctx, user, scope == "window", target).await,
+        Command::Revoke => policy::revoke(&ctx).await,
+        Command::Stop => policy::stop(json).await,
+        Command::Approve { id } => policy::approve(json, &id),
+        Command::Config { cmd } => {
+            let in_sandbox = crate::target::resolve(sandbox)
+                .map(|d| d.sandbox.is_some())
+                .unwrap_or(false);
+            config::run(json, in_sandbox, cmd)
         }
+        Command::Audit { tail } => audit::run(json, tail),
         Command::Wait {
             target,
             text,
@@ -44,8 +83,7 @@ pub async fn run(cli: Cli) -> Result<(), DriverError> {
             timeout_ms,
         } => {
             session::wait(
-                json,
-                cli.sandbox,
+                &ctx,
                 target,
                 session::WaitArgs {
                     text,
@@ -59,7 +97,7 @@ pub async fn run(cli: Cli) -> Result<(), DriverError> {
             .await
         }
         Command::Demo { keep } => demo::run(json, keep).await,
-        Command::Driver => driver::run(cli.sandbox).await,
+        Command::Driver => driver::run(sandbox).await,
         Command::Bench { runs, apps } => bench::run(cli.json, runs, apps).await,
     }
 }

@@ -8,10 +8,15 @@ use std::time::Duration;
 use deskpilot_core::{Op, Role};
 use deskpilot_driver_linux::LinuxDriver;
 use deskpilot_driver_linux::atspi::ConnectOptions;
+use std::sync::Mutex;
+
+use deskpilot_host::config::Config;
+use deskpilot_host::control::{ControlServer, HostInfo};
+use deskpilot_host::host::{Basis, Host, HostOptions, Prompt};
 use deskpilot_host::session::WaitFor;
 use deskpilot_host::store::desktop_key;
 use deskpilot_host::{ObserveOptions, Session, StateStore, Target};
-use deskpilot_protocol::types::AppStatus;
+use deskpilot_protocol::types::{AppStatus, PointerAction};
 use deskpilot_protocol::{DriverError, ErrorCode};
 use serde::Serialize;
 
@@ -24,21 +29,114 @@ pub async fn connect(desktop: &Desktop) -> Result<LinuxDriver, DriverError> {
     LinuxDriver::connect(ConnectOptions::from_vars(desktop.vars.clone())).await
 }
 
-/// Opens a session on the desktop the command line names.
-pub async fn open(sandbox: Option<u32>) -> Result<(Session, Desktop), DriverError> {
-    let desktop = target::resolve(sandbox)?;
+/// Where a command runs: the desktop, and the session name the CLI's refs and grant
+/// are kept under.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    pub json: bool,
+    pub sandbox: Option<u32>,
+    /// `cli` unless `--session` names another (separate refs, separate grant).
+    pub session: String,
+}
+
+/// The state-file key of a session on a desktop: the desktop's key, plus the session
+/// name when it is not the default.
+fn session_key(desktop: &Desktop, session: &str) -> String {
+    let key = desktop_key(&desktop.display, &desktop.bus_address);
+    if session == "cli" {
+        return key;
+    }
+    let tag: String = session
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(40)
+        .collect();
+    format!("{key}-{tag}")
+}
+
+/// A terminal prompt when a user is at one (stdin and stderr are terminals): asks on
+/// stderr, reads the answer from the terminal.
+pub fn tty_prompt() -> Option<Prompt> {
+    use std::io::IsTerminal;
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return None;
+    }
+    Some(Arc::new(|question: &str| {
+        ask_yes(&format!("deskpilot: allow {question}?"))
+    }))
+}
+
+/// Asks a yes/no question on stderr and reads the answer from stdin; only `y`/`yes`
+/// is yes.
+pub fn ask_yes(question: &str) -> bool {
+    use std::io::Write;
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    if std::io::stdin().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
+}
+
+/// Opens a host (session + policy) on the desktop the command line names, with a
+/// terminal prompt for confirmations when a user is at one.
+pub async fn open(ctx: &Ctx, kind: &str) -> Result<(Host, Desktop), DriverError> {
+    open_host(ctx, kind, true).await
+}
+
+/// As [`open`]; `prompt` false never asks on the terminal (stdin is a protocol
+/// stream), so confirmations go through `deskpilot approve ID`.
+pub async fn open_host(
+    ctx: &Ctx,
+    kind: &str,
+    prompt: bool,
+) -> Result<(Host, Desktop), DriverError> {
+    let desktop = target::resolve(ctx.sandbox)?;
+    let config = Config::load()?;
+    let settings = config.effective(desktop.sandbox.is_some());
     let driver = connect(&desktop).await?;
     // A sandbox keeps its refs in its own directory, removed when it stops, so a
     // later sandbox on the same display number starts afresh.
-    let key = desktop_key(&desktop.display, &desktop.bus_address);
+    let key = session_key(&desktop, &ctx.session);
     let store = match &desktop.sandbox_dir {
         Some(dir) => StateStore::open_in(dir, &key)?,
         None => StateStore::open(&key)?,
     };
-    Ok((Session::new(Arc::new(driver), store), desktop))
+    let mut opts = HostOptions::new(
+        &desktop_key(&desktop.display, &desktop.bus_address),
+        &ctx.session,
+        kind,
+        settings,
+    );
+    opts.prompt = if prompt { tty_prompt() } else { None };
+    Ok((
+        Host::new(Session::new(Arc::new(driver), store), opts),
+        desktop,
+    ))
 }
 
-fn to_target(t: &TargetArgs) -> Target {
+/// Prints a result, with the host's warnings (an audit write that failed) on stderr
+/// or in the JSON document.
+fn finish<T: Serialize>(ctx: &Ctx, host: &Host, value: &T, text: &str) {
+    let warnings = host.warnings();
+    if ctx.json && !warnings.is_empty() {
+        let mut v = serde_json::to_value(value).unwrap_or_default();
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert("warnings".into(), serde_json::json!(warnings));
+        }
+        print_ok(true, &v, text);
+        return;
+    }
+    print_ok(ctx.json, value, text);
+    if !ctx.json {
+        for w in warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+}
+
+pub fn to_target(t: &TargetArgs) -> Target {
     match (&t.app, &t.window) {
         (Some(a), _) => Target::App(a.clone()),
         (None, Some(w)) => Target::Window(w.clone()),
@@ -78,29 +176,11 @@ fn parse_op(s: &str) -> Result<Op, DriverError> {
     })
 }
 
-#[derive(Serialize)]
-struct AppRow {
-    name: String,
-    pid: Option<u32>,
-    status: AppStatus,
-    windows: Vec<WindowRow>,
-}
-
-#[derive(Serialize)]
-struct WindowRow {
-    #[serde(rename = "ref")]
-    ref_: String,
-    title: String,
-    role: Role,
-    active: bool,
-}
-
-pub async fn apps(json: bool, sandbox: Option<u32>) -> Result<(), DriverError> {
-    let (mut s, _) = open(sandbox).await?;
-    let apps = s.apps().await?;
+pub async fn apps(ctx: &Ctx) -> Result<(), DriverError> {
+    let (mut h, _) = open(ctx, "cli").await?;
+    let apps = h.apps().await?;
     let mut text = String::new();
-    let mut rows = Vec::new();
-    for (app, refs) in apps {
+    for app in &apps {
         let status = match app.status {
             AppStatus::Ok => String::new(),
             AppStatus::NotResponding => " [not_responding]".into(),
@@ -111,38 +191,38 @@ pub async fn apps(json: bool, sandbox: Option<u32>) -> Result<(), DriverError> {
             "app {}{pid}{status}\n",
             deskpilot_core::sanitize::one_line(&app.name)
         ));
-        let mut windows = Vec::new();
-        for (w, r) in app.windows.iter().zip(refs) {
+        for w in &app.windows {
             text.push_str(&format!(
-                "  [{r}] {} \"{}\"{}\n",
-                w.role,
-                deskpilot_core::sanitize::one_line(&w.title),
-                if w.active { " active" } else { "" }
+                "  [{}] {} \"{}\"{}{}",
+                w.ref_,
+                w.window.role,
+                deskpilot_core::sanitize::one_line(&w.window.title),
+                if w.window.active { " active" } else { "" },
+                if w.bound { " · bound" } else { "" },
             ));
-            windows.push(WindowRow {
-                ref_: r,
-                title: w.title.clone(),
-                role: w.role,
-                active: w.active,
-            });
+            if let Some(r) = &w.refused {
+                text.push_str(&format!(" · refused {}: {}", r.code.as_str(), r.reason));
+            }
+            text.push('\n');
         }
-        rows.push(AppRow {
-            name: app.name,
-            pid: app.pid,
-            status: app.status,
-            windows,
-        });
     }
-    if rows.is_empty() {
-        text.push_str("no applications on the accessibility bus");
+    if apps.is_empty() {
+        text.push_str("no applications on the accessibility bus\n");
     }
-    print_ok(json, &serde_json::json!({ "apps": rows }), &text);
+    if let Some(g) = h.grant_view() {
+        text.push_str(&g.line());
+    }
+    finish(
+        ctx,
+        &h,
+        &serde_json::json!({ "apps": apps, "grant": h.grant_view() }),
+        &text,
+    );
     Ok(())
 }
 
 pub async fn observe(
-    json: bool,
-    sandbox: Option<u32>,
+    ctx: &Ctx,
     target: TargetArgs,
     scope: Option<String>,
     query: Option<String>,
@@ -154,8 +234,8 @@ pub async fn observe(
             "--max-tokens must be at least 50 so a snapshot can say what it cut",
         ));
     }
-    let (mut s, _) = open(sandbox).await?;
-    let obs = s
+    let (mut h, _) = open(ctx, "cli").await?;
+    let obs = h
         .observe(
             &to_target(&target),
             &ObserveOptions {
@@ -165,76 +245,101 @@ pub async fn observe(
             },
         )
         .await?;
-    let text = format!(
+    let mut text = format!(
         "{}\n({} tokens · read {} objects in {} ms)",
         obs.text.trim_end(),
         obs.tokens,
         obs.stats.objects,
         obs.elapsed_ms
     );
-    print_ok(json, &obs, &text);
+    if let Some(g) = &obs.grant {
+        text.push_str(&format!("\n{}", g.line()));
+    }
+    if let Some(b) = &obs.basis {
+        text.push_str(&format!(" · basis {b}"));
+    }
+    finish(ctx, &h, &obs, &text);
     Ok(())
 }
 
 pub async fn find(
-    json: bool,
-    sandbox: Option<u32>,
+    ctx: &Ctx,
     text: String,
     role: Option<String>,
     target: TargetArgs,
     limit: usize,
 ) -> Result<(), DriverError> {
     let role = role.as_deref().map(parse_role).transpose()?;
-    let (mut s, _) = open(sandbox).await?;
-    let hits = s.find(&to_target(&target), &text, role, limit).await?;
+    let (mut h, _) = open(ctx, "cli").await?;
+    let hits = h.find(&to_target(&target), &text, role, limit).await?;
     let mut out = String::new();
-    for h in &hits {
-        out.push_str(&format!("{}   (in {})\n", h.line, h.window_ref));
+    for hit in &hits {
+        out.push_str(&format!("{}   (in {})\n", hit.line, hit.window_ref));
     }
     if hits.is_empty() {
         out.push_str(&format!("no element matches {text:?}"));
     }
-    print_ok(json, &serde_json::json!({ "matches": hits }), &out);
+    finish(ctx, &h, &serde_json::json!({ "matches": hits }), &out);
     Ok(())
 }
 
 pub async fn act(
-    json: bool,
-    sandbox: Option<u32>,
+    ctx: &Ctx,
     r: String,
     op: String,
     value: Option<String>,
 ) -> Result<(), DriverError> {
     let op = parse_op(&op)?;
-    let (mut s, _) = open(sandbox).await?;
-    let out = s.act(&r, op, value).await?;
-    print_ok(
-        json,
-        &out,
-        &format!("{}\n({} tokens)", out.text, out.tokens),
-    );
+    let (mut h, _) = open(ctx, "cli").await?;
+    let out = h.act(&r, op, value).await?;
+    let text = format!("{}\n({} tokens)", out.text, out.tokens);
+    finish(ctx, &h, &out, &text);
     Ok(())
 }
 
 pub async fn keys(
-    json: bool,
-    sandbox: Option<u32>,
+    ctx: &Ctx,
     keys: String,
     literal: bool,
     target: TargetArgs,
 ) -> Result<(), DriverError> {
-    let (mut s, _) = open(sandbox).await?;
+    let (mut h, _) = open(ctx, "cli").await?;
     let (chord, text) = if literal {
         (None, Some(keys.clone()))
     } else {
         (Some(keys.clone()), None)
     };
-    let out = s.keys(&to_target(&target), chord, text).await?;
-    print_ok(
-        json,
-        &out,
-        &format!("{}\n({} tokens)", out.text, out.tokens),
-    );
+    let out = h.keys(&to_target(&target), chord, text).await?;
+    let text = format!("{}\n({} tokens)", out.text, out.tokens);
+    finish(ctx, &h, &out, &text);
+    Ok(())
+}
+
+/// `deskpilot click-at X Y --basis B`: a pointer gesture at window-relative capture
+/// pixels, checked against the basis an observe printed.
+pub async fn click_at(
+    ctx: &Ctx,
+    x: f64,
+    y: f64,
+    basis: String,
+    button: String,
+) -> Result<(), DriverError> {
+    let action = match button.as_str() {
+        "left" => PointerAction::Click,
+        "right" => PointerAction::RightClick,
+        "double" => PointerAction::DoubleClick,
+        other => {
+            return Err(DriverError::new(
+                ErrorCode::InvalidArgument,
+                format!("--button {other:?}: use left, right or double"),
+            ));
+        }
+    };
+    let basis = Basis::parse(&basis)?;
+    let (mut h, _) = open(ctx, "cli").await?;
+    let out = h.pointer(&basis, x, y, action).await?;
+    let text = format!("{}\n({} tokens)", out.text, out.tokens);
+    finish(ctx, &h, &out, &text);
     Ok(())
 }
 
@@ -248,8 +353,7 @@ pub struct WaitArgs {
 }
 
 pub async fn wait(
-    json: bool,
-    sandbox: Option<u32>,
+    ctx: &Ctx,
     target: TargetArgs,
     w: WaitArgs,
     timeout_ms: u64,
@@ -271,8 +375,17 @@ pub async fn wait(
             "say what to wait for: --text T, --gone T, --role R --name N, or --window-title T",
         ));
     };
-    let (mut s, _) = open(sandbox).await?;
-    let out = s
+    let (mut h, desktop) = open(ctx, "cli").await?;
+    // A wait can be long: `deskpilot stop` must reach it, so it listens for stop.
+    let info = Arc::new(Mutex::new(HostInfo {
+        pid: std::process::id(),
+        session: ctx.session.clone(),
+        desktop: desktop_key(&desktop.display, &desktop.bus_address),
+        grant_id: h.grant_view().map(|g| g.grant_id),
+        kind: "cli".into(),
+    }));
+    let _control = ControlServer::listen(info, h.options().stop.clone())?;
+    let out = h
         .wait(
             &to_target(&target),
             &cond,
@@ -280,9 +393,9 @@ pub async fn wait(
         )
         .await?;
     let mut text = format!("ok condition met after {} ms", out.elapsed_ms);
-    for h in &out.hits {
-        text.push_str(&format!("\n{}", h.line));
+    for hit in &out.hits {
+        text.push_str(&format!("\n{}", hit.line));
     }
-    print_ok(json, &out, &text);
+    finish(ctx, &h, &out, &text);
     Ok(())
 }

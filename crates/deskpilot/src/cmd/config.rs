@@ -1,0 +1,227 @@
+//! `deskpilot config [show|path|set|unset]`: the user's settings — whether deskpilot
+//! may act, the permission mode, allow- and deny-lists, grant limits — and where each
+//! effective value came from. The file's format and precedence are documented in
+//! `deskpilot_host::config`.
+
+use deskpilot_host::config::{self, Config, Effective, KEYS, Settings};
+use deskpilot_protocol::DriverError;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::output::print_ok;
+
+/// What `deskpilot config` does.
+#[derive(Debug, clap::Subcommand)]
+pub enum ConfigCmd {
+    /// Show the effective settings for this desktop and where each came from
+    /// (the default when no subcommand is given).
+    Show,
+    /// Print the config file's path ($DESKPILOT_CONFIG, else
+    /// $XDG_CONFIG_HOME/deskpilot/config.toml, else ~/.config/deskpilot/config.toml).
+    Path,
+    /// Set a key, keeping the file's comments and other keys.
+    ///
+    /// Keys: enabled, mode, allow_apps, deny_apps, self_apps, action_budget,
+    /// idle_expiry_minutes, capture; prefix `sandbox.` for a value used only on
+    /// deskpilot sandbox desktops. Lists are comma-separated ("" = empty list).
+    #[command(after_help = "Examples:
+  deskpilot config set enabled true
+  deskpilot config set mode accept-edits
+  deskpilot config set sandbox.mode bypass
+  deskpilot config set deny_apps thunderbird,signal
+  deskpilot config set allow_apps ''          # an empty allow-list
+  deskpilot config set idle_expiry_minutes 30")]
+    Set {
+        /// A key such as `mode` or `sandbox.mode`.
+        key: String,
+        /// The value: true/false, an integer, a mode (plan, default, accept-edits,
+        /// bypass, unattended), a capture (a11y-only, a11y-and-pixels), or a list `a,b`.
+        value: String,
+    },
+    /// Remove a key, so its default (or the top-level value) applies again.
+    #[command(after_help = "Examples:
+  deskpilot config unset mode
+  deskpilot config unset sandbox.allow_apps")]
+    Unset {
+        /// A key such as `mode` or `sandbox.mode`.
+        key: String,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct ShowDoc<'a> {
+    path: String,
+    exists: bool,
+    in_sandbox: bool,
+    effective: &'a Effective,
+    file: FileDoc<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct FileDoc<'a> {
+    top: &'a Settings,
+    sandbox: &'a Settings,
+}
+
+fn context_line(in_sandbox: bool) -> &'static str {
+    if in_sandbox {
+        "context: this desktop is a deskpilot sandbox ([sandbox] keys apply)"
+    } else {
+        "context: your own desktop ([sandbox] keys do not apply)"
+    }
+}
+
+/// The value of `key` in `v` (a serialized [`Effective`] or [`Settings`]) as TOML-like
+/// text; `idle_expiry_minutes` is read from `idle_expiry_ms` when absent.
+fn render(v: &Value, key: &str) -> String {
+    let field = match v.get(key) {
+        Some(f) => f.clone(),
+        None if key == "idle_expiry_minutes" => v
+            .get("idle_expiry_ms")
+            .and_then(Value::as_u64)
+            .map(|ms| Value::from(ms / 60_000))
+            .unwrap_or(Value::Null),
+        None => Value::Null,
+    };
+    match &field {
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(Value::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Runs `deskpilot config`; `None` shows the settings. `in_sandbox` says whether the
+/// desktop this call targets is a deskpilot sandbox (the `[sandbox]` table applies).
+///
+/// Errors: `COMPUTER_INVALID_ARGUMENT` for an invalid file, key or value (the file is
+/// then left as it was); `COMPUTER_INTERNAL` when the file cannot be read or written.
+pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), DriverError> {
+    let path = config::config_path();
+    match cmd.unwrap_or(ConfigCmd::Show) {
+        ConfigCmd::Show => show(json, in_sandbox, &Config::load_from(&path)?),
+        ConfigCmd::Path => {
+            let exists = path.exists();
+            print_ok(
+                json,
+                &serde_json::json!({ "path": path.display().to_string(), "exists": exists }),
+                &path.display().to_string(),
+            );
+            Ok(())
+        }
+        ConfigCmd::Set { key, value } => {
+            config::set_key(&path, &key, &value)?;
+            let cfg = Config::load_from(&path)?;
+            let bare = key.strip_prefix("sandbox.").unwrap_or(&key);
+            let layer = if key.starts_with("sandbox.") {
+                &cfg.sandbox
+            } else {
+                &cfg.top
+            };
+            let stored = render(&serde_json::to_value(layer).unwrap_or(Value::Null), bare);
+            let mut text = format!("{key} = {stored}   # in {}", path.display());
+            let eff = cfg.effective(in_sandbox);
+            if key.starts_with("sandbox.") && !in_sandbox {
+                text.push_str("\nnote: sandbox.* keys apply only on deskpilot sandbox desktops");
+            } else if !key.starts_with("sandbox.")
+                && eff.sources.get(bare).map(String::as_str) == Some("sandbox table")
+            {
+                text.push_str(&format!(
+                    "\nnote: on this desktop `sandbox.{bare}` wins over `{bare}`"
+                ));
+            }
+            let doc = serde_json::json!({
+                "path": path.display().to_string(),
+                "key": key,
+                "value": serde_json::to_value(layer).ok().and_then(|v| v.get(bare).cloned()),
+                "effective": eff,
+            });
+            print_ok(json, &doc, &text);
+            Ok(())
+        }
+        ConfigCmd::Unset { key } => {
+            let removed = config::unset_key(&path, &key)?;
+            let text = if removed {
+                format!("removed `{key}` from {}", path.display())
+            } else {
+                format!("`{key}` was not set in {}", path.display())
+            };
+            let doc = serde_json::json!({
+                "path": path.display().to_string(),
+                "key": key,
+                "removed": removed,
+            });
+            print_ok(json, &doc, &text);
+            Ok(())
+        }
+    }
+}
+
+fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), DriverError> {
+    let exists = cfg.path.exists();
+    let eff = cfg.effective(in_sandbox);
+    let mut text = format!(
+        "config file: {}{}\n{}\n",
+        cfg.path.display(),
+        if exists { "" } else { " (no file yet)" },
+        context_line(in_sandbox)
+    );
+    let v = serde_json::to_value(&eff).unwrap_or(Value::Null);
+    let width = KEYS.iter().map(|k| k.len()).max().unwrap_or(0);
+    for key in KEYS {
+        let value = if key == "allow_apps" && eff.allow_all_apps {
+            "(every app)".to_string()
+        } else {
+            render(&v, key)
+        };
+        let source = eff
+            .sources
+            .get(key)
+            .map(String::as_str)
+            .unwrap_or("default");
+        text.push_str(&format!("{key:<width$} = {value:<20} # {source}\n"));
+    }
+    if !exists {
+        text.push_str("change a key with `deskpilot config set KEY VALUE`\n");
+    }
+    let doc = ShowDoc {
+        path: cfg.path.display().to_string(),
+        exists,
+        in_sandbox,
+        effective: &eff,
+        file: FileDoc {
+            top: &cfg.top,
+            sandbox: &cfg.sandbox,
+        },
+    };
+    print_ok(json, &doc, &text);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_render_as_toml_like_text() {
+        let eff = Config::default().effective(false);
+        let v = serde_json::to_value(&eff).unwrap();
+        assert_eq!(render(&v, "mode"), "\"default\"");
+        assert_eq!(render(&v, "enabled"), "false");
+        assert_eq!(render(&v, "deny_apps"), "[]");
+        assert_eq!(render(&v, "idle_expiry_minutes"), "15");
+        assert_eq!(render(&v, "capture"), "\"a11y-only\"");
+        let s = Settings {
+            deny_apps: Some(vec!["a".into(), "b".into()]),
+            ..Settings::default()
+        };
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(render(&v, "deny_apps"), "[\"a\", \"b\"]");
+        assert_eq!(render(&v, "mode"), "null");
+    }
+}

@@ -1,0 +1,144 @@
+//! `deskpilot grant|revoke|stop|approve`: the user's side of the policy.
+//!
+//! `grant --user` and `approve` are user channels: they need a terminal and ask
+//! before they act, so an agent driving the CLI without one cannot approve its own
+//! actions or lift a stop. `stop` needs nothing: stopping only ever narrows.
+
+use deskpilot_host::control::{self, StopReply};
+use deskpilot_host::host::{approve as approve_id, pending_approval};
+use deskpilot_host::store::state_dir;
+use deskpilot_policy::grant::{STOP_COOLDOWN_MS, Scope};
+use deskpilot_protocol::{DriverError, ErrorCode};
+
+use super::session::{Ctx, ask_yes, open, to_target};
+use crate::TargetArgs;
+use crate::output::print_ok;
+
+fn need_terminal(what: &str) -> Result<(), DriverError> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    Err(DriverError::new(
+        ErrorCode::ConfirmationRequired,
+        format!(
+            "{what} must come from you at a terminal (stdin is not one): it is how the user, not the agent, says yes"
+        ),
+    ))
+}
+
+/// `deskpilot grant`: shows the grant; with `--user`, issues a user grant.
+pub async fn grant(
+    ctx: &Ctx,
+    user: bool,
+    window_scope: bool,
+    target: TargetArgs,
+) -> Result<(), DriverError> {
+    let (mut h, _) = open(ctx, "cli").await?;
+    if !user {
+        let view = h.describe();
+        let text = match &view {
+            Some(g) => g.line(),
+            None => {
+                "no active grant; the next observe issues one (when computer use is on)".to_string()
+            }
+        };
+        print_ok(ctx.json, &serde_json::json!({ "grant": view }), &text);
+        return Ok(());
+    }
+    need_terminal("a user grant")?;
+    let t = to_target(&target);
+    let scope = if window_scope {
+        Scope::Window
+    } else {
+        Scope::Desktop
+    };
+    if window_scope && matches!(t, deskpilot_host::Target::Current) {
+        return Err(DriverError::new(
+            ErrorCode::InvalidArgument,
+            "--scope window needs --app or --window to name the window",
+        ));
+    }
+    if !ask_yes(
+        "deskpilot: grant the agent this desktop (within the refusals and budget) and lift any stop?",
+    ) {
+        return Err(DriverError::new(
+            ErrorCode::ConfirmationRequired,
+            "you declined; no grant was issued",
+        ));
+    }
+    let view = h.issue_user_grant(scope, &t).await?;
+    print_ok(
+        ctx.json,
+        &serde_json::json!({ "grant": view }),
+        &view.line(),
+    );
+    Ok(())
+}
+
+/// `deskpilot revoke`: ends the active grant of this session.
+pub async fn revoke(ctx: &Ctx) -> Result<(), DriverError> {
+    let (mut h, _) = open(ctx, "cli").await?;
+    let view = h.revoke()?;
+    let text = match &view {
+        Some(g) => format!("revoked {}", g.grant_id),
+        None => "no active grant".into(),
+    };
+    print_ok(ctx.json, &serde_json::json!({ "revoked": view }), &text);
+    Ok(())
+}
+
+/// `deskpilot stop`: revokes every grant, aborts running hosts, starts the cooldown.
+pub async fn stop(json: bool) -> Result<(), DriverError> {
+    let rec = control::write_stop(control::now_ms())?;
+    let replies: Vec<StopReply> = control::stop_hosts().await;
+    let mut text = format!(
+        "stopped: grants revoked; agent-issued grants are refused for {} s (`deskpilot grant --user` lifts this)",
+        STOP_COOLDOWN_MS / 1000
+    );
+    for r in &replies {
+        match (&r.host, &r.error) {
+            (Some(h), _) => text.push_str(&format!(
+                "\n  aborted {} host pid {} (session {:?})",
+                h.kind, h.pid, h.session
+            )),
+            (None, Some(e)) => {
+                text.push_str(&format!("\n  could not reach {}: {e}", r.socket.display()))
+            }
+            (None, None) => {}
+        }
+    }
+    print_ok(
+        json,
+        &serde_json::json!({ "stop": rec, "hosts": replies }),
+        &text,
+    );
+    Ok(())
+}
+
+/// `deskpilot approve ID`: the user allows one pending action, once.
+pub fn approve(json: bool, id: &str) -> Result<(), DriverError> {
+    need_terminal("an approval")?;
+    let path = state_dir().join("approvals.json");
+    let Some(summary) = pending_approval(&path, id)? else {
+        return Err(DriverError::new(
+            ErrorCode::ConfirmationRequired,
+            format!(
+                "no pending approval {id:?}: it was used, expired, or never asked; retry the action to ask again"
+            ),
+        ));
+    };
+    if !ask_yes(&format!("deskpilot: approve {summary}, once?")) {
+        return Err(DriverError::new(
+            ErrorCode::ConfirmationRequired,
+            "you declined; the action stays refused",
+        ));
+    }
+    let summary = approve_id(&path, id)?;
+    print_ok(
+        json,
+        &serde_json::json!({ "approved": id, "action": summary }),
+        &format!("approved {id}: {summary} (single use, within 5 min, void if the window changes)"),
+    );
+    Ok(())
+}
