@@ -251,6 +251,19 @@ impl RefRegistry {
         self.entries.values()
     }
 
+    /// The highest ref number issued so far (0 before the first).
+    pub fn issued(&self) -> u64 {
+        self.issued
+            .max(self.entries.keys().next_back().copied().unwrap_or(0))
+    }
+
+    /// Makes every number issued from now on greater than `floor`. A host shares one
+    /// floor across the windows of a session, so no two windows ever show the same
+    /// `eN` and a ref can never land in a window it was not shown for.
+    pub fn reserve_above(&mut self, floor: u64) {
+        self.issued = self.issued.max(floor);
+    }
+
     /// Sets `ref_` on every element under `root` (the root itself, the window, is left
     /// untouched: its `wN` comes from [`WindowRefs`]), following the contract in the
     /// module doc: same handle and still the same element (same role, and the same

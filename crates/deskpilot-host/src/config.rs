@@ -23,6 +23,24 @@
 //! | `idle_expiry_minutes` | integer ≥ 1     | 15                    | 15                | minutes without an action after which a grant closes ([`DEFAULT_IDLE_EXPIRY_MS`]) |
 //! | `capture`             | string          | `"a11y-only"`         | `"a11y-only"`     | `a11y-only` or `a11y-and-pixels` (whether pixels may be captured) |
 //!
+//! # The bound model
+//!
+//! A `[model]` table (top level only) names the model `deskpilot run` and
+//! `computer_task` drive the desktop with (ARCHITECTURE.md §10). There is no default
+//! model and no fallback: without `provider` and `model` the loop refuses with
+//! `COMPUTER_NO_MODEL_BINDING`.
+//!
+//! | key           | type         | default | meaning |
+//! |---------------|--------------|---------|---------|
+//! | `provider`    | string       | —       | `openai` (any OpenAI-compatible Chat Completions server: OpenAI, vLLM, Ollama, llama-server, LM Studio) or `anthropic` (Messages API) |
+//! | `model`       | string       | —       | the provider's model name, e.g. `gpt-4.1-mini`, `qwen2.5:7b`, `claude-sonnet-4-5` |
+//! | `endpoint`    | string (URL) | `https://api.openai.com/v1` / `https://api.anthropic.com` | base URL; `/chat/completions` or `/v1/messages` is appended |
+//! | `api_key_env` | string       | none    | name of the environment variable holding the API key (never the key itself); unset for local servers that need none |
+//! | `timeout_ms`  | integer      | 60000   | per-request timeout, ms ([`DEFAULT_MODEL_TIMEOUT_MS`]) |
+//! | `max_retries` | integer 0–10 | 2       | retries on 429, 5xx and connection errors ([`DEFAULT_MODEL_MAX_RETRIES`]) |
+//!
+//! `deskpilot config set model.provider openai` edits it like any other key.
+//!
 //! # Precedence
 //!
 //! On a sandbox desktop: the `[sandbox]` table, then the top-level key, then the
@@ -67,6 +85,35 @@ pub const KEYS: [&str; 8] = [
 /// The name of the table whose keys apply only on a sandbox desktop.
 pub const SANDBOX_TABLE: &str = "sandbox";
 
+/// The name of the table that binds the model of the inner loop.
+pub const MODEL_TABLE: &str = "model";
+
+/// Every key of the `[model]` table, in display order.
+pub const MODEL_KEYS: [&str; 6] = [
+    "provider",
+    "model",
+    "endpoint",
+    "api_key_env",
+    "timeout_ms",
+    "max_retries",
+];
+
+/// Default per-request timeout of a model call: 60,000 ms (a slow local model
+/// answering a 2,000-token observation takes tens of seconds on a CPU).
+pub const DEFAULT_MODEL_TIMEOUT_MS: u64 = 60_000;
+
+/// Default retries of a model call on 429, 5xx and connection errors.
+pub const DEFAULT_MODEL_MAX_RETRIES: u32 = 2;
+
+/// Most retries `max_retries` accepts: the loop must stay bounded in time.
+pub const MAX_MODEL_RETRIES: u32 = 10;
+
+/// Default endpoint of the `openai` provider.
+pub const OPENAI_ENDPOINT: &str = "https://api.openai.com/v1";
+
+/// Default endpoint of the `anthropic` provider.
+pub const ANTHROPIC_ENDPOINT: &str = "https://api.anthropic.com";
+
 const MODE_NAMES: &str = "plan, default, accept-edits, bypass, unattended";
 const CAPTURE_NAMES: &str = "a11y-only, a11y-and-pixels";
 
@@ -100,7 +147,108 @@ pub struct Settings {
     pub capture: Option<Capture>,
 }
 
-/// The config file as read: its path and both layers.
+/// The API a model provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Provider {
+    /// OpenAI-compatible Chat Completions (`POST {endpoint}/chat/completions`):
+    /// OpenAI, vLLM, Ollama, llama-server, LM Studio.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Anthropic Messages (`POST {endpoint}/v1/messages`).
+    #[serde(rename = "anthropic")]
+    Anthropic,
+}
+
+impl Provider {
+    /// The config spelling: `openai` or `anthropic`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+
+    /// Parses [`Provider::as_str`] names.
+    pub fn from_name(s: &str) -> Option<Provider> {
+        match s {
+            "openai" => Some(Provider::OpenAi),
+            "anthropic" => Some(Provider::Anthropic),
+            _ => None,
+        }
+    }
+
+    /// The endpoint used when the config names none.
+    pub fn default_endpoint(self) -> &'static str {
+        match self {
+            Provider::OpenAi => OPENAI_ENDPOINT,
+            Provider::Anthropic => ANTHROPIC_ENDPOINT,
+        }
+    }
+}
+
+/// The `[model]` table as written; `None` = not set. It may be incomplete while the
+/// user fills it in key by key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelSettings {
+    pub provider: Option<Provider>,
+    pub model: Option<String>,
+    pub endpoint: Option<String>,
+    pub api_key_env: Option<String>,
+    /// Per-request timeout, ms, ≥ 1.
+    pub timeout_ms: Option<u64>,
+    /// 0 to [`MAX_MODEL_RETRIES`].
+    pub max_retries: Option<u32>,
+}
+
+impl ModelSettings {
+    /// The binding, when both `provider` and `model` are set; other keys take their
+    /// defaults.
+    pub fn resolve(&self) -> Option<ModelBinding> {
+        let provider = self.provider?;
+        let model = self.model.clone()?;
+        Some(ModelBinding {
+            provider,
+            model,
+            endpoint: self
+                .endpoint
+                .clone()
+                .unwrap_or_else(|| provider.default_endpoint().to_string()),
+            api_key_env: self.api_key_env.clone(),
+            timeout_ms: self.timeout_ms.unwrap_or(DEFAULT_MODEL_TIMEOUT_MS),
+            max_retries: self.max_retries.unwrap_or(DEFAULT_MODEL_MAX_RETRIES),
+        })
+    }
+
+    /// The required keys that are not set (`provider`, `model`).
+    pub fn missing(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.provider.is_none() {
+            out.push("provider");
+        }
+        if self.model.is_none() {
+            out.push("model");
+        }
+        out
+    }
+}
+
+/// The model the inner loop is bound to: explicit, never a fallback.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelBinding {
+    pub provider: Provider,
+    /// The provider's model name.
+    pub model: String,
+    /// Base URL (default per provider, see [`Provider::default_endpoint`]).
+    pub endpoint: String,
+    /// Name of the environment variable holding the API key; `None` sends no key.
+    pub api_key_env: Option<String>,
+    /// Per-request timeout, ms (default [`DEFAULT_MODEL_TIMEOUT_MS`]).
+    pub timeout_ms: u64,
+    /// Retries on 429, 5xx and connection errors (default [`DEFAULT_MODEL_MAX_RETRIES`]).
+    pub max_retries: u32,
+}
+
+/// The config file as read: its path, both layers and the model binding.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
     pub path: PathBuf,
@@ -108,6 +256,10 @@ pub struct Config {
     pub top: Settings,
     /// The `[sandbox]` table.
     pub sandbox: Settings,
+    /// The `[model]` table as written (possibly incomplete).
+    pub model_settings: ModelSettings,
+    /// The bound model: `Some` when `[model]` sets at least `provider` and `model`.
+    pub model: Option<ModelBinding>,
 }
 
 /// Every key resolved for one context (own desktop or sandbox).
@@ -160,6 +312,16 @@ fn valid_values(key: &str) -> &'static str {
         "action_budget" => "an integer from 1 to 4294967295",
         "idle_expiry_minutes" => "an integer of at least 1",
         "capture" => CAPTURE_NAMES,
+        "provider" => "openai, anthropic",
+        "model" => "a model name such as \"gpt-4.1-mini\", \"qwen2.5:7b\" or \"claude-sonnet-4-5\"",
+        "endpoint" => {
+            "an http:// or https:// base URL such as http://127.0.0.1:11434/v1 (Ollama) or https://api.openai.com/v1"
+        }
+        "api_key_env" => {
+            "the name of an environment variable such as OPENAI_API_KEY (letters, digits, _; never the key itself)"
+        }
+        "timeout_ms" => "an integer from 1 to 3600000",
+        "max_retries" => "an integer from 0 to 10",
         _ => "",
     }
 }
@@ -178,7 +340,9 @@ fn key_error(path: &Path, key: &str, what: &str) -> DriverError {
 fn unknown_key_error(path: &Path, key: &str, in_sandbox_table: bool) -> DriverError {
     let mut valid = KEYS.join(", ");
     if !in_sandbox_table {
-        valid.push_str(", [sandbox] (a table of the same keys)");
+        valid.push_str(", [sandbox] (a table of the same keys), [model] (");
+        valid.push_str(&MODEL_KEYS.join(", "));
+        valid.push(')');
     }
     invalid(format!(
         "{}: unknown key `{key}`; valid keys: {valid}; fix it with `deskpilot config unset {key}` or edit the file",
@@ -209,15 +373,24 @@ fn describe_item(item: &Item) -> &'static str {
 
 /// Reads one layer from a table, refusing unknown keys and wrong values. `prefix` is
 /// `""` at the top level and `"sandbox."` in the sandbox table (for messages).
-fn parse_layer(
-    path: &Path,
-    table: &dyn TableLike,
-    prefix: &str,
-) -> Result<(Settings, Option<Settings>), DriverError> {
+fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layers, DriverError> {
     let mut s = Settings::default();
     let mut sandbox = None;
+    let mut model = None;
     for (key, item) in table.iter() {
         let full = format!("{prefix}{key}");
+        if prefix.is_empty() && key == MODEL_TABLE {
+            let Some(t) = item.as_table_like() else {
+                return Err(invalid(format!(
+                    "{}: key `model`: is {} but must be a table (`[model]` followed by {}); fix it with `deskpilot config unset model` and `deskpilot config set model.provider openai`",
+                    path.display(),
+                    describe_item(item),
+                    MODEL_KEYS.join(", ")
+                )));
+            };
+            model = Some(parse_model_table(path, t)?);
+            continue;
+        }
         if prefix.is_empty() && key == SANDBOX_TABLE {
             let Some(t) = item.as_table_like() else {
                 return Err(invalid(format!(
@@ -226,7 +399,7 @@ fn parse_layer(
                     describe_item(item)
                 )));
             };
-            sandbox = Some(parse_layer(path, t, "sandbox.")?.0);
+            sandbox = Some(parse_layer(path, t, "sandbox.")?.top);
             continue;
         }
         if !KEYS.contains(&key) {
@@ -300,7 +473,121 @@ fn parse_layer(
             _ => return Err(unknown_key_error(path, &full, !prefix.is_empty())),
         }
     }
-    Ok((s, sandbox))
+    Ok(Layers {
+        top: s,
+        sandbox,
+        model,
+    })
+}
+
+/// What one table of the file holds: its keys, and at the top level the `[sandbox]`
+/// and `[model]` tables.
+struct Layers {
+    top: Settings,
+    sandbox: Option<Settings>,
+    model: Option<ModelSettings>,
+}
+
+/// Whether `s` is usable as an environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
+fn is_env_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Checks one string value of the `[model]` table; `Err` says what is wrong.
+fn check_model_string(key: &str, v: &str) -> Result<(), String> {
+    match key {
+        "provider" => Provider::from_name(v)
+            .map(|_| ())
+            .ok_or_else(|| format!("unknown provider {v:?}")),
+        "model" => {
+            if v.trim().is_empty() {
+                Err("is empty".into())
+            } else {
+                Ok(())
+            }
+        }
+        "endpoint" => {
+            let ok = (v.starts_with("http://") || v.starts_with("https://"))
+                && v.split_once("://")
+                    .is_some_and(|(_, rest)| !rest.is_empty())
+                && !v.chars().any(char::is_whitespace);
+            if ok {
+                Ok(())
+            } else {
+                Err(format!("{v:?} is not an http:// or https:// URL"))
+            }
+        }
+        "api_key_env" => {
+            if is_env_name(v) {
+                Ok(())
+            } else {
+                // Never echo what may be the key itself.
+                Err("is not an environment variable name (it must name the variable holding the key, not hold the key)".into())
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+fn parse_model_table(path: &Path, table: &dyn TableLike) -> Result<ModelSettings, DriverError> {
+    let mut m = ModelSettings::default();
+    for (key, item) in table.iter() {
+        let full = format!("{MODEL_TABLE}.{key}");
+        if !MODEL_KEYS.contains(&key) {
+            return Err(invalid(format!(
+                "{}: unknown key `{full}`; valid keys of [model]: {}; fix it with `deskpilot config unset {full}` or edit the file",
+                path.display(),
+                MODEL_KEYS.join(", ")
+            )));
+        }
+        let Some(v) = item.as_value() else {
+            return Err(key_error(
+                path,
+                &full,
+                &format!("is {}", describe_item(item)),
+            ));
+        };
+        let wrong = |want: &str| {
+            key_error(
+                path,
+                &full,
+                &format!("is {} but must be {want}", describe(v)),
+            )
+        };
+        match key {
+            "timeout_ms" => {
+                let n = v.as_integer().ok_or_else(|| wrong("an integer"))?;
+                let n = u64::try_from(n)
+                    .ok()
+                    .filter(|&n| (1..=3_600_000).contains(&n))
+                    .ok_or_else(|| key_error(path, &full, &format!("{n} is out of range")))?;
+                m.timeout_ms = Some(n);
+            }
+            "max_retries" => {
+                let n = v.as_integer().ok_or_else(|| wrong("an integer"))?;
+                let n = u32::try_from(n)
+                    .ok()
+                    .filter(|&n| n <= MAX_MODEL_RETRIES)
+                    .ok_or_else(|| key_error(path, &full, &format!("{n} is out of range")))?;
+                m.max_retries = Some(n);
+            }
+            _ => {
+                let s = v.as_str().ok_or_else(|| wrong("a string"))?;
+                check_model_string(key, s).map_err(|what| key_error(path, &full, &what))?;
+                match key {
+                    "provider" => m.provider = Provider::from_name(s),
+                    "model" => m.model = Some(s.to_string()),
+                    "endpoint" => m.endpoint = Some(s.trim_end_matches('/').to_string()),
+                    _ => m.api_key_env = Some(s.to_string()),
+                }
+            }
+        }
+    }
+    Ok(m)
 }
 
 fn capture_from_name(s: &str) -> Option<Capture> {
@@ -327,11 +614,14 @@ fn parse_document(path: &Path, text: &str) -> Result<(DocumentMut, Config), Driv
             e.to_string().trim_end()
         ))
     })?;
-    let (top, sandbox) = parse_layer(path, doc.as_table(), "")?;
+    let layers = parse_layer(path, doc.as_table(), "")?;
+    let model_settings = layers.model.unwrap_or_default();
     let cfg = Config {
         path: path.to_path_buf(),
-        top,
-        sandbox: sandbox.unwrap_or_default(),
+        top: layers.top,
+        sandbox: layers.sandbox.unwrap_or_default(),
+        model: model_settings.resolve(),
+        model_settings,
     };
     Ok((doc, cfg))
 }
@@ -510,20 +800,76 @@ impl Config {
 
 /// Splits `KEY` or `sandbox.KEY` into (in the sandbox table, bare key), refusing
 /// unknown keys.
-fn split_key<'a>(path: &Path, key: &'a str) -> Result<(bool, &'a str), DriverError> {
-    let (in_sb, bare) = match key.strip_prefix("sandbox.") {
-        Some(rest) => (true, rest),
-        None => (false, key),
+fn split_key<'a>(path: &Path, key: &'a str) -> Result<(Table, &'a str), DriverError> {
+    let (table, bare) = table_of(key);
+    let known = match table {
+        Table::Model => MODEL_KEYS.contains(&bare),
+        _ => KEYS.contains(&bare),
     };
-    if !KEYS.contains(&bare) {
+    if !known {
         let mut valid = KEYS.join(", ");
-        valid.push_str(", or any of them as sandbox.KEY");
+        valid.push_str(", or any of them as sandbox.KEY; model.");
+        valid.push_str(&MODEL_KEYS.join(", model."));
         return Err(invalid(format!(
             "{}: unknown key `{key}`; valid keys: {valid}",
             path.display()
         )));
     }
-    Ok((in_sb, bare))
+    Ok((table, bare))
+}
+
+/// Which table of the file a dotted key belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    Top,
+    Sandbox,
+    Model,
+}
+
+/// `sandbox.KEY` → (sandbox, KEY); `model.KEY` → (model, KEY); else (top, KEY).
+fn table_of(key: &str) -> (Table, &str) {
+    if let Some(rest) = key.strip_prefix("sandbox.") {
+        (Table::Sandbox, rest)
+    } else if let Some(rest) = key.strip_prefix("model.") {
+        (Table::Model, rest)
+    } else {
+        (Table::Top, key)
+    }
+}
+
+/// Turns a command-line VALUE into the TOML value of `model.BARE`.
+fn parse_model_cli_value(
+    path: &Path,
+    key: &str,
+    bare: &str,
+    value: &str,
+) -> Result<Value, DriverError> {
+    let v = value.trim();
+    match bare {
+        "timeout_ms" | "max_retries" => {
+            let max = if bare == "timeout_ms" {
+                3_600_000
+            } else {
+                i64::from(MAX_MODEL_RETRIES)
+            };
+            let min = i64::from(bare == "timeout_ms");
+            let n: i64 = v
+                .parse()
+                .ok()
+                .filter(|n| (min..=max).contains(n))
+                .ok_or_else(|| key_error(path, key, &format!("{value:?} is not a valid value")))?;
+            Ok(Value::from(n))
+        }
+        _ => {
+            check_model_string(bare, v).map_err(|what| key_error(path, key, &what))?;
+            let v = if bare == "endpoint" {
+                v.trim_end_matches('/')
+            } else {
+                v
+            };
+            Ok(Value::from(v))
+        }
+    }
 }
 
 /// Turns a command-line VALUE into the TOML value of `bare`.
@@ -642,12 +988,13 @@ fn load_doc(path: &Path) -> Result<(DocumentMut, bool), DriverError> {
     }
 }
 
-/// Sets KEY (a top-level key or `sandbox.KEY`) to VALUE in the file at `path`,
+/// Sets KEY (a top-level key, `sandbox.KEY` or `model.KEY`) to VALUE in the file at `path`,
 /// creating the file (and its directory, mode 0700) if needed and keeping comments
 /// and other keys as they are. VALUE: `true`/`false`; an integer; a mode name
 /// (`plan`, `default`, `accept-edits`, `bypass`, `unattended`); a capture name
-/// (`a11y-only`, `a11y-and-pixels`); or a comma-separated list (`a,b`; `""` is the
-/// empty list). The value is validated, and the edited file is validated before it
+/// (`a11y-only`, `a11y-and-pixels`); a comma-separated list (`a,b`; `""` is the
+/// empty list); or for `model.*` a provider (`openai`, `anthropic`), a model name, an
+/// http(s) endpoint, an environment variable name or an integer. The value is validated, and the edited file is validated before it
 /// replaces the old one (temp file + rename): an edit never makes a valid file
 /// invalid, and on an invalid file it is how a wrong key is repaired.
 ///
@@ -656,25 +1003,34 @@ fn load_doc(path: &Path) -> Result<(DocumentMut, bool), DriverError> {
 /// file is then left untouched;
 /// `COMPUTER_INTERNAL` when the file cannot be read or written.
 pub fn set_key(path: &Path, key: &str, value: &str) -> Result<(), DriverError> {
-    let (in_sb, bare) = split_key(path, key)?;
-    let mut new = parse_cli_value(path, key, bare, value)?;
+    let (which, bare) = split_key(path, key)?;
+    let mut new = match which {
+        Table::Model => parse_model_cli_value(path, key, bare, value)?,
+        _ => parse_cli_value(path, key, bare, value)?,
+    };
     ensure_dir(path)?;
     let _lock = lock_for(path)?;
     let (mut doc, was_valid) = load_doc(path)?;
-    let table: &mut dyn TableLike = if in_sb {
-        if doc.get(SANDBOX_TABLE).is_none() {
-            doc.insert(SANDBOX_TABLE, toml_edit::table());
+    let table: &mut dyn TableLike = match which {
+        Table::Top => doc.as_table_mut(),
+        Table::Sandbox | Table::Model => {
+            let name = if which == Table::Sandbox {
+                SANDBOX_TABLE
+            } else {
+                MODEL_TABLE
+            };
+            if doc.get(name).is_none() {
+                doc.insert(name, toml_edit::table());
+            }
+            doc.get_mut(name)
+                .and_then(Item::as_table_like_mut)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "{}: key `{name}` is not a table; edit the file",
+                        path.display()
+                    ))
+                })?
         }
-        doc.get_mut(SANDBOX_TABLE)
-            .and_then(Item::as_table_like_mut)
-            .ok_or_else(|| {
-                invalid(format!(
-                    "{}: key `sandbox` is not a table; edit the file",
-                    path.display()
-                ))
-            })?
-    } else {
-        doc.as_table_mut()
     };
     // Keep a trailing comment on the value being replaced.
     if let Some(old) = table.get(bare).and_then(Item::as_value) {
@@ -726,7 +1082,8 @@ fn remove_keeping_comment(table: &mut toml_edit::Table, key: &str) -> (bool, Opt
     (true, Some(c))
 }
 
-/// Removes KEY (a top-level key or `sandbox.KEY`) from the file at `path`, keeping
+/// Removes KEY (a top-level key, `sandbox.KEY`, `model.KEY`, or a whole `sandbox` or
+/// `model` table) from the file at `path`, keeping
 /// everything else and moving a comment above the key onto the next line. Returns
 /// whether the key was set. A missing file is left missing. A key deskpilot does not
 /// know is removed when present (that is how a misspelt key is repaired).
@@ -735,11 +1092,12 @@ fn remove_keeping_comment(table: &mut toml_edit::Table, key: &str) -> (bool, Opt
 /// a file that is not valid TOML (the file is then left untouched);
 /// `COMPUTER_INTERNAL` when the file cannot be read or written.
 pub fn unset_key(path: &Path, key: &str) -> Result<bool, DriverError> {
-    let (in_sb, bare) = match key.strip_prefix("sandbox.") {
-        Some(rest) => (true, rest),
-        None => (false, key),
+    let (which, bare) = table_of(key);
+    let known = match which {
+        Table::Top => KEYS.contains(&bare) || bare == SANDBOX_TABLE || bare == MODEL_TABLE,
+        Table::Sandbox => KEYS.contains(&bare),
+        Table::Model => MODEL_KEYS.contains(&bare),
     };
-    let known = KEYS.contains(&bare) || (!in_sb && bare == SANDBOX_TABLE);
     if !path.exists() {
         return if known {
             Ok(false)
@@ -749,8 +1107,13 @@ pub fn unset_key(path: &Path, key: &str) -> Result<bool, DriverError> {
     }
     let _lock = lock_for(path)?;
     let (mut doc, was_valid) = load_doc(path)?;
-    let (removed, orphan) = if in_sb {
-        match doc.get_mut(SANDBOX_TABLE) {
+    let (removed, orphan) = if which != Table::Top {
+        let name = if which == Table::Sandbox {
+            SANDBOX_TABLE
+        } else {
+            MODEL_TABLE
+        };
+        match doc.get_mut(name) {
             Some(Item::Table(t)) => remove_keeping_comment(t, bare),
             Some(item) => (
                 item.as_table_like_mut()
@@ -762,8 +1125,14 @@ pub fn unset_key(path: &Path, key: &str) -> Result<bool, DriverError> {
         }
     } else {
         let (removed, orphan) = remove_keeping_comment(doc.as_table_mut(), bare);
-        // The top level's next line is the `[sandbox]` header when no key follows.
-        match (orphan, doc.get_mut(SANDBOX_TABLE)) {
+        // The top level's next line is the first table's header when no key follows.
+        let first_table = doc
+            .as_table()
+            .iter()
+            .filter(|(_, item)| item.is_table())
+            .min_by_key(|(_, item)| item.as_table().and_then(toml_edit::Table::position))
+            .map(|(k, _)| k.to_string());
+        match (orphan, first_table.and_then(|k| doc.get_mut(&k))) {
             (Some(c), Some(Item::Table(t))) => {
                 let old = t.decor().prefix().and_then(|p| p.as_str()).unwrap_or("");
                 let new = format!("{c}{old}");
@@ -1003,6 +1372,120 @@ mode = "bypass"
         assert_eq!(sb.idle_expiry_ms, 180_000);
         assert_eq!(sb.capture, Capture::A11yAndPixels);
         assert_eq!(parse_list(" a ,b"), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn the_model_table_binds_a_model_and_defaults_the_rest() {
+        let c = cfg("[model]\nprovider = \"openai\"\nmodel = \"qwen2.5:7b\"\nendpoint = \"http://127.0.0.1:11434/v1/\"\n").unwrap();
+        let b = c.model.clone().expect("bound");
+        assert_eq!(b.provider, Provider::OpenAi);
+        assert_eq!(b.model, "qwen2.5:7b");
+        assert_eq!(b.endpoint, "http://127.0.0.1:11434/v1");
+        assert_eq!(b.api_key_env, None);
+        assert_eq!(b.timeout_ms, DEFAULT_MODEL_TIMEOUT_MS);
+        assert_eq!(b.max_retries, DEFAULT_MODEL_MAX_RETRIES);
+        // The layers are untouched by the model table.
+        assert_eq!(c.top, Settings::default());
+
+        let c = cfg("[model]\nprovider = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\napi_key_env = \"ANTHROPIC_API_KEY\"\ntimeout_ms = 300\nmax_retries = 0\n").unwrap();
+        let b = c.model.unwrap();
+        assert_eq!(b.provider, Provider::Anthropic);
+        assert_eq!(b.endpoint, ANTHROPIC_ENDPOINT);
+        assert_eq!(b.api_key_env.as_deref(), Some("ANTHROPIC_API_KEY"));
+        assert_eq!((b.timeout_ms, b.max_retries), (300, 0));
+
+        // Incomplete: no binding, and what is missing is known.
+        let c = cfg("[model]\nprovider = \"openai\"\n").unwrap();
+        assert_eq!(c.model, None);
+        assert_eq!(c.model_settings.missing(), vec!["model"]);
+        assert_eq!(
+            Config::default().model_settings.missing(),
+            vec!["provider", "model"]
+        );
+
+        for (text, needle) in [
+            (
+                "[model]\nprovider = \"gemini\"\n",
+                "unknown provider \"gemini\"",
+            ),
+            ("[model]\nmodle = \"x\"\n", "unknown key `model.modle`"),
+            (
+                "[model]\nendpoint = \"localhost:8080\"\n",
+                "is not an http:// or https:// URL",
+            ),
+            (
+                "[model]\napi_key_env = \"sk-abc-123\"\n",
+                "not an environment variable name",
+            ),
+            ("[model]\nmax_retries = 11\n", "11 is out of range"),
+            ("[model]\ntimeout_ms = 0\n", "0 is out of range"),
+            (
+                "model = \"gpt\"\n",
+                "key `model`: is a string but must be a table",
+            ),
+            (
+                "[sandbox]\n[sandbox.model]\nprovider = \"openai\"\n",
+                "unknown key `sandbox.model`",
+            ),
+        ] {
+            let e = cfg(text).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{text}");
+            assert!(e.message.contains(needle), "{text}: {}", e.message);
+            assert!(!e.message.contains("sk-abc-123"), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn model_keys_are_set_and_unset_one_at_a_time() {
+        let d = TempDir::new("model");
+        let p = d.0.join("config.toml");
+        set_key(&p, "mode", "plan").unwrap();
+        set_key(&p, "model.provider", "openai").unwrap();
+        // An incomplete table is a valid file: the binding is filled in key by key.
+        assert_eq!(Config::load_from(&p).unwrap().model, None);
+        set_key(&p, "model.model", "gpt-4.1-mini").unwrap();
+        set_key(&p, "model.endpoint", "http://127.0.0.1:8080/v1/").unwrap();
+        set_key(&p, "model.api_key_env", "LOCAL_KEY").unwrap();
+        set_key(&p, "model.timeout_ms", "1500").unwrap();
+        set_key(&p, "model.max_retries", "3").unwrap();
+        set_key(&p, "sandbox.mode", "bypass").unwrap();
+        let c = Config::load_from(&p).unwrap();
+        let b = c.model.clone().unwrap();
+        assert_eq!(b.model, "gpt-4.1-mini");
+        assert_eq!(b.endpoint, "http://127.0.0.1:8080/v1");
+        assert_eq!(b.api_key_env.as_deref(), Some("LOCAL_KEY"));
+        assert_eq!((b.timeout_ms, b.max_retries), (1500, 3));
+        assert_eq!(c.top.mode, Some(Mode::Plan));
+        assert_eq!(c.sandbox.mode, Some(Mode::Bypass));
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains("[model]\nprovider = \"openai\""), "{text}");
+
+        let before = text.clone();
+        for (k, v) in [
+            ("model.provider", "gemini"),
+            ("model.api_key_env", "sk-live-secret"),
+            ("model.max_retries", "99"),
+            ("model.timeout_ms", "0"),
+            ("model.endpoint", "ftp://x"),
+            ("model.temperature", "0"),
+        ] {
+            let e = set_key(&p, k, v).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{k}={v}");
+            assert!(!e.message.contains("sk-live-secret"), "{}", e.message);
+            assert_eq!(std::fs::read_to_string(&p).unwrap(), before);
+        }
+
+        assert!(unset_key(&p, "model.api_key_env").unwrap());
+        assert_eq!(
+            Config::load_from(&p).unwrap().model.unwrap().api_key_env,
+            None
+        );
+        assert!(unset_key(&p, "model").unwrap());
+        let c = Config::load_from(&p).unwrap();
+        assert_eq!(c.model, None);
+        assert_eq!(c.model_settings, ModelSettings::default());
+        assert_eq!(c.sandbox.mode, Some(Mode::Bypass));
+        assert!(unset_key(&p, "model.nonsense").is_err());
     }
 
     #[test]

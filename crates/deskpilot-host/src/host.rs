@@ -299,6 +299,17 @@ fn is_password(n: &Node) -> bool {
     n.has(State::Password)
 }
 
+/// Whether synthesized input into the window could reach a password field: the
+/// focused element is one, or no element reports focus (an inactive window's focus
+/// widget does not) while the window has a password field, which may be the widget
+/// the input lands in once the window is raised.
+fn input_may_reach_password(root: &Node) -> bool {
+    match focused(root) {
+        Some(n) => is_password(n),
+        None => root.walk().any(is_password),
+    }
+}
+
 /// Runs `f` on the approvals file under an exclusive lock, writing it back.
 fn with_approvals<R>(
     path: &std::path::Path,
@@ -859,9 +870,6 @@ impl Host {
             },
             other => self.session.resolve_window(other).await?,
         };
-        if self.bound_handle().as_deref() == Some(window.handle.as_str()) {
-            return Ok(window);
-        }
         let Some((_, cand)) = en.find(window.handle.as_str()) else {
             return Err(fail(
                 ErrorCode::ElementNotFound,
@@ -869,6 +877,15 @@ impl Host {
             ));
         };
         let cand = cand.clone();
+        if self.bound_handle().as_deref() == Some(window.handle.as_str()) {
+            // Already bound: the refusals still run on every call (the config or
+            // the window's owner may have changed since it was bound).
+            if let Some(r) = self.rules.check_window(&cand.facts) {
+                let app = cand.facts.app.clone();
+                return Err(self.refuse(refused(r), Some("read"), Some(&app)));
+            }
+            return Ok(window);
+        }
         let rules = self.rules.clone();
         match self.policy_mut().authority.bind(&cand, &rules, now) {
             Ok(_) => {
@@ -1171,6 +1188,40 @@ impl Host {
             .map(|ws| ws.revision)
     }
 
+    /// `COMPUTER_STALE_REVISION` when `r` is not a ref of the bound window but was
+    /// shown for another window (refs are numbered across the session, so it cannot
+    /// be both): the grant moved since, and acting on it needs a rebind first.
+    fn ref_elsewhere(&self, r: &str, bound: &str) -> Option<DriverError> {
+        let st = self.session.state();
+        if st
+            .per_window
+            .get(bound)
+            .is_some_and(|ws| ws.registry.resolve(r).is_ok())
+        {
+            return None;
+        }
+        let (handle, ws) = st
+            .per_window
+            .iter()
+            .find(|(h, ws)| h.as_str() != bound && ws.registry.resolve(r).is_ok())?;
+        let wref = st
+            .windows
+            .ref_of(&Handle(handle.clone()))
+            .unwrap_or_else(|| "another window".into());
+        let title = ws
+            .info
+            .as_ref()
+            .map(|i| deskpilot_core::sanitize::one_line(&i.title))
+            .unwrap_or_default();
+        Some(fail(
+            ErrorCode::StaleRevision,
+            format!(
+                "{} was shown for window {wref} {title:?}, but the grant is bound to another window now; observe --window {wref} to move the grant back (its refusals are checked again), then act",
+                deskpilot_core::sanitize::one_line(r)
+            ),
+        ))
+    }
+
     fn check_budget(&mut self, revision: u64, op: &str, app: &str) -> Result<(), DriverError> {
         let now = control::now_ms();
         match self.policy_mut().authority.check_action(revision, now) {
@@ -1223,6 +1274,9 @@ impl Host {
             }
             Some(_) => {}
         }
+        if let Some(e) = self.ref_elsewhere(r, window.handle.as_str()) {
+            return Err(self.refuse(e, Some(op.as_str()), Some(&app)));
+        }
         self.check_budget(revision, op.as_str(), &app)?;
         self.session.state_mut().current = Some(window.handle.0.clone());
 
@@ -1245,6 +1299,8 @@ impl Host {
                 note.fingerprint = Some(fp.clone());
                 let textual = matches!(op, Op::SetValue | Op::Type | Op::Clear);
                 let mut f = facts.clone();
+                // No text into a password field, and no typing at all while one
+                // has focus (a keyboard fallback could land there).
                 f.focused_password = textual && is_password(el)
                     || matches!(op, Op::Type) && focused(root).is_some_and(is_password);
                 if let Some(r) = rules.check_input(&f) {
@@ -1385,7 +1441,7 @@ impl Host {
         let root = self.session.peek(&window).await?;
         let foc = focused(&root);
         let mut f = cand.facts.clone();
-        f.focused_password = foc.is_some_and(is_password);
+        f.focused_password = input_may_reach_password(&root);
         let text_len = Some(
             chord
                 .as_deref()
@@ -1561,7 +1617,7 @@ impl Host {
         let sy = basis.y + (y / basis.scale).floor() as i32;
         let root = self.session.peek(&window).await?;
         let mut f = cand.facts.clone();
-        f.focused_password = focused(&root).is_some_and(is_password);
+        f.focused_password = input_may_reach_password(&root);
         if let Some(r) = self.rules.check_input(&f) {
             return Err(self.refuse(refused(r), Some(&op), Some(&app)));
         }

@@ -440,7 +440,11 @@ impl Session {
         // Secrets leave the tree before anything else sees it: the tree is rendered,
         // diffed, searched and persisted only in its scrubbed form.
         deskpilot_core::redact::scrub(&mut root);
+        // One numbering for all windows of the session: `e62` names one element of
+        // one window, never an element of another window that happens to share it.
+        ws.registry.reserve_above(self.state.ref_floor);
         ws.registry.assign(&mut root);
+        self.state.ref_floor = self.state.ref_floor.max(ws.registry.issued());
         root.ref_ = Some(wref);
         ws.info = Some(snap.window.clone());
         Ok((root, snap.stats))

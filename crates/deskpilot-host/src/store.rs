@@ -46,6 +46,10 @@ pub struct SessionState {
     pub current: Option<String>,
     /// Per-window state, keyed by window handle.
     pub per_window: BTreeMap<String, WindowState>,
+    /// The highest element ref number issued in any window of this session; new
+    /// numbers are issued above it (see `RefRegistry::reserve_above`).
+    #[serde(default)]
+    pub ref_floor: u64,
     /// The host's grant, approvals of apps and stop bookkeeping for this session
     /// (see [`crate::host::PolicyState`]).
     #[serde(default)]

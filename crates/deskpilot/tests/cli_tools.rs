@@ -418,3 +418,37 @@ fn sandbox_start_list_env_stop_round_trip() {
     let list = one_document(&args, &out);
     assert_eq!(list["sandboxes"], json!([]), "{list}");
 }
+
+#[test]
+fn a_runtime_directory_owned_by_another_user_is_refused() {
+    // SAFETY: getuid has no preconditions.
+    let me = unsafe { libc_getuid() };
+    // As root: a fresh directory given to `nobody`; otherwise `/`, which root owns.
+    let root = if me == 0 {
+        let d = std::env::temp_dir().join(format!("deskpilot-foreign-root-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::os::unix::fs::chown(&d, Some(65_534), Some(65_534)).unwrap();
+        d
+    } else {
+        PathBuf::from("/")
+    };
+    let out = in_root(&root, &["--json", "sandbox", "start"]);
+    let v = one_document(&["sandbox", "start"], &out);
+    if me == 0 {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(v["error"]["code"], "COMPUTER_OS_PERMISSION_MISSING", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("DESKPILOT_RUNTIME_DIR")),
+        "the message says what to do: {v}"
+    );
+}
+
+unsafe extern "C" {
+    #[link_name = "getuid"]
+    fn libc_getuid() -> u32;
+}

@@ -78,3 +78,168 @@ pub fn sandbox_with(argv: &[&str], app_name: &str) -> Sandbox {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// A private audit log and config file for one test's deskpilot calls, under a
+/// directory of its own that is removed on drop. Every call made through
+/// [`run_env`] or [`run_tty`] gets `XDG_STATE_HOME` (the audit log is at
+/// `$XDG_STATE_HOME/deskpilot/audit.jsonl`) and `DESKPILOT_CONFIG` from here.
+pub struct Isolated {
+    pub root: std::path::PathBuf,
+    /// `XDG_STATE_HOME` of the calls; [`Isolated::fresh_audit`] moves it.
+    pub state_home: std::path::PathBuf,
+    /// `DESKPILOT_CONFIG` of the calls.
+    pub config: std::path::PathBuf,
+}
+
+impl Isolated {
+    /// A fresh directory named after `tag`, with `config` written as the config file.
+    pub fn new(tag: &str, config: &str) -> Isolated {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let root = std::env::temp_dir().join(format!(
+            "deskpilot-test-{tag}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&root).expect("test directory");
+        let iso = Isolated {
+            state_home: root.join("state"),
+            config: root.join("config.toml"),
+            root,
+        };
+        iso.write_config(config);
+        iso
+    }
+
+    /// Replaces the config file's text.
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(&self.config, text).expect("config written");
+    }
+
+    /// The audit log the calls write.
+    pub fn audit_path(&self) -> std::path::PathBuf {
+        self.state_home.join("deskpilot").join("audit.jsonl")
+    }
+
+    /// Points later calls at a new, empty audit log named `name`.
+    pub fn fresh_audit(&mut self, name: &str) {
+        self.state_home = self.root.join(name);
+    }
+
+    /// `deskpilot --sandbox N` with this directory's audit log and config.
+    pub fn command(&self, sb: &Sandbox) -> Command {
+        let mut c = bin();
+        c.env("XDG_STATE_HOME", &self.state_home)
+            .env("DESKPILOT_CONFIG", &self.config)
+            .arg("--sandbox")
+            .arg(sb.state().display.to_string());
+        c
+    }
+}
+
+impl Drop for Isolated {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Runs `deskpilot --sandbox N --json ARGS` with `iso`'s audit log and config.
+pub fn run_env(sb: &Sandbox, iso: &Isolated, args: &[&str]) -> (Output, Value) {
+    let out = iso
+        .command(sb)
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("deskpilot runs");
+    let v = one_document(args, &out);
+    (out, v)
+}
+
+/// Runs `deskpilot --sandbox N --json ARGS` with `iso`'s environment on a
+/// pseudo-terminal (`script -qec`), typing `answer` (e.g. `"y\n"`) into it. Returns
+/// the exit status and the JSON document found in the terminal's output (`Null`
+/// when there is none), with the whole output for messages.
+pub fn run_tty(
+    sb: &Sandbox,
+    iso: &Isolated,
+    args: &[&str],
+    answer: &str,
+) -> (std::process::ExitStatus, Value, String) {
+    use std::io::Write;
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut line = vec![
+        quote(env!("CARGO_BIN_EXE_deskpilot")),
+        "--sandbox".into(),
+        sb.state().display.to_string(),
+        "--json".into(),
+    ];
+    line.extend(args.iter().map(|a| quote(a)));
+    let mut child = Command::new("script")
+        .args(["-qec", &line.join(" "), "/dev/null"])
+        .env_remove("DISPLAY")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env_remove("DESKPILOT_SANDBOX")
+        .env_remove("AT_SPI_BUS_ADDRESS")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("XDG_STATE_HOME", &iso.state_home)
+        .env("DESKPILOT_CONFIG", &iso.config)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(answer.as_bytes())
+        .expect("answer written");
+    let out = child.wait_with_output().expect("script finishes");
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    // The document may follow a prompt on the same line: take the first `{` from
+    // which the rest of the output parses as one JSON object.
+    let doc = text
+        .match_indices('{')
+        .find_map(|(i, _)| serde_json::from_str::<Value>(text[i..].trim()).ok())
+        .filter(Value::is_object)
+        .unwrap_or(Value::Null);
+    (out.status, doc, text)
+}
+
+/// Starts a sandbox and launches each `(argv, app name)` in turn, waiting until the
+/// app lists a window before launching the next (so the last one is frontmost).
+/// Every call goes through `iso`. Returns the sandbox and the apps' pids, in order.
+pub fn sandbox_with_apps(iso: &Isolated, apps: &[(&[&str], &str)]) -> (Sandbox, Vec<u32>) {
+    let mut sb = Sandbox::start(SandboxOptions::default()).expect("sandbox starts");
+    let mut pids = Vec::new();
+    for (argv, app_name) in apps {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let child = sb.spawn(&argv).expect("app starts");
+        pids.push(child.id());
+        // The app belongs to the sandbox, which stops it on drop.
+        std::mem::forget(child);
+        let start = Instant::now();
+        loop {
+            let (out, v) = run_env(&sb, iso, &["apps"]);
+            let ready = out.status.success()
+                && v["apps"].as_array().is_some_and(|apps| {
+                    apps.iter().any(|a| {
+                        a["name"]
+                            .as_str()
+                            .is_some_and(|n| n.eq_ignore_ascii_case(app_name))
+                            && a["windows"].as_array().is_some_and(|w| !w.is_empty())
+                    })
+                });
+            if ready {
+                break;
+            }
+            assert!(
+                start.elapsed() < APP_WINDOW_TIMEOUT,
+                "{app_name} never showed a window: {v}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    (sb, pids)
+}
