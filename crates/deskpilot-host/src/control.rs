@@ -165,6 +165,17 @@ pub struct Holder {
     pub grant_id: Option<String>,
     /// When the holder acquired it, wall-clock ms since the Unix epoch.
     pub since_ms: u64,
+    /// Start time of the holder process (`/proc/PID/stat` field 22, clock ticks
+    /// since boot): a pid reused by another process after the holder died does not
+    /// keep the lock. A record without it (or whose process started at another
+    /// time) counts as released.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+}
+
+/// Whether the holder recorded in a lock is still the same live process.
+fn holder_alive(h: &Holder) -> bool {
+    h.pid != 0 && pid_alive(h.pid) && h.start.is_some() && process_start(h.pid) == h.start
 }
 
 /// Result of [`acquire_grant_lock`].
@@ -254,8 +265,7 @@ pub(crate) fn acquire_grant_lock_in(
     let previous: Option<Holder> = read_json(&paths.record);
     if let Some(h) = &previous
         && h.session != session
-        && h.pid != 0
-        && pid_alive(h.pid)
+        && holder_alive(h)
     {
         return Ok(LockOutcome::HeldBy(h.clone()));
     }
@@ -264,6 +274,7 @@ pub(crate) fn acquire_grant_lock_in(
         session: session.to_string(),
         grant_id: Some(grant_id.to_string()),
         since_ms: now_ms,
+        start: process_start(pid),
     };
     write_holder(&paths.record, &ours)?;
     Ok(LockOutcome::Acquired { previous })
@@ -360,6 +371,49 @@ fn parse_status_uid(status: &str) -> Option<u32> {
 /// keeps it); `None` when unreadable or not on Linux.
 pub fn process_comm(pid: u32) -> Option<String> {
     Some(proc_read(pid, "comm")?.trim().to_string())
+}
+
+/// Start time of `pid` in clock ticks since boot (`/proc/PID/stat` field 22); `None`
+/// when unreadable or not on Linux.
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = proc_read(pid, "stat")?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // Fields after the name start at 3 (state); 22 is the 20th of them.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// File name of the executable `pid` runs, with symlinks resolved
+/// (`/proc/PID/exe`): unlike the app name or `comm`, a renamed link to a binary
+/// does not change it. `None` when unreadable (another user's process) or not on
+/// Linux.
+pub fn process_exe(pid: u32) -> Option<String> {
+    if !cfg!(target_os = "linux") || pid == 0 {
+        return None;
+    }
+    let path = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let name = path.file_name()?.to_string_lossy().to_string();
+    // A replaced binary reads as "name (deleted)".
+    Some(name.trim_end_matches(" (deleted)").to_string())
+}
+
+/// Removes every grant lock record (what `deskpilot stop` does after stopping the
+/// hosts: nothing may keep a desktop locked past a stop). Returns how many.
+pub fn clear_grant_locks() -> usize {
+    clear_grant_locks_in(&state_dir())
+}
+
+pub(crate) fn clear_grant_locks_in(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            n.starts_with("grant-") && n.ends_with(".lock")
+        })
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .count()
 }
 
 /// Parent pid from the text of `/proc/PID/stat`: field 4, counted after the last `)`
@@ -1022,7 +1076,9 @@ mod tests {
             session: "s1".into(),
             grant_id: Some("g1".into()),
             since_ms: 10,
+            start: process_start(me),
         };
+        assert!(first.start.is_some(), "our own start time is readable");
         assert_eq!(read_grant_lock_in(&d.0, key), Some(first.clone()));
         #[cfg(unix)]
         assert_eq!(mode(&d.0.join(format!("grant-{key}.lock"))), 0o600);
@@ -1074,6 +1130,7 @@ mod tests {
             session: "old".into(),
             grant_id: Some("g0".into()),
             since_ms: 5,
+            start: None,
         };
         std::fs::write(
             d.0.join(format!("grant-{key}.lock")),
@@ -1088,6 +1145,39 @@ mod tests {
             }
         );
         assert_eq!(read_grant_lock_in(&d.0, key).unwrap().session, "new");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_reused_pid_or_a_record_without_start_time_does_not_hold_the_lock() {
+        let d = TempDir::new("reused");
+        let me = std::process::id();
+        let real = process_start(me).expect("our start time");
+        for start in [Some(real + 1), None] {
+            let key = format!("reused-{}", start.is_some());
+            let forged = Holder {
+                pid: me,
+                session: "other".into(),
+                grant_id: Some("g0".into()),
+                since_ms: 1,
+                start,
+            };
+            std::fs::write(
+                d.0.join(format!("grant-{key}.lock")),
+                serde_json::to_vec(&forged).unwrap(),
+            )
+            .unwrap();
+            let out = acquire_grant_lock_in(&d.0, &key, "mine", "g1", me, 2).unwrap();
+            assert_eq!(
+                out,
+                LockOutcome::Acquired {
+                    previous: Some(forged)
+                }
+            );
+        }
+        assert_eq!(clear_grant_locks_in(&d.0), 2);
+        assert_eq!(clear_grant_locks_in(&d.0), 0);
+        assert!(process_exe(me).is_some());
     }
 
     #[test]

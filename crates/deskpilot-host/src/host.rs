@@ -274,6 +274,19 @@ fn random_hex() -> String {
     format!("{:016x}", stable_hash(&seed))
 }
 
+/// What a confirmation shows of text to be written: one line, secrets masked, at
+/// most 60 chars with the total length when cut.
+fn payload_preview(text: &str) -> String {
+    let masked = deskpilot_core::redact::mask_secrets(text);
+    let line = deskpilot_core::sanitize::one_line(&masked);
+    let n = text.chars().count();
+    if line.chars().count() <= 60 {
+        line
+    } else {
+        format!("{}… ({n} chars)", line.chars().take(60).collect::<String>())
+    }
+}
+
 /// A compact, text-free identity of an element for the audit: role, hash of its
 /// ancestors' roles and names, and index in its parent.
 fn fingerprint_of(root: &Node, element: &Node) -> String {
@@ -332,10 +345,16 @@ fn with_approvals<R>(
     .map_err(|e| internal(format!("cannot open {}: {e}", lock_path.display())))?;
     lock_exclusive(&lock)
         .map_err(|e| internal(format!("cannot lock {}: {e}", lock_path.display())))?;
-    let mut ap: Approvals = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
+    let mut ap: Approvals = match std::fs::read_to_string(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Approvals::default(),
+        Err(e) => return Err(internal(format!("cannot read {}: {e}", path.display()))),
+        Ok(t) => serde_json::from_str(&t).map_err(|e| {
+            internal(format!(
+                "{} is damaged ({e}); remove it (pending approvals are lost; the actions will ask again)",
+                path.display()
+            ))
+        })?,
+    };
     let out = f(&mut ap);
     let text =
         serde_json::to_vec(&ap).map_err(|e| internal(format!("cannot encode approvals: {e}")))?;
@@ -401,6 +420,22 @@ fn current_uid() -> u32 {
     {
         0
     }
+}
+
+/// Whether an `allow_apps` entry names this target. The executable decides when it
+/// is known (`/proc/PID/exe`, which a renamed link does not change); the app's own
+/// name only when it is not.
+fn allow_matches(entry: &str, t: &TargetFacts) -> bool {
+    match &t.exe {
+        Some(exe) => exe.eq_ignore_ascii_case(entry),
+        None => t.app.eq_ignore_ascii_case(entry),
+    }
+}
+
+/// The identity an approval of "first use of this app" is kept under: the app name
+/// and its executable, so another program calling itself the same cannot inherit it.
+fn app_identity(t: &TargetFacts) -> String {
+    format!("{}|{}", t.app, t.exe.as_deref().unwrap_or(""))
 }
 
 /// What the gate learned about an action before dispatch.
@@ -638,6 +673,19 @@ impl Host {
     /// there is none, and gives ours up when another session held the desktop since.
     fn ensure_grant(&mut self, now: u64) -> Result<(), DriverError> {
         let mut fresh = false;
+        if self.policy().authority.active().is_none()
+            && let Some(until) = self.budget_rest_until()
+            && now < until
+        {
+            let e = fail(
+                ErrorCode::BudgetExhausted,
+                format!(
+                    "the last grant on this desktop spent its action budget; agent-issued grants resume in {} min (when it would have idled out), or the user can issue one now with `deskpilot grant --user`",
+                    (until - now).div_ceil(60_000)
+                ),
+            );
+            return Err(self.refuse(e, None, None));
+        }
         if self.policy().authority.active().is_none() {
             let opts = self.grant_options(Scope::Desktop);
             let id = format!("g-{}", &random_hex()[..8]);
@@ -700,7 +748,11 @@ impl Host {
         let mut candidates = Vec::new();
         for app in &apps {
             let uid = app.uid.or_else(|| app.pid.and_then(control::process_uid));
-            let exe = app.pid.and_then(control::process_comm);
+            // The executable as the kernel resolved it: a renamed link to a
+            // binary changes the app name and `comm`, not this.
+            let exe = app
+                .pid
+                .and_then(|p| control::process_exe(p).or_else(|| control::process_comm(p)));
             for w in &app.windows {
                 let facts = TargetFacts {
                     app: app.name.clone(),
@@ -1055,7 +1107,7 @@ impl Host {
     fn gate(
         o: &HostOptions,
         approved_apps: &[String],
-        app: &str,
+        target: &TargetFacts,
         key: ActionKey,
         screen: u64,
         summary: String,
@@ -1063,8 +1115,8 @@ impl Host {
     ) -> Result<bool, DriverError> {
         let s = &o.settings;
         let allow_listed =
-            s.allow_all_apps || s.allow_apps.iter().any(|a| a.eq_ignore_ascii_case(app));
-        let app_approved = approved_apps.iter().any(|a| a.eq_ignore_ascii_case(app));
+            s.allow_all_apps || s.allow_apps.iter().any(|a| allow_matches(a, target));
+        let app_approved = approved_apps.contains(&app_identity(target));
         let facts = ActionFacts {
             allow_listed,
             app_approved,
@@ -1179,6 +1231,14 @@ impl Host {
         Ok((window, cand))
     }
 
+    /// The user confirmed a first use of this app in this session.
+    fn remember_app(&mut self, facts: &TargetFacts) {
+        let id = app_identity(facts);
+        if !self.policy().approved_apps.contains(&id) {
+            self.policy_mut().approved_apps.push(id);
+        }
+    }
+
     fn refs_revision(&self, handle: &str) -> Option<u64> {
         self.session
             .state()
@@ -1226,8 +1286,48 @@ impl Host {
         let now = control::now_ms();
         match self.policy_mut().authority.check_action(revision, now) {
             Ok(_) => Ok(()),
-            Err(r) => Err(self.refuse(refused(r), Some(op), Some(app))),
+            Err(r) => {
+                if r.code == ErrorCode::BudgetExhausted {
+                    self.mark_budget_spent(now);
+                }
+                Err(self.refuse(refused(r), Some(op), Some(app)))
+            }
         }
+    }
+
+    /// The desktop's budget record: once a grant spent its budget, agent-issued
+    /// grants on the desktop rest until it would have idled out, whichever session
+    /// asks (a revoke or another `--session` does not buy a fresh budget).
+    fn budget_path(&self) -> PathBuf {
+        state_dir().join(format!("budget-{}.json", self.o.desktop_key))
+    }
+
+    fn mark_budget_spent(&self, now: u64) {
+        let rec = serde_json::json!({
+            "spent_ms": now,
+            "until_ms": now + self.o.settings.idle_expiry_ms,
+            "budget": self.o.settings.action_budget,
+        });
+        let path = self.budget_path();
+        let written = private_file(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(true),
+        )
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, rec.to_string().as_bytes()));
+        if let Err(e) = written {
+            tracing::warn!(path = %path.display(), error = %e, "cannot record the spent budget");
+        }
+    }
+
+    fn budget_rest_until(&self) -> Option<u64> {
+        let text = std::fs::read_to_string(self.budget_path()).ok()?;
+        serde_json::from_str::<serde_json::Value>(&text)
+            .ok()?
+            .get("until_ms")?
+            .as_u64()
     }
 
     /// Performs `op` on ref `r` of the bound window under the policy.
@@ -1289,7 +1389,11 @@ impl Host {
         let rules = self.rules.clone();
         let approved_apps = self.policy().approved_apps.clone();
         let facts = cand.facts.clone();
-        let window_key = window.handle.0.clone();
+        // Approvals are bound to this desktop and session, not just a handle.
+        let window_key = format!(
+            "{}/{}/{}",
+            self.o.desktop_key, self.o.session, window.handle.0
+        );
         let payload = value.clone();
         let result = self
             .session
@@ -1310,12 +1414,20 @@ impl Host {
                     .map(|m| format!("{:?} matched {}", m.matched, m.kind));
                 let name = deskpilot_core::sanitize::one_line(&el.name);
                 let name: String = name.chars().take(60).collect();
-                let summary = format!("{op} {} {name:?} in {}", el.role, facts.app);
+                let mut summary = format!(
+                    "{op} {} {name:?} in {}",
+                    el.role,
+                    deskpilot_core::sanitize::one_line(&facts.app)
+                );
+                if let Some(p) = &payload {
+                    // The user sees what would be written (secrets masked, one line).
+                    summary.push_str(&format!(" to {:?}", payload_preview(p)));
+                }
                 let key = ActionKey::new(&window_key, &fp, op.as_str(), payload.as_deref());
                 note.approved_app = Self::gate(
                     &o,
                     &approved_apps,
-                    &facts.app,
+                    &facts,
                     key,
                     screen_hash(root),
                     summary,
@@ -1365,8 +1477,8 @@ impl Host {
         };
         let now = control::now_ms();
         self.policy_mut().authority.spend(now);
-        if note.approved_app && !self.policy().approved_apps.iter().any(|a| a == &app) {
-            self.policy_mut().approved_apps.push(app.clone());
+        if note.approved_app {
+            self.remember_app(&cand.facts);
         }
         self.audit(AuditRecord {
             event: Some(AuditEvent::Action),
@@ -1466,9 +1578,39 @@ impl Host {
             return Err(e);
         }
         let focused_label = foc.map(|n| n.name.clone()).unwrap_or_default();
+        // Enter on a send-like control outside chat apps; and any key that activates
+        // the focused control (space, Return) when the control itself is
+        // irreversible ("Delete", "Pay"), in any app.
+        let activates = chord.as_deref().is_some_and(|c| {
+            c.split_whitespace().any(|k| {
+                matches!(
+                    k.rsplit('+').next().map(str::to_lowercase).as_deref(),
+                    Some("space" | "return" | "enter" | "kp_enter" | "kp_space")
+                )
+            })
+        }) || text
+            .as_deref()
+            .is_some_and(|t| t.contains([' ', '\n', '\r']));
         let irreversible = chord
             .as_deref()
             .and_then(|c| classify_keys(c, &app, &focused_label))
+            .or_else(|| {
+                foc.filter(|n| {
+                    activates
+                        && matches!(
+                            n.role,
+                            Role::Button
+                                | Role::Link
+                                | Role::Menuitem
+                                | Role::Checkbox
+                                | Role::Radio
+                                | Role::Listitem
+                                | Role::Treeitem
+                                | Role::Tab
+                        )
+                })
+                .and_then(|n| classify_act(Op::Click, n.role, &n.name))
+            })
             .map(|m| format!("{:?} matched {}", m.matched, m.kind));
         let fp = foc.map(|n| fingerprint_of(&root, n)).unwrap_or_default();
         let what = match (&chord, &text) {
@@ -1478,9 +1620,15 @@ impl Host {
                 text.as_deref().map_or(0, |t| t.chars().count())
             ),
         };
-        let summary = format!("{what} in {app}");
+        let mut summary = format!("{what} in {}", deskpilot_core::sanitize::one_line(&app));
+        if let Some(t) = &text {
+            summary.push_str(&format!(": {:?}", payload_preview(t)));
+        }
         let key = ActionKey::new(
-            window.handle.as_str(),
+            &format!(
+                "{}/{}/{}",
+                self.o.desktop_key, self.o.session, window.handle.0
+            ),
             &fp,
             "keys",
             chord.as_deref().or(text.as_deref()),
@@ -1489,7 +1637,7 @@ impl Host {
         let gate = Self::gate(
             &self.o,
             &approved_apps,
-            &app,
+            &cand.facts,
             key,
             screen_hash(&root),
             summary,
@@ -1509,8 +1657,8 @@ impl Host {
         };
         if result.is_ok() {
             self.policy_mut().authority.spend(control::now_ms());
-            if approved_app && !self.policy().approved_apps.iter().any(|a| a == &app) {
-                self.policy_mut().approved_apps.push(app.clone());
+            if approved_app {
+                self.remember_app(&cand.facts);
             }
         }
         self.audit(AuditRecord {
@@ -1621,13 +1769,24 @@ impl Host {
         if let Some(r) = self.rules.check_input(&f) {
             return Err(self.refuse(refused(r), Some(&op), Some(&app)));
         }
-        let summary = format!("{op} at ({x}, {y}) in {app}");
-        let key = ActionKey::new(window.handle.as_str(), &format!("{sx},{sy}"), &op, None);
+        let summary = format!(
+            "{op} at ({x}, {y}) in {}",
+            deskpilot_core::sanitize::one_line(&app)
+        );
+        let key = ActionKey::new(
+            &format!(
+                "{}/{}/{}",
+                self.o.desktop_key, self.o.session, window.handle.0
+            ),
+            &format!("{sx},{sy}"),
+            &op,
+            None,
+        );
         let approved_apps = self.policy().approved_apps.clone();
         let approved_app = match Self::gate(
             &self.o,
             &approved_apps,
-            &app,
+            &cand.facts,
             key,
             screen_hash(&root),
             summary,
@@ -1651,8 +1810,8 @@ impl Host {
             .await;
         if result.is_ok() {
             self.policy_mut().authority.spend(control::now_ms());
-            if approved_app && !self.policy().approved_apps.iter().any(|a| a == &app) {
-                self.policy_mut().approved_apps.push(app.clone());
+            if approved_app {
+                self.remember_app(&cand.facts);
             }
         }
         self.audit(AuditRecord {
@@ -1732,8 +1891,24 @@ impl Host {
         if !self.o.settings.enabled {
             self.preflight(control::now_ms())?;
         }
+        // Another live session's grant blocks a user grant too: check before
+        // anything changes (nothing is lost when this fails).
+        let now0 = control::now_ms();
+        if let LockOutcome::HeldBy(h) =
+            control::acquire_grant_lock(&self.o.desktop_key, &self.o.session, "pending", now0)?
+        {
+            return Err(fail(
+                ErrorCode::NoGrant,
+                format!(
+                    "another deskpilot session ({:?}, pid {}) holds this desktop's grant; run `deskpilot stop` first",
+                    deskpilot_core::sanitize::one_line(&h.session),
+                    h.pid
+                ),
+            ));
+        }
         // The grant belongs to this boot (see preflight).
         self.policy_mut().boot_id = control::boot_id();
+        let _ = std::fs::remove_file(self.budget_path());
         control::clear_stop()?;
         let now = control::now_ms();
         if let Some(s) = control::read_stop() {

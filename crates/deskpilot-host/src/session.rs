@@ -254,6 +254,11 @@ impl Session {
         &self.driver
     }
 
+    /// Path of the state file this session keeps its refs in.
+    pub fn state_path(&self) -> &std::path::Path {
+        self.store.path()
+    }
+
     /// The state kept between calls.
     pub fn state(&self) -> &SessionState {
         &self.state

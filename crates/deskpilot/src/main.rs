@@ -197,6 +197,17 @@ enum Command {
         #[arg(long, default_value_t = 20, value_name = "N")]
         tail: usize,
     },
+    /// Serve deskpilot's tools over MCP on stdio (or streamable HTTP on loopback),
+    /// every call through the host's policy.
+    #[command(after_help = "Examples:
+  claude mcp add deskpilot -- deskpilot mcp              # Claude Code, your desktop
+  claude mcp add deskpilot -- deskpilot mcp --sandbox    # in a fresh sandbox desktop
+  deskpilot mcp --http 127.0.0.1:8765                    # streamable HTTP, loopback only")]
+    Mcp {
+        /// Serve streamable HTTP on this loopback address instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+    },
     /// The main job: a sandbox with mousepad; types mixed-script text, saves it
     /// through File ▸ Save As…, verifies the file's bytes. No screenshots.
     Demo {

@@ -6,6 +6,7 @@ pub mod config;
 mod demo;
 mod doctor;
 mod driver;
+mod mcp;
 mod policy;
 mod sandbox;
 mod session;
@@ -17,9 +18,10 @@ use crate::{Cli, Command};
 /// Runs one command.
 pub async fn run(cli: Cli) -> Result<(), DriverError> {
     let json = cli.json;
-    let _new_sandbox = cli.sandbox.as_deref() == Some("new");
+    let new_sandbox = cli.sandbox.as_deref() == Some("new");
     let sandbox: Option<u32> = match cli.sandbox.as_deref() {
         None | Some("") => None,
+        Some("new") if matches!(cli.command, Command::Mcp { .. }) => None,
         Some(n) => Some(n.parse().map_err(|_| {
             DriverError::new(
                 ErrorCode::InvalidArgument,
@@ -98,6 +100,7 @@ pub async fn run(cli: Cli) -> Result<(), DriverError> {
         }
         Command::Demo { keep } => demo::run(json, keep).await,
         Command::Driver => driver::run(sandbox).await,
+        Command::Mcp { http } => mcp::run(&ctx, new_sandbox, http).await,
         Command::Bench { runs, apps } => bench::run(cli.json, runs, apps).await,
     }
 }

@@ -1,0 +1,352 @@
+//! The arguments of each `computer_*` tool, as Rust types. The published input
+//! schemas are generated from these types (their doc comments become the
+//! descriptions), and a call's arguments are parsed into them; nothing here talks to
+//! the host.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Default token budget of a tool result's text (ARCHITECTURE.md §4).
+pub const DEFAULT_MAX_TOKENS: u32 = 2_000;
+
+/// Highest `max_tokens` a call may ask for. A result carries its text twice (as text
+/// content and inside the structured content), so 8,000 keeps a whole result near
+/// 16,000 tokens: well below the 25,000-token tool-result limit of Claude Code, with
+/// room for the rest of the result.
+pub const MAX_TOKENS_CAP: u32 = 8_000;
+
+/// Lowest `max_tokens`: a snapshot must have room to say what it cut.
+pub const MIN_TOKENS: u32 = 50;
+
+/// Most actions in one `computer_act` batch.
+pub const MAX_ACTIONS: usize = 20;
+
+/// Default and highest `timeout_ms` of `computer_wait`: 10 s and 120 s.
+pub const DEFAULT_WAIT_MS: u64 = 10_000;
+pub const MAX_WAIT_MS: u64 = 120_000;
+
+/// Default and highest `wait_ms` of `computer_launch`: 15 s (the driver's default)
+/// and 60 s.
+pub const DEFAULT_LAUNCH_WAIT_MS: u64 = 15_000;
+pub const MAX_LAUNCH_WAIT_MS: u64 = 60_000;
+
+/// Default and highest `limit` of `computer_find`.
+pub const DEFAULT_FIND_LIMIT: u32 = 20;
+pub const MAX_FIND_LIMIT: u32 = 100;
+
+/// `computer_apps` takes no arguments.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AppsArgs {}
+
+/// Arguments of `computer_observe`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObserveArgs {
+    /// Application to observe, by name (e.g. "mousepad"): its active window. Moving to
+    /// another window makes the refs shown before stale. Omit app and window to
+    /// observe the window you are working in.
+    #[serde(default)]
+    pub app: Option<String>,
+    /// Window to observe: a window ref from computer_apps (e.g. "w2") or part of its
+    /// title.
+    #[serde(default)]
+    pub window: Option<String>,
+    /// Show only the subtree of this element ref (e.g. "e9"): how to read what a
+    /// snapshot folded or listed as "K more".
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Show only elements whose name, value or description contains this text
+    /// (case-insensitive), with their ancestors.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Token budget of the snapshot text: default 2000, at least 50, at most 8000
+    /// (results stay well under a client's tool-result limit). What does not fit is
+    /// named, never dropped silently; reach it with scope or query.
+    #[serde(default)]
+    #[schemars(range(min = 50, max = 8000))]
+    pub max_tokens: Option<u32>,
+}
+
+/// Arguments of `computer_find`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindArgs {
+    /// Text to look for in element names, values and descriptions (case-insensitive).
+    pub text: String,
+    /// Only elements of this role (e.g. "button", "textbox", "menuitem").
+    #[serde(default)]
+    pub role: Option<String>,
+    /// Search the active window of this application (moves there, like observe).
+    #[serde(default)]
+    pub app: Option<String>,
+    /// Search this window: a window ref ("w2") or part of its title.
+    #[serde(default)]
+    pub window: Option<String>,
+    /// Most matches to return: default 20, at most 100.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
+}
+
+/// What an action does. `set_value` replaces a field's text or value, `type` inserts
+/// at the caret, `scroll` takes value up|down|left|right|into_view, `drag_to` takes
+/// the target ref as value; back/home/recents are Android navigation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActOp {
+    Click,
+    DoubleClick,
+    RightClick,
+    Focus,
+    SetValue,
+    Type,
+    Clear,
+    Toggle,
+    Select,
+    Expand,
+    Collapse,
+    Scroll,
+    DragTo,
+    Back,
+    Home,
+    Recents,
+}
+
+impl ActOp {
+    /// Every op, in the engine's order.
+    pub const ALL: [ActOp; 16] = [
+        ActOp::Click,
+        ActOp::DoubleClick,
+        ActOp::RightClick,
+        ActOp::Focus,
+        ActOp::SetValue,
+        ActOp::Type,
+        ActOp::Clear,
+        ActOp::Toggle,
+        ActOp::Select,
+        ActOp::Expand,
+        ActOp::Collapse,
+        ActOp::Scroll,
+        ActOp::DragTo,
+        ActOp::Back,
+        ActOp::Home,
+        ActOp::Recents,
+    ];
+
+    /// The engine's op.
+    pub fn to_op(self) -> deskpilot_core::Op {
+        use deskpilot_core::Op;
+        match self {
+            ActOp::Click => Op::Click,
+            ActOp::DoubleClick => Op::DoubleClick,
+            ActOp::RightClick => Op::RightClick,
+            ActOp::Focus => Op::Focus,
+            ActOp::SetValue => Op::SetValue,
+            ActOp::Type => Op::Type,
+            ActOp::Clear => Op::Clear,
+            ActOp::Toggle => Op::Toggle,
+            ActOp::Select => Op::Select,
+            ActOp::Expand => Op::Expand,
+            ActOp::Collapse => Op::Collapse,
+            ActOp::Scroll => Op::Scroll,
+            ActOp::DragTo => Op::DragTo,
+            ActOp::Back => Op::Back,
+            ActOp::Home => Op::Home,
+            ActOp::Recents => Op::Recents,
+        }
+    }
+}
+
+/// One action of a batch.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActAction {
+    /// Element ref from the latest snapshot or diff of the window you work in (e.g.
+    /// "e5").
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    /// What to do with the element.
+    pub op: ActOp,
+    /// Text for set_value/type, direction for scroll, target ref for drag_to.
+    #[serde(default)]
+    pub value: Option<String>,
+}
+
+/// Arguments of `computer_act`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActArgs {
+    /// Actions to perform in order, 1 to 20. The batch stops at the first side-effect
+    /// boundary: an action that fails, is not confirmed executed, or opens or closes
+    /// a window; the result says which actions ran and why it stopped.
+    #[schemars(length(min = 1, max = 20))]
+    pub actions: Vec<ActAction>,
+    /// Token budget of the result text (the diffs): default 2000, at least 50, at
+    /// most 8000. When the diffs outgrow it the batch stops there and says so.
+    #[serde(default)]
+    #[schemars(range(min = 50, max = 8000))]
+    pub max_tokens: Option<u32>,
+}
+
+/// Arguments of `computer_wait`. Give exactly one condition: text, gone,
+/// role with name, or window_title.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitArgs {
+    /// Wait until some element's name, value or description contains this text.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Wait until no element contains this text any more.
+    #[serde(default)]
+    pub gone: Option<String>,
+    /// With name: wait for an element of this role (e.g. "dialog", "button").
+    #[serde(default)]
+    pub role: Option<String>,
+    /// With role: the element's name contains this text.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Wait until a window whose title contains this text exists (any app).
+    #[serde(default)]
+    pub window_title: Option<String>,
+    /// Watch the active window of this application.
+    #[serde(default)]
+    pub app: Option<String>,
+    /// Watch this window: a window ref ("w2") or part of its title.
+    #[serde(default)]
+    pub window: Option<String>,
+    /// Give up after this many milliseconds (COMPUTER_TIMEOUT): default 10000, at
+    /// most 120000.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 120000))]
+    pub timeout_ms: Option<u64>,
+}
+
+/// Arguments of `computer_keys`: synthetic keyboard input to the window you work in,
+/// a fallback for when no element action fits.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeysArgs {
+    /// Chords separated by spaces, like "ctrl+s" or "shift+Tab Return"; with
+    /// text=true, literal text to type.
+    pub keys: String,
+    /// Type `keys` as literal text instead of chords.
+    #[serde(default)]
+    pub text: Option<bool>,
+    /// The application the keys are meant for (must be the window you work in).
+    #[serde(default)]
+    pub app: Option<String>,
+    /// The window the keys are meant for: a window ref or part of its title (must
+    /// be the window you work in).
+    #[serde(default)]
+    pub window: Option<String>,
+}
+
+/// Arguments of `computer_launch`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchArgs {
+    /// Program and arguments, no shell: e.g. ["mousepad", "/tmp/notes.txt"].
+    #[schemars(length(min = 1))]
+    pub command: Vec<String>,
+    /// How long to wait for the app's first window, ms: default 15000, at most 60000.
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 60000))]
+    pub wait_ms: Option<u64>,
+}
+
+/// What a screenshot should produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScreenshotMode {
+    Ocr,
+    Image,
+    Marks,
+}
+
+/// Arguments of `computer_screenshot`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScreenshotArgs {
+    /// Application whose window to capture.
+    #[serde(default)]
+    pub app: Option<String>,
+    /// Window to capture: a window ref or part of its title.
+    #[serde(default)]
+    pub window: Option<String>,
+    /// ocr (text read from pixels), image (a PNG), or marks (an image with element
+    /// refs drawn on it).
+    pub mode: ScreenshotMode,
+}
+
+/// The window a call names: app first, then window, else the current one.
+pub fn target(app: &Option<String>, window: &Option<String>) -> deskpilot_host::Target {
+    use deskpilot_host::Target;
+    match (app, window) {
+        (Some(a), _) if !a.is_empty() => Target::App(a.clone()),
+        (_, Some(w)) if !w.is_empty() => Target::Window(w.clone()),
+        _ => Target::Current,
+    }
+}
+
+/// A requested token budget: the default when absent, within
+/// [`MIN_TOKENS`]..=[`MAX_TOKENS_CAP`]; whether it was lowered to the cap.
+pub fn budget(requested: Option<u32>) -> (usize, bool) {
+    match requested {
+        None => (DEFAULT_MAX_TOKENS as usize, false),
+        Some(n) if n > MAX_TOKENS_CAP => (MAX_TOKENS_CAP as usize, true),
+        Some(n) => (n.max(MIN_TOKENS) as usize, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn act_ops_mirror_the_engine_ops_by_name() {
+        assert_eq!(ActOp::ALL.len(), deskpilot_core::Op::ALL.len());
+        for (mine, theirs) in ActOp::ALL.iter().zip(deskpilot_core::Op::ALL) {
+            assert_eq!(mine.to_op(), theirs);
+            let parsed: ActOp = serde_json::from_value(serde_json::json!(theirs.as_str())).unwrap();
+            assert_eq!(parsed, *mine);
+        }
+    }
+
+    #[test]
+    fn budgets_default_clamp_and_floor() {
+        assert_eq!(budget(None), (2_000, false));
+        assert_eq!(budget(Some(500)), (500, false));
+        assert_eq!(budget(Some(10)), (50, false));
+        assert_eq!(budget(Some(8_000)), (8_000, false));
+        assert_eq!(budget(Some(30_000)), (8_000, true));
+    }
+
+    #[test]
+    fn targets_prefer_app_then_window() {
+        use deskpilot_host::Target;
+        let s = |x: &str| Some(x.to_string());
+        assert_eq!(
+            target(&s("mousepad"), &s("w2")),
+            Target::App("mousepad".into())
+        );
+        assert_eq!(target(&None, &s("w2")), Target::Window("w2".into()));
+        assert_eq!(target(&s(""), &None), Target::Current);
+        assert_eq!(target(&None, &None), Target::Current);
+    }
+
+    #[test]
+    fn unknown_and_mistyped_arguments_are_rejected() {
+        let bad = serde_json::json!({ "actions": [{ "ref": "e1", "op": "click", "extra": 1 }] });
+        assert!(serde_json::from_value::<ActArgs>(bad).is_err());
+        let bad = serde_json::json!({ "actions": [{ "ref": 5, "op": "click" }] });
+        assert!(serde_json::from_value::<ActArgs>(bad).is_err());
+        let bad = serde_json::json!({ "actions": [{ "ref": "e1", "op": "smash" }] });
+        assert!(serde_json::from_value::<ActArgs>(bad).is_err());
+        let ok =
+            serde_json::json!({ "actions": [{ "ref": "e1", "op": "set_value", "value": "x" }] });
+        let a: ActArgs = serde_json::from_value(ok).unwrap();
+        assert_eq!(a.actions[0].op, ActOp::SetValue);
+        assert_eq!(a.actions[0].value.as_deref(), Some("x"));
+    }
+}

@@ -1,0 +1,785 @@
+//! The MCP server end to end over an in-process byte stream, speaking raw
+//! newline-delimited JSON-RPC as a client would, against the fixture desktop
+//! (deskpilot_protocol's FixtureDriver) through a real policy host: handshake,
+//! the published tools and their schemas (the contract: they are exactly the
+//! schemas of the Rust types), structured results, refusals as `isError` results,
+//! confirmation through elicitation, progress and cancellation, and robustness
+//! against malformed input.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
+
+use deskpilot_host::audit::AuditLog;
+use deskpilot_host::config::{Config, Effective};
+use deskpilot_host::host::{Host, HostOptions};
+use deskpilot_host::{Session, StateStore};
+use deskpilot_mcp::Server;
+use deskpilot_mcp::args::*;
+use deskpilot_mcp::output::*;
+use deskpilot_policy::mode::Mode;
+use deskpilot_protocol::Driver;
+use deskpilot_protocol::fixture_driver::FixtureDriver;
+use rmcp::ServiceExt;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
+
+/// Fixture pids above Linux's PID_MAX_LIMIT, so no real process is looked up.
+const EDITOR_PID: u32 = 4_700_812;
+const CALC_PID: u32 = 4_700_901;
+
+static RUNTIME: Once = Once::new();
+/// The grant lock and stop record are per runtime directory: one test at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn init() -> MutexGuard<'static, ()> {
+    RUNTIME.call_once(|| {
+        let dir =
+            std::env::temp_dir().join(format!("deskpilot-mcp-runtime-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // SAFETY: runs once, before any test of this binary reads the environment
+        // (every test calls `init` first; `call_once` holds the others back).
+        unsafe {
+            std::env::set_var("DESKPILOT_RUNTIME_DIR", &dir);
+            std::env::set_var("XDG_STATE_HOME", dir.join("state"));
+        }
+    });
+    let g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    deskpilot_host::control::clear_stop().unwrap();
+    g
+}
+
+fn my_uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+struct Env {
+    dir: PathBuf,
+    driver: Arc<FixtureDriver>,
+}
+
+impl Env {
+    fn new(name: &str) -> Env {
+        let dir = std::env::temp_dir().join(format!("deskpilot-mcp-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let driver = Arc::new(FixtureDriver::desktop());
+        let uid = my_uid();
+        driver.mutate(|apps| {
+            for a in apps.iter_mut() {
+                a.info.uid = Some(uid);
+                let pid = if a.info.name == "editor" {
+                    EDITOR_PID
+                } else {
+                    CALC_PID
+                };
+                a.info.pid = Some(pid);
+                for w in &mut a.info.windows {
+                    w.pid = Some(pid);
+                }
+            }
+        });
+        Env { dir, driver }
+    }
+
+    fn host(&self, mode: Mode) -> Host {
+        let mut s: Effective = Config::default().effective(true);
+        s.enabled = true;
+        s.mode = mode;
+        s.allow_apps = Vec::new();
+        s.allow_all_apps = mode != Mode::Default;
+        s.deny_apps = Vec::new();
+        s.self_apps = Vec::new();
+        s.action_budget = 200;
+        s.idle_expiry_ms = 600_000;
+        let store = StateStore::open_in(&self.dir.join("state"), "fixture").unwrap();
+        let key = format!("mcp-{}", self.dir.file_name().unwrap().to_string_lossy());
+        let mut o = HostOptions::new(&key, "mcp", "mcp", s);
+        o.audit = AuditLog::new(self.dir.join("audit.jsonl"));
+        o.approvals_path = self.dir.join("approvals.json");
+        o.prompt = None;
+        Host::new(
+            Session::new(self.driver.clone() as Arc<dyn Driver>, store),
+            o,
+        )
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A raw JSON-RPC client on one end of the stream.
+struct Client {
+    r: BufReader<ReadHalf<DuplexStream>>,
+    w: WriteHalf<DuplexStream>,
+    next: u64,
+    /// Notifications received while waiting for responses.
+    notes: Vec<Value>,
+    /// Answer to an `elicitation/create` request: the `content` to accept with, or
+    /// None to decline.
+    elicit: Option<Value>,
+    elicitations: Vec<Value>,
+}
+
+impl Client {
+    async fn start(host: Host) -> (Client, tokio::task::JoinHandle<()>) {
+        let (ours, theirs) = tokio::io::duplex(16 * 1024 * 1024);
+        let (sr, sw) = tokio::io::split(theirs);
+        let server = Server::new(host);
+        let task = tokio::spawn(async move {
+            let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(sr, sw)
+                .with_max_line_length(deskpilot_mcp::MAX_STDIO_LINE);
+            let running = server.serve(transport).await.expect("handshake");
+            let _ = running.waiting().await;
+        });
+        let (r, w) = tokio::io::split(ours);
+        (
+            Client {
+                r: BufReader::new(r),
+                w,
+                next: 1,
+                notes: Vec::new(),
+                elicit: None,
+                elicitations: Vec::new(),
+            },
+            task,
+        )
+    }
+
+    async fn send_raw(&mut self, line: &[u8]) {
+        self.w.write_all(line).await.unwrap();
+        self.w.write_all(b"\n").await.unwrap();
+        self.w.flush().await.unwrap();
+    }
+
+    async fn send(&mut self, v: &Value) {
+        self.send_raw(serde_json::to_string(v).unwrap().as_bytes())
+            .await;
+    }
+
+    async fn request_id(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+        id
+    }
+
+    /// Reads until the response to `id` arrives (answering elicitations on the way);
+    /// fails after `within`.
+    async fn response(&mut self, id: u64, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut line = String::new();
+            let n = tokio::time::timeout(left, self.r.read_line(&mut line))
+                .await
+                .unwrap_or_else(|_| panic!("no response to request {id} within {within:?}"))
+                .unwrap();
+            assert!(n > 0, "the server closed the stream");
+            let v: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"));
+            if v.get("id") == Some(&json!(id)) && v.get("method").is_none() {
+                return v;
+            }
+            if v.get("method") == Some(&json!("elicitation/create")) {
+                self.elicitations.push(v["params"].clone());
+                let result = match &self.elicit {
+                    Some(content) => json!({ "action": "accept", "content": content }),
+                    None => json!({ "action": "decline" }),
+                };
+                let reply = json!({ "jsonrpc": "2.0", "id": v["id"], "result": result });
+                self.send(&reply).await;
+                continue;
+            }
+            if v.get("id").is_none() {
+                self.notes.push(v);
+            }
+        }
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request_id(method, params).await;
+        self.response(id, Duration::from_secs(20)).await
+    }
+
+    async fn initialize(&mut self, capabilities: Value) -> Value {
+        let r = self
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": capabilities,
+                    "clientInfo": { "name": "raw-test", "version": "0" }
+                }),
+            )
+            .await;
+        self.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .await;
+        r
+    }
+
+    /// `tools/call`; returns the result object.
+    async fn call(&mut self, name: &str, args: Value) -> Value {
+        let r = self
+            .request("tools/call", json!({ "name": name, "arguments": args }))
+            .await;
+        assert!(r.get("error").is_none(), "{name}: protocol error {r}");
+        r["result"].clone()
+    }
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn assert_error(result: &Value, code: &str) {
+    assert_eq!(result["isError"], json!(true), "{result}");
+    assert_eq!(result["structuredContent"]["code"], json!(code), "{result}");
+    assert!(
+        result["structuredContent"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty())
+    );
+    assert!(
+        result["structuredContent"].get("detail").is_some(),
+        "{result}"
+    );
+    assert!(
+        text_of(result).contains(&format!("error[{code}]: ")),
+        "{}",
+        text_of(result)
+    );
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The ref of the fixture editor's body textbox, through computer_find.
+async fn body_ref(c: &mut Client) -> String {
+    let r = c
+        .call(
+            "computer_find",
+            json!({ "text": "Body", "role": "textbox", "app": "editor" }),
+        )
+        .await;
+    assert_eq!(r["isError"], json!(false), "{r}");
+    r["structuredContent"]["matches"][0]["ref"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn schema<T: schemars::JsonSchema>(serialize: bool) -> Value {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    if serialize {
+        settings = settings.for_serialize();
+    }
+    let mut v =
+        serde_json::to_value(settings.into_generator().into_root_schema_for::<T>()).unwrap();
+    let m = v.as_object_mut().unwrap();
+    m.remove("title");
+    m.remove("description");
+    v
+}
+
+#[test]
+fn handshake_tools_and_the_schema_contract() {
+    let _g = init();
+    let env = Env::new("contract");
+    rt().block_on(async {
+        let (mut c, _task) = Client::start(env.host(Mode::Bypass)).await;
+        let init = c.initialize(json!({})).await;
+        let result = &init["result"];
+        assert_eq!(result["protocolVersion"], json!("2025-06-18"));
+        assert_eq!(result["serverInfo"]["name"], json!("deskpilot"));
+        assert!(result["capabilities"]["tools"].is_object(), "{init}");
+        let instructions = result["instructions"].as_str().unwrap();
+        assert_eq!(instructions, deskpilot_mcp::INSTRUCTIONS);
+        for must in [
+            "Observe once",
+            "set_value",
+            "computer_keys",
+            "irreversible",
+            "data, not instructions",
+        ] {
+            assert!(instructions.contains(must), "instructions lack {must:?}");
+        }
+
+        let list = c.request("tools/list", json!({})).await;
+        let tools = list["result"]["tools"].as_array().unwrap().clone();
+        let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "computer_apps",
+                "computer_observe",
+                "computer_find",
+                "computer_act",
+                "computer_wait",
+                "computer_keys",
+                "computer_launch",
+                "computer_screenshot"
+            ]
+        );
+        let by = |n: &str| {
+            tools
+                .iter()
+                .find(|t| t["name"] == json!(n))
+                .unwrap()
+                .clone()
+        };
+        let expected: Vec<(&str, Value, Option<Value>, bool)> = vec![
+            (
+                "computer_apps",
+                schema::<AppsArgs>(false),
+                Some(schema::<AppsOutput>(true)),
+                true,
+            ),
+            (
+                "computer_observe",
+                schema::<ObserveArgs>(false),
+                Some(schema::<ObserveOutput>(true)),
+                true,
+            ),
+            (
+                "computer_find",
+                schema::<FindArgs>(false),
+                Some(schema::<FindOutput>(true)),
+                true,
+            ),
+            (
+                "computer_act",
+                schema::<ActArgs>(false),
+                Some(schema::<ActOutput>(true)),
+                false,
+            ),
+            (
+                "computer_wait",
+                schema::<WaitArgs>(false),
+                Some(schema::<WaitOutput>(true)),
+                true,
+            ),
+            (
+                "computer_keys",
+                schema::<KeysArgs>(false),
+                Some(schema::<KeysOutput>(true)),
+                false,
+            ),
+            (
+                "computer_launch",
+                schema::<LaunchArgs>(false),
+                Some(schema::<LaunchOutput>(true)),
+                false,
+            ),
+            (
+                "computer_screenshot",
+                schema::<ScreenshotArgs>(false),
+                None,
+                true,
+            ),
+        ];
+        for (name, input, output, read_only) in expected {
+            let t = by(name);
+            assert_eq!(t["inputSchema"], input, "{name} input schema");
+            assert_eq!(t["inputSchema"]["type"], json!("object"), "{name}");
+            assert_eq!(
+                t.get("outputSchema").cloned(),
+                output,
+                "{name} output schema"
+            );
+            assert_eq!(t["annotations"]["readOnlyHint"], json!(read_only), "{name}");
+            assert_eq!(
+                t["annotations"]["destructiveHint"],
+                json!(!read_only),
+                "{name}"
+            );
+        }
+        // Doc comments became descriptions.
+        let observe = by("computer_observe");
+        assert!(
+            observe["inputSchema"]["properties"]["max_tokens"]["description"]
+                .as_str()
+                .unwrap()
+                .contains("at most 8000")
+        );
+        assert_eq!(
+            observe["inputSchema"]["properties"]["max_tokens"]["maximum"],
+            json!(8000)
+        );
+        let act = by("computer_act");
+        assert_eq!(
+            act["inputSchema"]["properties"]["actions"]["maxItems"],
+            json!(20)
+        );
+        assert_eq!(act["inputSchema"]["required"], json!(["actions"]));
+    });
+}
+
+#[test]
+fn observe_act_and_read_back_with_structured_content() {
+    let _g = init();
+    let env = Env::new("act");
+    rt().block_on(async {
+        let (mut c, _task) = Client::start(env.host(Mode::Bypass)).await;
+        c.initialize(json!({})).await;
+
+        let apps = c.call("computer_apps", json!({})).await;
+        assert_eq!(apps["isError"], json!(false), "{apps}");
+        assert!(
+            text_of(&apps).contains("app editor pid=4700812"),
+            "{}",
+            text_of(&apps)
+        );
+        let names: Vec<&str> = apps["structuredContent"]["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["editor", "gnome-calculator"]);
+
+        let obs = c
+            .call(
+                "computer_observe",
+                json!({ "app": "editor", "max_tokens": 1500 }),
+            )
+            .await;
+        assert_eq!(obs["isError"], json!(false), "{obs}");
+        let sc = &obs["structuredContent"];
+        let refs: Vec<String> = sc["refs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_string())
+            .collect();
+        assert!(refs.len() > 5, "{refs:?}");
+        let text = text_of(&obs);
+        assert!(
+            text.starts_with(sc["snapshot"].as_str().unwrap().trim_end()),
+            "text begins with the snapshot"
+        );
+        for r in &refs {
+            assert!(text.contains(&format!("[{r}]")), "{r} not in the text");
+        }
+        assert!(sc["tokens"].as_u64().unwrap() <= 1500);
+        assert_eq!(sc["max_tokens"], json!(1500));
+        assert_eq!(sc["app"], json!("editor"));
+        assert!(text.contains(" tokens · read "), "{text}");
+        assert!(text.contains("grant g-"), "{text}");
+
+        let body = body_ref(&mut c).await;
+        let act = c
+            .call(
+                "computer_act",
+                json!({ "actions": [
+                    { "ref": body, "op": "set_value", "value": "hello from mcp" },
+                    { "ref": body, "op": "type", "value": "!" }
+                ] }),
+            )
+            .await;
+        assert_eq!(act["isError"], json!(false), "{act}");
+        let sc = &act["structuredContent"];
+        assert_eq!(sc["requested"], json!(2));
+        assert_eq!(sc["stopped"], Value::Null);
+        assert_eq!(sc["actions"].as_array().unwrap().len(), 2);
+        assert_eq!(sc["actions"][0]["status"], json!("executed"));
+        assert_eq!(sc["actions"][0]["channel"], json!("text"));
+        let text = text_of(&act);
+        assert!(
+            text.starts_with(&format!("ok set_value {body} textbox \"Body\" via text:")),
+            "{text}"
+        );
+        assert!(
+            text.contains("hello from mcp"),
+            "the diff shows the new value: {text}"
+        );
+        assert!(text.trim_end().ends_with(" tokens)"), "{text}");
+
+        let find = c
+            .call("computer_find", json!({ "text": "hello from mcp!" }))
+            .await;
+        assert_eq!(
+            find["structuredContent"]["matches"][0]["ref"],
+            json!(body),
+            "{find}"
+        );
+
+        // A ref that does not exist: an isError result with the host's code.
+        let stale = c
+            .call(
+                "computer_act",
+                json!({ "actions": [{ "ref": "e9999", "op": "click" }] }),
+            )
+            .await;
+        assert_error(&stale, "COMPUTER_ELEMENT_NOT_FOUND");
+        assert!(
+            text_of(&stale)
+                .starts_with("error[COMPUTER_ELEMENT_NOT_FOUND]: ref e9999 is not known"),
+            "{}",
+            text_of(&stale)
+        );
+
+        // A failure mid-batch reports what ran before it.
+        let mixed = c
+            .call(
+                "computer_act",
+                json!({ "actions": [
+                    { "ref": body, "op": "set_value", "value": "first" },
+                    { "ref": "e9999", "op": "click" },
+                    { "ref": body, "op": "set_value", "value": "never" }
+                ] }),
+            )
+            .await;
+        assert_error(&mixed, "COMPUTER_ELEMENT_NOT_FOUND");
+        let d = &mixed["structuredContent"]["detail"];
+        assert_eq!(d["failed"]["index"], json!(1));
+        assert_eq!(d["ran"].as_array().unwrap().len(), 1);
+        assert_eq!(d["not_run"], json!([body]));
+        assert!(
+            text_of(&mixed).starts_with(&format!("ok set_value {body}")),
+            "{}",
+            text_of(&mixed)
+        );
+        let check = c.call("computer_find", json!({ "text": "never" })).await;
+        assert_eq!(
+            check["structuredContent"]["matches"],
+            json!([]),
+            "the third action did not run"
+        );
+
+        let shot = c
+            .call("computer_screenshot", json!({ "mode": "image" }))
+            .await;
+        assert_error(&shot, "COMPUTER_PLATFORM_UNSUPPORTED");
+        assert!(text_of(&shot).contains("computer_observe"));
+        assert!(
+            shot["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|b| b["type"] == json!("text")),
+            "no image"
+        );
+    });
+}
+
+#[test]
+fn plan_mode_refuses_actions_as_tool_results() {
+    let _g = init();
+    let env = Env::new("plan");
+    rt().block_on(async {
+        let (mut c, _task) = Client::start(env.host(Mode::Plan)).await;
+        c.initialize(json!({})).await;
+        let obs = c.call("computer_observe", json!({ "app": "editor" })).await;
+        assert_eq!(obs["isError"], json!(false), "plan mode still reads: {obs}");
+        let first = obs["structuredContent"]["refs"][0]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let act = c
+            .call(
+                "computer_act",
+                json!({ "actions": [{ "ref": first, "op": "click" }] }),
+            )
+            .await;
+        assert_error(&act, "COMPUTER_SCOPE_VIOLATION");
+        assert!(text_of(&act).contains("plan mode"), "{}", text_of(&act));
+        let keys = c.call("computer_keys", json!({ "keys": "ctrl+s" })).await;
+        assert_error(&keys, "COMPUTER_SCOPE_VIOLATION");
+        let launch = c
+            .call("computer_launch", json!({ "command": ["true"] }))
+            .await;
+        assert_error(&launch, "COMPUTER_SCOPE_VIOLATION");
+        let audit = std::fs::read_to_string(env.dir.join("audit.jsonl")).unwrap();
+        assert!(
+            audit.lines().filter(|l| l.contains("\"refused\"")).count() >= 3,
+            "{audit}"
+        );
+    });
+}
+
+#[test]
+fn confirmation_goes_through_elicitation_or_returns_the_approval_id() {
+    let _g = init();
+    let env = Env::new("confirm");
+    rt().block_on(async {
+        // A client without elicitation: the refusal carries the approval id.
+        let (mut c, task) = Client::start(env.host(Mode::Default)).await;
+        c.initialize(json!({})).await;
+        let body = body_ref(&mut c).await;
+        let act = c
+            .call(
+                "computer_act",
+                json!({ "actions": [{ "ref": body, "op": "set_value", "value": "x" }] }),
+            )
+            .await;
+        assert_error(&act, "COMPUTER_CONFIRMATION_REQUIRED");
+        let id = act["structuredContent"]["detail"]["approval_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            text_of(&act).contains(&format!("deskpilot approve {id}")),
+            "{}",
+            text_of(&act)
+        );
+        assert!(c.elicitations.is_empty());
+        drop(c);
+        task.abort();
+
+        // A client with elicitation whose user declines: nothing happens.
+        let (mut c, task) = Client::start(env.host(Mode::Default)).await;
+        c.initialize(json!({ "elicitation": {} })).await;
+        let body = body_ref(&mut c).await;
+        c.elicit = None;
+        let act = c
+            .call(
+                "computer_act",
+                json!({ "actions": [{ "ref": body, "op": "set_value", "value": "declined" }] }),
+            )
+            .await;
+        assert_error(&act, "COMPUTER_CONFIRMATION_REQUIRED");
+        assert_eq!(c.elicitations.len(), 1);
+        let asked = c.elicitations[0]["message"].as_str().unwrap();
+        assert!(
+            asked.contains("set_value textbox \"Body\" in editor"),
+            "{asked}"
+        );
+        assert_eq!(
+            c.elicitations[0]["requestedSchema"]["properties"]["allow"]["type"],
+            json!("boolean")
+        );
+
+        // The user allows: the action runs once, approved by the user, not the model.
+        c.elicit = Some(json!({ "allow": true }));
+        let act = c
+            .call(
+                "computer_act",
+                json!({ "actions": [{ "ref": body, "op": "set_value", "value": "approved" }] }),
+            )
+            .await;
+        assert_eq!(act["isError"], json!(false), "{act}");
+        assert_eq!(c.elicitations.len(), 2);
+        assert!(text_of(&act).contains("approved"), "{}", text_of(&act));
+        drop(c);
+        task.abort();
+    });
+}
+
+#[test]
+fn progress_cancellation_and_robustness() {
+    let _g = init();
+    let env = Env::new("robust");
+    rt().block_on(async {
+        let (mut c, _task) = Client::start(env.host(Mode::Bypass)).await;
+        c.initialize(json!({})).await;
+        c.call("computer_observe", json!({ "app": "editor" })).await;
+
+        // A long wait sends progress, and a cancellation ends it at once.
+        let id = c
+            .request_id(
+                "tools/call",
+                json!({ "name": "computer_wait", "arguments": { "text": "text that never appears", "timeout_ms": 60000 },
+                        "_meta": { "progressToken": "wait-1" } }),
+            )
+            .await;
+        let started = Instant::now();
+        let probe = c.request_id("tools/list", json!({})).await;
+        c.response(probe, Duration::from_secs(5)).await;
+        // Wait for two progress notifications.
+        while c.notes.iter().filter(|n| n["method"] == json!("notifications/progress")).count() < 2 {
+            let p = c.request_id("ping", json!({})).await;
+            c.response(p, Duration::from_secs(5)).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            assert!(started.elapsed() < Duration::from_secs(10), "no progress: {:?}", c.notes);
+        }
+        let p = c.notes.iter().find(|n| n["method"] == json!("notifications/progress")).unwrap();
+        assert_eq!(p["params"]["progressToken"], json!("wait-1"));
+        assert_eq!(p["params"]["total"], json!(60.0));
+        c.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": id, "reason": "test" } })).await;
+        let t = Instant::now();
+        let obs = c.call("computer_observe", json!({})).await;
+        assert_eq!(obs["isError"], json!(false), "{obs}");
+        assert!(t.elapsed() < Duration::from_secs(3), "the host was released: {:?}", t.elapsed());
+
+        // Malformed JSON is skipped; the server keeps serving.
+        c.send_raw(b"{this is not json").await;
+        // Arguments of the wrong type: an isError result the model can correct.
+        let bad = c.call("computer_act", json!({ "actions": "click e5" })).await;
+        assert_error(&bad, "COMPUTER_INVALID_ARGUMENT");
+        let bad = c.call("computer_observe", json!({ "max_tokens": "many" })).await;
+        assert_error(&bad, "COMPUTER_INVALID_ARGUMENT");
+        let bad = c.call("computer_act", json!({ "actions": [] })).await;
+        assert_error(&bad, "COMPUTER_INVALID_ARGUMENT");
+        // An unknown tool is a protocol error (invalid params).
+        let unknown = c.request("tools/call", json!({ "name": "computer_fly", "arguments": {} })).await;
+        assert_eq!(unknown["error"]["code"], json!(-32602), "{unknown}");
+        // A 10 MB line (over the 4 MiB limit) is dropped, not buffered or answered.
+        let mut big = br#"{"jsonrpc":"2.0","id":999,"method":"tools/call","params":{"name":"computer_find","arguments":{"text":""#.to_vec();
+        big.extend(std::iter::repeat_n(b'a', 10 * 1024 * 1024));
+        big.extend(br#""}}}"#);
+        c.send_raw(&big).await;
+        let list = c.request("tools/list", json!({})).await;
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 8, "{list}");
+    });
+}
+
+#[test]
+fn streamable_http_serves_loopback_only() {
+    let _g = init();
+    let env = Env::new("http");
+    rt().block_on(async {
+        let far = deskpilot_mcp::serve_http(Server::new(env.host(Mode::Bypass)), "0.0.0.0:0".parse().unwrap()).await;
+        let e = far.unwrap_err();
+        assert_eq!(e.code, deskpilot_protocol::ErrorCode::InvalidArgument);
+        assert!(e.message.contains("loopback"), "{}", e.message);
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = Server::new(env.host(Mode::Bypass));
+        let task = tokio::spawn(deskpilot_mcp::serve_listener(server, listener));
+
+        let post = |host: &str, body: &str| {
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+        };
+        let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "http-test", "version": "0" } } })
+        .to_string();
+        let exchange = |req: String| async move {
+            use tokio::io::AsyncReadExt;
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(req.as_bytes()).await.unwrap();
+            let mut out = String::new();
+            tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out))
+                .await
+                .expect("an HTTP answer")
+                .unwrap();
+            out
+        };
+        let ok = exchange(post(&addr.to_string(), &init)).await;
+        assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+        assert!(ok.contains("\"name\":\"deskpilot\""), "{ok}");
+        assert!(ok.to_lowercase().contains("mcp-session-id"), "{ok}");
+        // A foreign Host header (DNS rebinding) is refused.
+        let rebound = exchange(post("evil.example:80", &init)).await;
+        assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+        task.abort();
+    });
+}

@@ -1,0 +1,66 @@
+//! `deskpilot mcp`: deskpilot's tools over MCP (stdio, or streamable HTTP on
+//! loopback), every call through the policy host.
+//!
+//! The server is a long-lived host: it keeps its grant in memory under its own
+//! session (`mcp-PID`), holds the desktop's grant lock while it has a grant, and
+//! listens on a control socket so `deskpilot stop` aborts its calls and revokes its
+//! grant. stdout is the protocol stream; logs and progress go to stderr.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
+use deskpilot_host::control::{ControlServer, HostInfo};
+use deskpilot_host::store::desktop_key;
+use deskpilot_protocol::DriverError;
+
+use super::session::{Ctx, open_host};
+
+/// Runs the server until the client closes stdin (or, with `--http`, until killed).
+pub async fn run(
+    ctx: &Ctx,
+    new_sandbox: bool,
+    http: Option<SocketAddr>,
+) -> Result<(), DriverError> {
+    let mut sandbox = None;
+    let mut ctx = ctx.clone();
+    if new_sandbox {
+        let sb = Sandbox::start(SandboxOptions::default())?;
+        eprintln!(
+            "deskpilot mcp: sandbox desktop on display :{} (stopped when the server exits)",
+            sb.state().display
+        );
+        ctx.sandbox = Some(sb.state().display);
+        sandbox = Some(sb);
+    }
+    if ctx.session == "cli" {
+        ctx.session = format!("mcp-{}", std::process::id());
+    }
+    // stdin is the protocol stream: never prompt on it.
+    let (host, desktop) = open_host(&ctx, "mcp", false).await?;
+    let info = Arc::new(Mutex::new(HostInfo {
+        pid: std::process::id(),
+        session: ctx.session.clone(),
+        desktop: desktop_key(&desktop.display, &desktop.bus_address),
+        grant_id: None,
+        kind: "mcp".into(),
+    }));
+    let _control = ControlServer::listen(info, host.options().stop.clone())?;
+    let state_file = host.session().state_path().to_path_buf();
+    let server = deskpilot_mcp::Server::new(host);
+    let r = match http {
+        Some(addr) => deskpilot_mcp::serve_http(server.clone(), addr).await,
+        None => deskpilot_mcp::serve_stdio(server.clone()).await,
+    };
+    // The server's own session ends with it: release its grant, drop its refs.
+    {
+        let mut host = server.host().lock().await;
+        let _ = host.revoke();
+    }
+    drop(server);
+    let _ = std::fs::remove_file(&state_file);
+    if let Some(mut sb) = sandbox {
+        sb.stop();
+    }
+    r
+}
