@@ -93,7 +93,9 @@ impl AuditLog {
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
-            opts.custom_flags(libc::O_NONBLOCK);
+            // O_NOFOLLOW: a symlink planted at the log's path must not redirect the
+            // records (or the permission narrowing) onto another file.
+            opts.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
         }
         let mut f = opts
             .open(path)
@@ -332,6 +334,22 @@ mod tests {
     fn mode_of(p: &Path) -> u32 {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_at_the_log_path_is_refused_and_its_target_untouched() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = TempDir::new("link");
+        let victim = d.0.join("victim.txt");
+        std::fs::write(&victim, "mine\n").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let p = d.0.join("audit.jsonl");
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        let e = AuditLog::new(p).append(&rec(1)).unwrap_err();
+        assert!(e.contains("cannot open the audit log"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+        assert_eq!(mode_of(&victim), 0o644);
     }
 
     #[cfg(unix)]

@@ -19,8 +19,8 @@
 //! | `allow_apps`          | list of strings | `[]`                  | every app         | apps that act without a first-use confirmation (`accept-edits`) or at all (`unattended`) |
 //! | `deny_apps`           | list of strings | `[]`                  | `[]`              | apps never captured nor operated, on top of the built-in credential deny-list |
 //! | `self_apps`           | list of strings | `[]`                  | `[]`              | extra app names that count as deskpilot's own host client (always refused) |
-//! | `action_budget`       | integer ≥ 1     | 200                   | 200               | actions per grant before it closes ([`DEFAULT_ACTION_BUDGET`]) |
-//! | `idle_expiry_minutes` | integer ≥ 1     | 15                    | 15                | minutes without an action after which a grant closes ([`DEFAULT_IDLE_EXPIRY_MS`]) |
+//! | `action_budget`       | 1 to 10,000     | 200                   | 200               | actions per grant before it closes ([`DEFAULT_ACTION_BUDGET`]) |
+//! | `idle_expiry_minutes` | 1 to 1,440      | 15                    | 15                | minutes without an action after which a grant closes ([`DEFAULT_IDLE_EXPIRY_MS`]) |
 //! | `capture`             | string          | `"a11y-only"`         | `"a11y-only"`     | `a11y-only` or `a11y-and-pixels` (whether pixels may be captured) |
 //!
 //! # The bound model
@@ -71,6 +71,12 @@ use toml_edit::{DocumentMut, Item, TableLike, Value};
 use crate::store::{lock_exclusive, private_file};
 
 /// Every key a layer may hold, in display order.
+/// Largest `action_budget`: 10,000 actions. A budget is a brake on a runaway loop;
+/// a larger one would not be one.
+pub const MAX_ACTION_BUDGET: u32 = 10_000;
+/// Largest `idle_expiry_minutes`: a day. A grant nobody used for a day is over.
+pub const MAX_IDLE_EXPIRY_MINUTES: u64 = 24 * 60;
+
 pub const KEYS: [&str; 8] = [
     "enabled",
     "mode",
@@ -309,8 +315,8 @@ fn valid_values(key: &str) -> &'static str {
         "allow_apps" | "deny_apps" | "self_apps" => {
             "a list of app names such as [\"mousepad\", \"gedit\"] (with `config set`: mousepad,gedit)"
         }
-        "action_budget" => "an integer from 1 to 4294967295",
-        "idle_expiry_minutes" => "an integer of at least 1",
+        "action_budget" => "an integer from 1 to 10000",
+        "idle_expiry_minutes" => "an integer from 1 to 1440 (a day)",
         "capture" => CAPTURE_NAMES,
         "provider" => "openai, anthropic",
         "model" => "a model name such as \"gpt-4.1-mini\", \"qwen2.5:7b\" or \"claude-sonnet-4-5\"",
@@ -458,7 +464,7 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
                 let n = v.as_integer().ok_or_else(|| wrong("an integer"))?;
                 let n = u32::try_from(n)
                     .ok()
-                    .filter(|&n| n >= 1)
+                    .filter(|&n| (1..=MAX_ACTION_BUDGET).contains(&n))
                     .ok_or_else(|| key_error(path, &full, &format!("{n} is out of range")))?;
                 s.action_budget = Some(n);
             }
@@ -466,7 +472,7 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
                 let n = v.as_integer().ok_or_else(|| wrong("an integer"))?;
                 let n = u64::try_from(n)
                     .ok()
-                    .filter(|&n| n >= 1)
+                    .filter(|&n| (1..=MAX_IDLE_EXPIRY_MINUTES).contains(&n))
                     .ok_or_else(|| key_error(path, &full, &format!("{n} is out of range")))?;
                 s.idle_expiry_minutes = Some(n);
             }

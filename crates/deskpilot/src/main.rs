@@ -197,6 +197,25 @@ enum Command {
         #[arg(long, default_value_t = 20, value_name = "N")]
         tail: usize,
     },
+    /// Hand one instruction to the model bound in the config (`[model]`): a bounded
+    /// loop of observe → decide → act on the host's policy; prints what was done.
+    #[command(after_help = "Examples:
+  deskpilot config set model.provider openai
+  deskpilot config set model.model gpt-4.1-mini
+  deskpilot config set model.api_key_env OPENAI_API_KEY
+  deskpilot run \"type Hello into the editor\" --max-steps 10
+  deskpilot run \"what can you reach?\" --observe-only")]
+    Run {
+        /// What to do, in plain words.
+        instruction: String,
+        /// At most this many steps (also capped by the grant's actions left).
+        #[arg(long, default_value_t = 20, value_name = "N")]
+        max_steps: usize,
+        /// Describe what is in scope (windows, refusals, the bound window) without
+        /// calling a model or acting.
+        #[arg(long)]
+        observe_only: bool,
+    },
     /// Serve deskpilot's tools over MCP on stdio (or streamable HTTP on loopback),
     /// every call through the host's policy.
     #[command(after_help = "Examples:

@@ -673,3 +673,94 @@ fn a_closed_bound_window_moves_the_grant_and_fails_the_action() {
         "{records:?}"
     );
 }
+
+/// The allow-list goes by the executable, not the name an app gives itself; a key
+/// that activates a focused irreversible control asks first; a spent budget is not
+/// renewed by revoking or by another session; the config is not changed without a
+/// terminal.
+#[test]
+fn spoofed_names_activation_keys_and_a_spent_budget_do_not_widen_the_policy() {
+    let iso = Isolated::new(
+        "harden",
+        "[sandbox]\nmode = \"unattended\"\nallow_apps = [\"mousepad\"]\n",
+    );
+    // zenity under the name "mousepad": its accessible app name says mousepad.
+    let link = iso.root.join("mousepad");
+    std::os::unix::fs::symlink("/usr/bin/zenity", &link).unwrap();
+    let link = link.display().to_string();
+    let spoof: &[&str] = &[&link, "--entry", "--title", "Spoof"];
+    let question: &[&str] = &[
+        "zenity",
+        "--question",
+        "--title",
+        "Question",
+        "--ok-label",
+        "Delete",
+        "--cancel-label",
+        "Keep",
+    ];
+    let (sb, _) = sandbox_with_apps(&iso, &[(spoof, "mousepad"), (question, "zenity")]);
+
+    ok(&sb, &iso, &["observe", "--window", "Spoof"]);
+    let entry = textbox(&sb, &iso, "mousepad", false);
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["act", &entry, "set_value", "x"],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
+    assert!(message(&v).contains("allow"), "{v}");
+
+    // Sandbox defaults: edits without asking, irreversible controls confirmed.
+    iso.write_config("");
+    ok(&sb, &iso, &["observe", "--window", "Question"]);
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["keys", "space"],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    assert!(message(&v).contains("irreversible"), "{v}");
+    assert!(v["error"]["detail"]["approval_id"].is_string(), "{v}");
+
+    // A budget of one action.
+    iso.write_config("[sandbox]\naction_budget = 1\n");
+    ok(&sb, &iso, &["revoke"]);
+    ok(&sb, &iso, &["observe", "--window", "Spoof"]);
+    let entry = textbox(&sb, &iso, "mousepad", false);
+    ok(&sb, &iso, &["act", &entry, "set_value", "one"]);
+    fails_with(
+        &sb,
+        &iso,
+        &["act", &entry, "set_value", "two"],
+        "COMPUTER_BUDGET_EXHAUSTED",
+    );
+    ok(&sb, &iso, &["revoke"]);
+    let v = fails_with(&sb, &iso, &["observe"], "COMPUTER_BUDGET_EXHAUSTED");
+    assert!(message(&v).contains("grant --user"), "{v}");
+    fails_with(
+        &sb,
+        &iso,
+        &["--session", "other", "observe"],
+        "COMPUTER_BUDGET_EXHAUSTED",
+    );
+
+    // The config is the user's: no terminal, no change.
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["config", "set", "mode", "bypass"],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    assert!(message(&v).contains("terminal"), "{v}");
+    assert_eq!(
+        std::fs::read_to_string(&iso.config).unwrap(),
+        "[sandbox]\naction_budget = 1\n"
+    );
+    fails_with(
+        &sb,
+        &iso,
+        &["--session", "bad/name", "observe"],
+        "COMPUTER_INVALID_ARGUMENT",
+    );
+}

@@ -176,6 +176,43 @@ fn stop_aborts_the_run_refuses_agent_grants_and_a_user_grant_lifts_it() {
         "{audit}"
     );
 
+    // A lock record naming a live process that is not a deskpilot host (pid 1, its
+    // real start time) blocks other sessions until the user's stop clears it.
+    let lock = std::fs::read_dir(&runtime)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name().is_some_and(|n| {
+                n.to_string_lossy().starts_with("grant-") && n.to_string_lossy().ends_with(".lock")
+            })
+        })
+        .expect("the desktop's grant lock record");
+    let stat = std::fs::read_to_string("/proc/1/stat").unwrap();
+    let start: u64 = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    std::fs::write(
+        &lock,
+        serde_json::json!({"pid": 1, "session": "planted", "grant_id": "g-x", "since_ms": 1, "start": start})
+            .to_string(),
+    )
+    .unwrap();
+    let v = fails_with(
+        &["--session", "other", "observe", "--app", "mousepad"],
+        "COMPUTER_NO_GRANT",
+    );
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("planted"),
+        "{v}"
+    );
+    let stopped = ok(&["stop"]);
+    assert!(stopped["locks_cleared"].as_u64().unwrap() >= 1, "{stopped}");
+    assert!(!lock.exists(), "stop removed the planted lock");
+
     drop(sb);
     let _ = std::fs::remove_dir_all(&runtime);
 }

@@ -55,6 +55,8 @@ struct ShowDoc<'a> {
     in_sandbox: bool,
     effective: &'a Effective,
     file: FileDoc<'a>,
+    /// The model `deskpilot run` uses, when bound.
+    model: Option<&'a deskpilot_host::config::ModelBinding>,
 }
 
 #[derive(Debug, Serialize)]
@@ -115,15 +117,18 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), D
             Ok(())
         }
         ConfigCmd::Set { key, value } => {
+            super::policy::need_terminal("changing the config")?;
             config::set_key(&path, &key, &value)?;
             let cfg = Config::load_from(&path)?;
-            let bare = key.strip_prefix("sandbox.").unwrap_or(&key);
-            let layer = if key.starts_with("sandbox.") {
-                &cfg.sandbox
+            let (bare, layer) = if let Some(k) = key.strip_prefix("sandbox.") {
+                (k, serde_json::to_value(&cfg.sandbox))
+            } else if let Some(k) = key.strip_prefix("model.") {
+                (k, serde_json::to_value(&cfg.model_settings))
             } else {
-                &cfg.top
+                (key.as_str(), serde_json::to_value(&cfg.top))
             };
-            let stored = render(&serde_json::to_value(layer).unwrap_or(Value::Null), bare);
+            let layer = layer.unwrap_or(Value::Null);
+            let stored = render(&layer, bare);
             let mut text = format!("{key} = {stored}   # in {}", path.display());
             let eff = cfg.effective(in_sandbox);
             if key.starts_with("sandbox.") && !in_sandbox {
@@ -138,13 +143,14 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), D
             let doc = serde_json::json!({
                 "path": path.display().to_string(),
                 "key": key,
-                "value": serde_json::to_value(layer).ok().and_then(|v| v.get(bare).cloned()),
+                "value": layer.get(bare).cloned(),
                 "effective": eff,
             });
             print_ok(json, &doc, &text);
             Ok(())
         }
         ConfigCmd::Unset { key } => {
+            super::policy::need_terminal("changing the config")?;
             let removed = config::unset_key(&path, &key)?;
             let text = if removed {
                 format!("removed `{key}` from {}", path.display())
@@ -186,6 +192,24 @@ fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), DriverError> {
             .unwrap_or("default");
         text.push_str(&format!("{key:<width$} = {value:<20} # {source}\n"));
     }
+    match &cfg.model {
+        Some(b) => text.push_str(&format!(
+            "model: {} {} at {}{}\n",
+            serde_json::to_value(b.provider)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            b.model,
+            b.endpoint,
+            b.api_key_env
+                .as_deref()
+                .map(|e| format!(" (key in ${e})"))
+                .unwrap_or_default()
+        )),
+        None => text.push_str(
+            "model: none bound (`deskpilot run` needs one: deskpilot config set model.provider openai; deskpilot config set model.model NAME)\n",
+        ),
+    }
     if !exists {
         text.push_str("change a key with `deskpilot config set KEY VALUE`\n");
     }
@@ -198,6 +222,7 @@ fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), DriverError> {
             top: &cfg.top,
             sandbox: &cfg.sandbox,
         },
+        model: cfg.model.as_ref(),
     };
     print_ok(json, &doc, &text);
     Ok(())

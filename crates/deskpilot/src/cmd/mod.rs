@@ -8,6 +8,7 @@ mod doctor;
 mod driver;
 mod mcp;
 mod policy;
+mod run;
 mod sandbox;
 mod session;
 
@@ -31,6 +32,18 @@ pub async fn run(cli: Cli) -> Result<(), DriverError> {
             )
         })?),
     };
+    let valid_session = !cli.session.is_empty()
+        && cli.session.len() <= 40
+        && cli
+            .session
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !valid_session {
+        return Err(DriverError::new(
+            ErrorCode::InvalidArgument,
+            "--session takes 1 to 40 letters, digits, '-' or '_' (e.g. --session agent-2)",
+        ));
+    }
     let ctx = session::Ctx {
         json,
         sandbox,
@@ -101,6 +114,11 @@ pub async fn run(cli: Cli) -> Result<(), DriverError> {
         Command::Demo { keep } => demo::run(json, keep).await,
         Command::Driver => driver::run(sandbox).await,
         Command::Mcp { http } => mcp::run(&ctx, new_sandbox, http).await,
+        Command::Run {
+            instruction,
+            max_steps,
+            observe_only,
+        } => run::run(&ctx, instruction, max_steps, observe_only).await,
         Command::Bench { runs, apps } => bench::run(cli.json, runs, apps).await,
     }
 }

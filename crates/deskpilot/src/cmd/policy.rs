@@ -14,7 +14,7 @@ use super::session::{Ctx, ask_yes, open, to_target};
 use crate::TargetArgs;
 use crate::output::print_ok;
 
-fn need_terminal(what: &str) -> Result<(), DriverError> {
+pub fn need_terminal(what: &str) -> Result<(), DriverError> {
     use std::io::IsTerminal;
     if std::io::stdin().is_terminal() {
         return Ok(());
@@ -92,6 +92,8 @@ pub async fn revoke(ctx: &Ctx) -> Result<(), DriverError> {
 pub async fn stop(json: bool) -> Result<(), DriverError> {
     let rec = control::write_stop(control::now_ms())?;
     let replies: Vec<StopReply> = control::stop_hosts().await;
+    // Nothing may keep a desktop locked past a stop (a stale or planted record).
+    let locks = control::clear_grant_locks();
     let mut text = format!(
         "stopped: grants revoked; agent-issued grants are refused for {} s (`deskpilot grant --user` lifts this)",
         STOP_COOLDOWN_MS / 1000
@@ -110,7 +112,7 @@ pub async fn stop(json: bool) -> Result<(), DriverError> {
     }
     print_ok(
         json,
-        &serde_json::json!({ "stop": rec, "hosts": replies }),
+        &serde_json::json!({ "stop": rec, "hosts": replies, "locks_cleared": locks }),
         &text,
     );
     Ok(())

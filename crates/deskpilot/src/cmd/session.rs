@@ -46,12 +46,8 @@ fn session_key(desktop: &Desktop, session: &str) -> String {
     if session == "cli" {
         return key;
     }
-    let tag: String = session
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
-        .take(40)
-        .collect();
-    format!("{key}-{tag}")
+    // The name was checked to be [A-Za-z0-9_-]{1,40} (cmd::run).
+    format!("{key}-{session}")
 }
 
 /// A terminal prompt when a user is at one (stdin and stderr are terminals): asks on
