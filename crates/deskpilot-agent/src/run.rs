@@ -514,7 +514,7 @@ pub async fn run(
     host: &mut Host,
     model: &dyn Model,
     opts: &RunOptions,
-    progress: &mut dyn FnMut(&StepRecord),
+    progress: &mut (dyn FnMut(&StepRecord) + Send),
 ) -> Result<RunReport, DriverError> {
     if opts.observe_only {
         return describe_scope(host, opts).await;
@@ -671,7 +671,7 @@ impl Loop<'_> {
         &mut self,
         cap: usize,
         stop: &deskpilot_host::control::StopSignal,
-        progress: &mut dyn FnMut(&StepRecord),
+        progress: &mut (dyn FnMut(&StepRecord) + Send),
     ) -> RunStatus {
         let schema = decision::schema();
         let system = prompt::system(&schema.to_string());
@@ -1006,7 +1006,14 @@ impl Loop<'_> {
                         status: status.as_str().into(),
                         window: label.clone(),
                     });
-                    if !self.report.windows_touched.contains(&label) {
+                    // One entry per window (`[wN] …`), whatever its title became.
+                    let wref = label.split(']').next().unwrap_or_default().to_string();
+                    if !self
+                        .report
+                        .windows_touched
+                        .iter()
+                        .any(|w| w.split(']').next() == Some(wref.as_str()))
+                    {
                         self.report.windows_touched.push(label);
                     }
                 }

@@ -406,14 +406,30 @@ pub(crate) fn clear_grant_locks_in(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
-    entries
-        .flatten()
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().to_string();
-            n.starts_with("grant-") && n.ends_with(".lock")
-        })
-        .filter(|e| std::fs::remove_file(e.path()).is_ok())
-        .count()
+    let mut n = 0;
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir {
+            // A sandbox keeps its desktop's lock in its own directory.
+            n += std::fs::read_dir(e.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|f| {
+                    let n = f.file_name().to_string_lossy().to_string();
+                    n.starts_with("grant-") && n.ends_with(".lock")
+                })
+                .filter(|f| std::fs::remove_file(f.path()).is_ok())
+                .count();
+        } else if name.starts_with("grant-")
+            && name.ends_with(".lock")
+            && std::fs::remove_file(e.path()).is_ok()
+        {
+            n += 1;
+        }
+    }
+    n
 }
 
 /// Parent pid from the text of `/proc/PID/stat`: field 4, counted after the last `)`

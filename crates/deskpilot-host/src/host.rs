@@ -195,6 +195,11 @@ pub struct HostOptions {
     pub approvals_path: PathBuf,
     /// Raised by `deskpilot stop` (through the control socket of a long-lived host).
     pub stop: StopSignal,
+    /// Where the desktop's shared records live (the grant lock, the spent-budget
+    /// record): the runtime directory for the user's own desktop; a sandbox's own
+    /// directory for a sandbox, so they go with it and a later sandbox on the same
+    /// display starts clean.
+    pub desktop_dir: PathBuf,
 }
 
 impl HostOptions {
@@ -210,6 +215,7 @@ impl HostOptions {
             prompt: None,
             approvals_path: state_dir().join("approvals.json"),
             stop: StopSignal::new(),
+            desktop_dir: state_dir(),
         }
     }
 }
@@ -588,8 +594,23 @@ impl Host {
         e
     }
 
+    fn acquire_lock(&self, grant_id: &str, now: u64) -> Result<LockOutcome, DriverError> {
+        control::acquire_grant_lock_in(
+            &self.o.desktop_dir,
+            &self.o.desktop_key,
+            &self.o.session,
+            grant_id,
+            std::process::id(),
+            now,
+        )
+    }
+
     fn release_lock(&self) {
-        if let Err(e) = control::release_grant_lock(&self.o.desktop_key, &self.o.session) {
+        if let Err(e) = control::release_grant_lock_in(
+            &self.o.desktop_dir,
+            &self.o.desktop_key,
+            &self.o.session,
+        ) {
             tracing::warn!(error = %e.message, "cannot release the grant lock");
         }
     }
@@ -709,7 +730,7 @@ impl Host {
             .active()
             .map(|g| g.grant_id.clone())
             .unwrap_or_default();
-        match control::acquire_grant_lock(&self.o.desktop_key, &self.o.session, &gid, now)? {
+        match self.acquire_lock(&gid, now)? {
             LockOutcome::HeldBy(h) => {
                 let _ = self.policy_mut().authority.revoke();
                 self.policy_mut().issued_ms = None;
@@ -1299,7 +1320,9 @@ impl Host {
     /// grants on the desktop rest until it would have idled out, whichever session
     /// asks (a revoke or another `--session` does not buy a fresh budget).
     fn budget_path(&self) -> PathBuf {
-        state_dir().join(format!("budget-{}.json", self.o.desktop_key))
+        self.o
+            .desktop_dir
+            .join(format!("budget-{}.json", self.o.desktop_key))
     }
 
     fn mark_budget_spent(&self, now: u64) {
@@ -1894,9 +1917,7 @@ impl Host {
         // Another live session's grant blocks a user grant too: check before
         // anything changes (nothing is lost when this fails).
         let now0 = control::now_ms();
-        if let LockOutcome::HeldBy(h) =
-            control::acquire_grant_lock(&self.o.desktop_key, &self.o.session, "pending", now0)?
-        {
+        if let LockOutcome::HeldBy(h) = self.acquire_lock("pending", now0)? {
             return Err(fail(
                 ErrorCode::NoGrant,
                 format!(
@@ -1932,7 +1953,7 @@ impl Host {
             .map_err(refused)?
             .clone();
         self.policy_mut().issued_ms = Some(now);
-        match control::acquire_grant_lock(&self.o.desktop_key, &self.o.session, &g.grant_id, now)? {
+        match self.acquire_lock(&g.grant_id, now)? {
             LockOutcome::HeldBy(h) => {
                 let _ = self.policy_mut().authority.revoke();
                 return Err(fail(

@@ -255,6 +255,32 @@ pub struct LaunchArgs {
     pub wait_ms: Option<u64>,
 }
 
+/// Default and highest `max_steps` of `computer_task`: 20 (the loop's default,
+/// `deskpilot_agent::run::DEFAULT_MAX_STEPS`) and 50 (a task longer than that is
+/// better split by the caller).
+pub const DEFAULT_TASK_STEPS: usize = 20;
+pub const MAX_TASK_STEPS: usize = 50;
+
+/// Arguments of `computer_task`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskArgs {
+    /// What to do, in plain words, e.g. "type Hello into the editor and save it".
+    /// Passed to the model bound in deskpilot's config as the user's instruction.
+    #[schemars(length(min = 1))]
+    pub instruction: String,
+    /// Step cap of the run (one model decision per step): default 20, at most 50;
+    /// also capped by the grant's actions left.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 50))]
+    pub max_steps: Option<usize>,
+    /// Only describe what the task could reach (the bound window, every window and
+    /// why one is refused, the grant), without calling the model or acting; needs no
+    /// model binding.
+    #[serde(default)]
+    pub observe_only: Option<bool>,
+}
+
 /// What a screenshot should produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -2,8 +2,10 @@
 //! official Rust SDK (`rmcp`), on stdio or on streamable HTTP bound to loopback.
 //!
 //! Tools (ARCHITECTURE.md §9): `computer_apps`, `computer_observe`, `computer_find`,
-//! `computer_act`, `computer_wait`, `computer_keys`, `computer_launch` and
-//! `computer_screenshot`. Each publishes an input schema and (except the
+//! `computer_act`, `computer_wait`, `computer_keys`, `computer_launch`,
+//! `computer_screenshot`, and `computer_task` (the bounded inner loop of
+//! `deskpilot_agent` with the model bound in the config, ARCHITECTURE.md §10). Each
+//! publishes an input schema and (except the
 //! screenshot, which always fails honestly until a capture path exists) an output
 //! schema generated from the Rust types in [`args`] and [`output`], and annotations
 //! (`readOnlyHint` on the reading tools, `destructiveHint` on the acting ones).

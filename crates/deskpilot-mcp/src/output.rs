@@ -384,6 +384,164 @@ pub struct LaunchOutput {
     pub elapsed_ms: u64,
 }
 
+/// An action a `computer_task` run dispatched, as the host reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TaskActionOut {
+    /// The step (1-based) it was dispatched in.
+    pub step: usize,
+    pub op: String,
+    /// The element's role, from the host's tree.
+    pub role: String,
+    /// The element's name from the host's tree (secrets masked, one line, ≤ 60 chars).
+    pub name: String,
+    /// How it was done: action, text, value, keyboard or pointer.
+    pub channel: String,
+    /// `executed`, or `timed_out` / `outcome_unknown` (it may or may not have
+    /// happened; never retried).
+    pub status: String,
+    /// `[wN] app "title"` of the window acted in.
+    pub window: String,
+}
+
+impl From<&deskpilot_agent::ExecutedAction> for TaskActionOut {
+    fn from(a: &deskpilot_agent::ExecutedAction) -> Self {
+        TaskActionOut {
+            step: a.step,
+            op: a.op.clone(),
+            role: a.role.clone(),
+            name: a.name.clone(),
+            channel: a.channel.clone(),
+            status: a.status.clone(),
+            window: a.window.clone(),
+        }
+    }
+}
+
+/// The question a `computer_task` run stopped on.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TaskQuestionOut {
+    /// `model` (the bound model asks; its words) or `host` (a confirmation only the
+    /// user can give, e.g. `deskpilot approve ID`).
+    pub from: String,
+    /// One line, ≤ 500 chars.
+    pub text: String,
+}
+
+/// A window as an observe-only task lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TaskWindowOut {
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    pub app: String,
+    pub title: String,
+    /// The grant is bound to it.
+    pub bound: bool,
+    /// The `COMPUTER_*` code of a refusal covering it.
+    pub refused: Option<String>,
+    pub refused_reason: Option<String>,
+}
+
+/// What an observe-only task could reach.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TaskScopeOut {
+    /// `[wN] app "title"` of the bound window.
+    pub bound_window: String,
+    pub windows: Vec<TaskWindowOut>,
+    /// The bound window's snapshot (application data, within the default budget).
+    pub observation: String,
+    /// Tokens of `observation` (o200k).
+    pub observation_tokens: usize,
+}
+
+/// Result of `computer_task`: what the host did during the run, and the model's own
+/// words only where labelled (`model_claim`, a question from the model).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TaskOutput {
+    /// Why the run ended: `done` (the model said so), `observe_only`, `step_cap`,
+    /// `stopped`, `expired`, `budget`, `repeated_failure`, `needs_user`, `refused`,
+    /// `model_error` or `failed`.
+    pub status: String,
+    /// Assembled from the actions the host executed and why the run stopped; never
+    /// the model's text.
+    pub summary: String,
+    /// `provider:model` of the bound model; null when it was not called.
+    pub model: Option<String>,
+    /// The actions dispatched, in order.
+    pub actions_executed: Vec<TaskActionOut>,
+    /// `[wN] app "title"` of each window an action was dispatched in.
+    pub windows_touched: Vec<String>,
+    /// Prompt tokens of every model call, summed.
+    pub tokens_in: u64,
+    /// Answer tokens of every model call, summed.
+    pub tokens_out: u64,
+    /// Whether the provider reported every step's tokens (else some are o200k
+    /// estimates).
+    pub usage_reported: bool,
+    /// Wall time of the run, ms.
+    pub wall_ms: u64,
+    /// Steps taken (one model decision each).
+    pub steps: usize,
+    /// The step cap in force (`max_steps` clamped to the grant's actions left).
+    pub step_cap: usize,
+    /// Set when the run stopped on a question (status `needs_user`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<TaskQuestionOut>,
+    /// The model's `done` summary: its claim, not a verified fact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_claim: Option<String>,
+    /// The error that ended the run (`model_error`, `stopped`, `refused`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorOutput>,
+    /// Observe-only tasks: what is in scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<TaskScopeOut>,
+    /// Path of the run record written under the state directory, when it was written.
+    pub record: Option<String>,
+}
+
+impl TaskOutput {
+    /// The view of `r`, with the path of its run record.
+    pub fn new(r: &deskpilot_agent::RunReport, record: Option<&std::path::Path>) -> Self {
+        TaskOutput {
+            status: r.status.as_str().to_string(),
+            summary: r.summary.clone(),
+            model: r.model.clone(),
+            actions_executed: r.actions_executed.iter().map(TaskActionOut::from).collect(),
+            windows_touched: r.windows_touched.clone(),
+            tokens_in: r.tokens_in,
+            tokens_out: r.tokens_out,
+            usage_reported: r.usage_reported,
+            wall_ms: r.wall_ms,
+            steps: r.steps.len(),
+            step_cap: r.step_cap,
+            question: r.question.as_ref().map(|q| TaskQuestionOut {
+                from: q.from.clone(),
+                text: q.text.clone(),
+            }),
+            model_claim: r.model_claim.clone(),
+            error: r.error.as_ref().map(ErrorOutput::from),
+            scope: r.scope.as_ref().map(|s| TaskScopeOut {
+                bound_window: s.bound_window.clone(),
+                windows: s
+                    .windows
+                    .iter()
+                    .map(|w| TaskWindowOut {
+                        ref_: w.ref_.clone(),
+                        app: w.app.clone(),
+                        title: w.title.clone(),
+                        bound: w.bound,
+                        refused: w.refused.clone(),
+                        refused_reason: w.refused_reason.clone(),
+                    })
+                    .collect(),
+                observation: s.observation.clone(),
+                observation_tokens: s.observation_tokens,
+            }),
+            record: record.map(|p| p.display().to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,6 +44,8 @@ fn init() -> MutexGuard<'static, ()> {
         unsafe {
             std::env::set_var("DESKPILOT_RUNTIME_DIR", &dir);
             std::env::set_var("XDG_STATE_HOME", dir.join("state"));
+            // computer_task reads the config at each call; tests write this file.
+            std::env::set_var("DESKPILOT_CONFIG", dir.join("config.toml"));
         }
     });
     let g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
@@ -332,7 +334,8 @@ fn handshake_tools_and_the_schema_contract() {
                 "computer_wait",
                 "computer_keys",
                 "computer_launch",
-                "computer_screenshot"
+                "computer_screenshot",
+                "computer_task"
             ]
         );
         let by = |n: &str| {
@@ -391,6 +394,12 @@ fn handshake_tools_and_the_schema_contract() {
                 None,
                 true,
             ),
+            (
+                "computer_task",
+                schema::<TaskArgs>(false),
+                Some(schema::<TaskOutput>(true)),
+                false,
+            ),
         ];
         for (name, input, output, read_only) in expected {
             let t = by(name);
@@ -407,6 +416,7 @@ fn handshake_tools_and_the_schema_contract() {
                 json!(!read_only),
                 "{name}"
             );
+            assert_eq!(t["annotations"]["openWorldHint"], json!(false), "{name}");
         }
         // Doc comments became descriptions.
         let observe = by("computer_observe");
@@ -734,7 +744,7 @@ fn progress_cancellation_and_robustness() {
         big.extend(br#""}}}"#);
         c.send_raw(&big).await;
         let list = c.request("tools/list", json!({})).await;
-        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 8, "{list}");
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 9, "{list}");
     });
 }
 
@@ -781,5 +791,241 @@ fn streamable_http_serves_loopback_only() {
         let rebound = exchange(post("evil.example:80", &init)).await;
         assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
         task.abort();
+    });
+}
+
+/// The config file `computer_task` reads (see `init`).
+fn write_config(text: &str) {
+    let path = std::env::var_os("DESKPILOT_CONFIG").expect("init sets DESKPILOT_CONFIG");
+    std::fs::write(path, text).unwrap();
+}
+
+/// A fake OpenAI-compatible endpoint on 127.0.0.1: answers each chat completion with
+/// `answer(user message)` (the decision JSON) and a usage block of 100 + 10·n prompt
+/// and 7 completion tokens for the n-th request (1-based). Returns the base URL and
+/// the user messages it received.
+fn fake_openai(
+    answer: impl Fn(&str) -> String + Send + 'static,
+) -> (String, Arc<Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { continue };
+            s.set_read_timeout(Some(Duration::from_secs(5))).ok();
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            let (head_end, len) = loop {
+                let n = s.read(&mut chunk).unwrap_or(0);
+                if n == 0 {
+                    break (0, 0);
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..p]).to_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    break (p + 4, len);
+                }
+            };
+            if head_end == 0 {
+                continue;
+            }
+            while buf.len() < head_end + len {
+                let n = s.read(&mut chunk).unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+            let user = body["messages"][1]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let n = {
+                let mut l = log.lock().unwrap();
+                l.push(user.clone());
+                l.len() as u64
+            };
+            let reply = json!({
+                "id": format!("chatcmpl-{n}"),
+                "object": "chat.completion",
+                "model": "fake",
+                "choices": [{ "index": 0, "finish_reason": "stop",
+                    "message": { "role": "assistant", "content": answer(&user) } }],
+                "usage": { "prompt_tokens": 100 + 10 * n, "completion_tokens": 7, "total_tokens": 107 + 10 * n }
+            })
+            .to_string();
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                    reply.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    (base, seen)
+}
+
+/// The ref on the first line of `user` that contains `needle`.
+fn ref_on_line(user: &str, needle: &str) -> Option<String> {
+    let line = user.lines().find(|l| l.contains(needle))?;
+    let start = line.find("[e")? + 1;
+    let end = start + line[start..].find(']')?;
+    Some(line[start..end].to_string())
+}
+
+#[test]
+fn computer_task_runs_the_bound_model_and_reports_what_the_host_did() {
+    let _g = init();
+    let env = Env::new("task");
+    let (base, seen) = fake_openai(|user| {
+        if user.contains("Earlier steps:") {
+            json!({ "decision": { "kind": "done", "summary": "I typed it and everything is perfect" } })
+        } else {
+            let body = ref_on_line(user, "textbox \"Body\"").expect("the body textbox is shown");
+            json!({ "decision": { "kind": "action", "ref": body, "op": "set_value", "value": "from the model" } })
+        }
+        .to_string()
+    });
+    rt().block_on(async {
+        let (mut c, _task) = Client::start(env.host(Mode::Bypass)).await;
+        c.initialize(json!({})).await;
+        let obs = c.call("computer_observe", json!({ "app": "editor" })).await;
+        let grant = obs["structuredContent"]["grant"]["grant_id"].clone();
+        assert!(grant.is_string(), "{obs}");
+
+        // No binding: refused before the desktop is touched.
+        write_config("");
+        let r = c
+            .call("computer_task", json!({ "instruction": "type into the body" }))
+            .await;
+        assert_error(&r, "COMPUTER_NO_MODEL_BINDING");
+        assert!(
+            text_of(&r).contains("deskpilot config set model.provider"),
+            "{}",
+            text_of(&r)
+        );
+        assert!(seen.lock().unwrap().is_empty());
+
+        // Observe only: no model needed, nothing done.
+        let r = c
+            .call(
+                "computer_task",
+                json!({ "instruction": "what is there?", "observe_only": true }),
+            )
+            .await;
+        assert_eq!(r["isError"], json!(false), "{r}");
+        let sc = &r["structuredContent"];
+        assert_eq!(sc["status"], json!("observe_only"), "{r}");
+        assert_eq!(sc["steps"], json!(0));
+        assert_eq!(sc["actions_executed"], json!([]));
+        let apps: Vec<&str> = sc["scope"]["windows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["app"].as_str().unwrap())
+            .collect();
+        assert!(apps.contains(&"editor"), "{apps:?}");
+        assert!(text_of(&r).contains("textbox \"Body\""), "{}", text_of(&r));
+
+        // Bound: two steps (set_value, done), one progress notification each.
+        write_config(&format!(
+            "[model]\nprovider = \"openai\"\nmodel = \"fake\"\nendpoint = \"{base}\"\ntimeout_ms = 5000\n"
+        ));
+        let id = c
+            .request_id(
+                "tools/call",
+                json!({ "name": "computer_task",
+                        "arguments": { "instruction": "type into the body", "max_steps": 5 },
+                        "_meta": { "progressToken": "task-1" } }),
+            )
+            .await;
+        let resp = c.response(id, Duration::from_secs(60)).await;
+        let r = &resp["result"];
+        assert_eq!(r["isError"], json!(false), "{resp}");
+        let sc = &r["structuredContent"];
+        assert_eq!(sc["status"], json!("done"), "{r}");
+        assert_eq!(sc["steps"], json!(2));
+        assert_eq!(sc["step_cap"], json!(5));
+        assert_eq!(sc["model"], json!("openai:fake"));
+        let acts = sc["actions_executed"].as_array().unwrap();
+        assert_eq!(acts.len(), 1, "{sc}");
+        assert_eq!(acts[0]["op"], json!("set_value"));
+        assert_eq!(acts[0]["role"], json!("textbox"));
+        assert_eq!(acts[0]["name"], json!("Body"));
+        assert_eq!(acts[0]["status"], json!("executed"));
+        assert_eq!(acts[0]["channel"], json!("text"));
+        assert_eq!(sc["tokens_in"], json!(110 + 120));
+        assert_eq!(sc["tokens_out"], json!(14));
+        assert_eq!(sc["usage_reported"], json!(true));
+        assert_eq!(
+            sc["model_claim"],
+            json!("I typed it and everything is perfect")
+        );
+        let summary = sc["summary"].as_str().unwrap();
+        assert!(!summary.contains("perfect"), "the summary is the host's: {summary}");
+        assert!(summary.contains("set_value textbox \"Body\" via text"), "{summary}");
+        let text = text_of(r);
+        assert!(text.starts_with("done: 1 action executed"), "{text}");
+        assert!(
+            text.contains("the model says (unverified): I typed it and everything is perfect"),
+            "{text}"
+        );
+        let record = sc["record"].as_str().expect("the run record was written");
+        let rec: Value = serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+        assert_eq!(rec["status"], json!("done"));
+        assert!(!rec.to_string().contains("from the model"), "no typed text in the record");
+        let progress: Vec<&Value> = c
+            .notes
+            .iter()
+            .filter(|n| n["method"] == json!("notifications/progress"))
+            .collect();
+        assert_eq!(progress.len(), 2, "{:?}", c.notes);
+        assert_eq!(progress[0]["params"]["progressToken"], json!("task-1"));
+        assert_eq!(progress[0]["params"]["progress"], json!(1.0));
+        assert_eq!(progress[0]["params"]["total"], json!(5.0));
+        let line = progress[0]["params"]["message"].as_str().unwrap();
+        assert!(
+            line.starts_with("step 1 · action set_value e") && line.contains("executed via text"),
+            "{line}"
+        );
+        assert!(
+            progress[1]["params"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("step 2 · done"),
+            "{progress:?}"
+        );
+        assert_eq!(seen.lock().unwrap().len(), 2);
+
+        // The grant stays for the client's next calls, and the text is in the body.
+        let find = c.call("computer_find", json!({ "text": "from the model" })).await;
+        assert_eq!(
+            find["structuredContent"]["matches"].as_array().map(Vec::len),
+            Some(1),
+            "{find}"
+        );
+        let obs = c.call("computer_observe", json!({})).await;
+        assert_eq!(obs["structuredContent"]["grant"]["grant_id"], grant, "{obs}");
+
+        // Schema limits: max_steps 0 is refused, an unknown argument too.
+        let bad = c
+            .call("computer_task", json!({ "instruction": "x", "max_steps": 0 }))
+            .await;
+        assert_error(&bad, "COMPUTER_INVALID_ARGUMENT");
+        let bad = c
+            .call("computer_task", json!({ "instruction": "x", "budget": 9 }))
+            .await;
+        assert_error(&bad, "COMPUTER_INVALID_ARGUMENT");
+        write_config("");
     });
 }

@@ -198,7 +198,7 @@ fn malformed_input_gets_clean_errors_and_the_server_keeps_serving() {
     let list = s.request("tools/list", json!({}), short);
     assert_eq!(
         list["result"]["tools"].as_array().map(Vec::len),
-        Some(8),
+        Some(9),
         "{list}"
     );
 
@@ -258,7 +258,7 @@ fn malformed_input_gets_clean_errors_and_the_server_keeps_serving() {
     let list = s.request("tools/list", json!({}), short);
     assert_eq!(
         list["result"]["tools"].as_array().map(Vec::len),
-        Some(8),
+        Some(9),
         "{list}"
     );
     let apps = s.request(

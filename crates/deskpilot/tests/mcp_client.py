@@ -28,6 +28,7 @@ TOOLS = [
     "computer_keys",
     "computer_launch",
     "computer_screenshot",
+    "computer_task",
 ]
 READ_ONLY = {"computer_apps", "computer_observe", "computer_find", "computer_wait", "computer_screenshot"}
 MARKER = "hello from the MCP client"

@@ -178,7 +178,8 @@ fn stop_aborts_the_run_refuses_agent_grants_and_a_user_grant_lifts_it() {
 
     // A lock record naming a live process that is not a deskpilot host (pid 1, its
     // real start time) blocks other sessions until the user's stop clears it.
-    let lock = std::fs::read_dir(&runtime)
+    // The sandbox keeps its desktop's lock in its own directory.
+    let lock = std::fs::read_dir(&sb.state().dir)
         .unwrap()
         .flatten()
         .map(|e| e.path())

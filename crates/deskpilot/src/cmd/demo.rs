@@ -166,12 +166,13 @@ async fn run_in(
     // The demo's own sandbox: the host's policy applies as to any agent (a grant
     // bound to mousepad, refusals, budget, audit), with the sandbox defaults.
     let settings = Config::load()?.effective(true);
-    let opts = HostOptions::new(
+    let mut opts = HostOptions::new(
         &desktop_key(&desktop.display, &desktop.bus_address),
         "demo",
         "demo",
         settings,
     );
+    opts.desktop_dir = sandbox.state().dir.clone();
     let mut host = Host::new(Session::new(Arc::new(driver), store), opts);
     host.wait(
         &Target::Current,

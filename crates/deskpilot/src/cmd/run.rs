@@ -79,23 +79,30 @@ pub async fn run(
     let _ = std::fs::remove_file(state_file);
     let report = result?;
     let record = report.write_record(&deskpilot_agent::runs_dir());
-    print_ok(ctx.json, &report, &text_of(&report, record.as_ref().ok()));
-    if let Err(e) = record {
+    if let Err(e) = &record {
         eprintln!("warning: the run record was not written: {}", e.message);
     }
-    match report.status {
-        RunStatus::Done | RunStatus::ObserveOnly => Ok(()),
-        _ => Err(report.error.clone().unwrap_or_else(|| {
-            DriverError::new(
-                ErrorCode::OutcomeUnknown,
-                format!(
-                    "the run ended without finishing ({}): {}",
-                    report.status.as_str(),
-                    report.summary
-                ),
-            )
-        })),
+    let text = text_of(&report, record.as_ref().ok());
+    if matches!(report.status, RunStatus::Done | RunStatus::ObserveOnly) {
+        print_ok(ctx.json, &report, &text);
+        return Ok(());
     }
+    // A run that did not finish fails with its code; the report rides along in
+    // the error's detail, so `--json` still prints exactly one document.
+    let mut e = report.error.clone().unwrap_or_else(|| {
+        DriverError::new(
+            ErrorCode::OutcomeUnknown,
+            format!(
+                "the run ended without finishing ({}); see the report",
+                report.status.as_str()
+            ),
+        )
+    });
+    e.detail = Some(serde_json::json!({ "report": report }));
+    if !ctx.json {
+        print_ok(false, &report, &text);
+    }
+    Err(e)
 }
 
 fn text_of(r: &RunReport, record: Option<&std::path::PathBuf>) -> String {

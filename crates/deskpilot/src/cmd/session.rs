@@ -106,6 +106,9 @@ pub async fn open_host(
         settings,
     );
     opts.prompt = if prompt { tty_prompt() } else { None };
+    if let Some(dir) = &desktop.sandbox_dir {
+        opts.desktop_dir = dir.clone();
+    }
     Ok((
         Host::new(Session::new(Arc::new(driver), store), opts),
         desktop,
