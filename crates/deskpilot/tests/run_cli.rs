@@ -578,6 +578,35 @@ fn a_run_without_a_model_or_with_a_silent_one_ends_cleanly() {
         "observe only acts on nothing"
     );
 
+    // A run that hits its step cap without finishing: its outcome is unknown, and it
+    // says so with a code (the report rides in the error's detail).
+    let model = FakeModel::start(|n, _| answer(switch("w1"), n));
+    iso.write_config(&model.config(5_000));
+    let (out, pid) = deskpilot_pid(
+        &sb,
+        &iso,
+        &["run", "keep looking around", "--max-steps", "2"],
+    );
+    if let Some(p) = run_record(pid) {
+        let _ = std::fs::remove_file(p);
+    }
+    let docs = documents(&out);
+    assert_eq!(out.status.code(), Some(1), "{docs:?}");
+    assert_eq!(docs.len(), 1, "{docs:?}");
+    assert_eq!(
+        docs[0]["error"]["code"],
+        json!("COMPUTER_OUTCOME_UNKNOWN"),
+        "{docs:?}"
+    );
+    let report = &docs[0]["error"]["detail"]["report"];
+    assert_eq!(report["status"], json!("step_cap"), "{report}");
+    assert_eq!(report["steps"].as_array().unwrap().len(), 2, "{report}");
+    assert_eq!(
+        report["actions_executed"],
+        json!([]),
+        "switching is not work done"
+    );
+
     // A model that never answers within timeout_ms: model_error, COMPUTER_TIMEOUT.
     let model = FakeModel::start(|_, _| Reply::Hang(Duration::from_secs(30)));
     iso.write_config(&model.config(500));
