@@ -211,6 +211,68 @@ fn bounded(s: &str, key: &str, max: usize) -> Result<String, DriverError> {
     Ok(s.to_string())
 }
 
+const DUPLICATE: &str = "duplicate key";
+
+/// A JSON value walked only to find an object that repeats a key: serde_json keeps
+/// the last of two equal keys, so `{"decision": A, "decision": B}` would otherwise
+/// run B while A was what a reader of the answer saw first.
+struct NoDuplicateKeys;
+
+impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = NoDuplicateKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut seen = std::collections::HashSet::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    if !seen.insert(k.clone()) {
+                        let k: String = k.chars().take(40).collect();
+                        return Err(serde::de::Error::custom(format!("{DUPLICATE} `{k}`")));
+                    }
+                    m.next_value::<NoDuplicateKeys>()?;
+                }
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Self::Value, A::Error> {
+                while s.next_element::<NoDuplicateKeys>()?.is_some() {}
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(NoDuplicateKeys)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// Parses one raw answer strictly (see the module doc).
 ///
 /// Errors: `COMPUTER_MODEL_SCHEMA_VIOLATION` naming what is wrong, in words meant to
@@ -228,6 +290,13 @@ pub fn parse(raw: &str) -> Result<Decision, DriverError> {
         return Err(violation(
             "the answer is empty; answer with one JSON object",
         ));
+    }
+    if let Err(e) = serde_json::from_str::<NoDuplicateKeys>(text) {
+        if e.to_string().starts_with(DUPLICATE) {
+            return Err(violation(format!(
+                "the answer repeats a key ({e}); give exactly one decision with each field once"
+            )));
+        }
     }
     let v: Value = serde_json::from_str(text).map_err(|e| {
         violation(format!(
@@ -362,6 +431,16 @@ pub fn parse(raw: &str) -> Result<Decision, DriverError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_key_is_a_violation_not_last_one_wins() {
+        let two = r#"{"decision":{"kind":"done","summary":"ok"},"decision":{"kind":"action","ref":"e3","op":"click","value":null}}"#;
+        assert!(code_msg(two).contains("repeats a key"), "{}", code_msg(two));
+        let inner =
+            r#"{"decision":{"kind":"done","kind":"action","ref":"e3","op":"click","value":null}}"#;
+        assert!(code_msg(inner).contains("`kind`"), "{}", code_msg(inner));
+        assert!(parse(r#"{"decision":{"kind":"done","summary":"ok"}}"#).is_ok());
+    }
 
     fn code_msg(raw: &str) -> String {
         let e = parse(raw).unwrap_err();

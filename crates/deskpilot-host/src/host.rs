@@ -280,6 +280,125 @@ fn random_hex() -> String {
     format!("{:016x}", stable_hash(&seed))
 }
 
+/// Programs `launch` never starts: command interpreters, terminals, and tools that
+/// run other commands or change privileges. Each would let whoever chooses its
+/// arguments run anything, outside every refusal. Matched on the name called and on
+/// the real executable; versioned names (`python3.11`) match their family.
+const LAUNCH_REFUSED: &[&str] = &[
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "fish",
+    "ksh",
+    "mksh",
+    "csh",
+    "tcsh",
+    "busybox",
+    "env",
+    "python",
+    "perl",
+    "ruby",
+    "node",
+    "nodejs",
+    "php",
+    "lua",
+    "tclsh",
+    "wish",
+    "pwsh",
+    "osascript",
+    "awk",
+    "gawk",
+    "mawk",
+    "sed",
+    "xargs",
+    "nohup",
+    "setsid",
+    "timeout",
+    "nice",
+    "ionice",
+    "stdbuf",
+    "chroot",
+    "unshare",
+    "nsenter",
+    "script",
+    "expect",
+    "ssh",
+    "sudo",
+    "su",
+    "doas",
+    "pkexec",
+    "runuser",
+    "systemd-run",
+    "flatpak-spawn",
+    "gdb",
+    "strace",
+    "ltrace",
+    "xterm",
+    "uxterm",
+    "gnome-terminal",
+    "gnome-terminal-server",
+    "konsole",
+    "xfce4-terminal",
+    "lxterminal",
+    "mate-terminal",
+    "terminator",
+    "tilix",
+    "alacritty",
+    "kitty",
+    "urxvt",
+    "rxvt",
+    "st",
+    "qterminal",
+    "x-terminal-emulator",
+    "foot",
+    "wezterm",
+    "deskpilot",
+];
+
+/// Whether `name` (a file name) is on [`LAUNCH_REFUSED`], exactly or as a versioned
+/// member of a family (`python3`, `python3.11`, `perl5.36`).
+fn launch_refused(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    LAUNCH_REFUSED.iter().any(|r| {
+        n == *r
+            || n.strip_prefix(r).is_some_and(|rest| {
+                !rest.is_empty()
+                    && rest
+                        .chars()
+                        .all(|c| c.is_ascii_digit() || c == '.' || c == '-')
+            })
+    })
+}
+
+/// The file `program` runs: itself when it has a `/`, else the first executable of
+/// that name on `PATH`; symlinks resolved. `None` when there is none.
+fn resolve_program(program: &str) -> Option<PathBuf> {
+    let is_exe = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            }
+            #[cfg(not(unix))]
+            {
+                m.is_file()
+            }
+        })
+    };
+    let found = if program.contains('/') {
+        Some(PathBuf::from(program)).filter(|p| is_exe(p))
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(program))
+                .find(|p| is_exe(p))
+        })
+    }?;
+    std::fs::canonicalize(found).ok()
+}
+
 /// What a confirmation shows of text to be written: one line, secrets masked, at
 /// most 60 chars with the total length when cut.
 fn payload_preview(text: &str) -> String {
@@ -1881,7 +2000,76 @@ impl Host {
             );
             return Err(self.refuse(e, Some("launch"), Some(&program)));
         }
+        let refuse_launch = |hit: &str| {
+            fail(
+                ErrorCode::Denylisted,
+                format!(
+                    "{hit:?} is a command interpreter, terminal or privilege tool: deskpilot launches applications, never programs that would run arbitrary commands outside every refusal (built-in rule, cannot be removed)"
+                ),
+            )
+        };
+        let called = std::path::Path::new(&program)
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        if launch_refused(&called) {
+            let e = refuse_launch(&called);
+            return Err(self.refuse(e, Some("launch"), Some(&program)));
+        }
+        // What would really run: argv[0] through PATH, symlinks resolved.
+        let real = resolve_program(&program);
+        let real_name = real
+            .as_deref()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().to_string());
+        let shown = deskpilot_core::sanitize::one_line(&program);
+        let Some(real_name) = real_name else {
+            let e = fail(
+                ErrorCode::ElementNotFound,
+                format!(
+                    "{shown:?} is not an executable program on PATH; give its name or full path"
+                ),
+            );
+            return Err(self.refuse(e, Some("launch"), Some(&program)));
+        };
+        if launch_refused(&real_name) {
+            let e = refuse_launch(&real_name);
+            return Err(self.refuse(e, Some("launch"), Some(&program)));
+        }
+        let facts = TargetFacts {
+            app: called.clone(),
+            title: String::new(),
+            pid: None,
+            uid: None,
+            exe: Some(real_name.clone()),
+            focused_password: false,
+        };
+        if let Some(r) = self.rules.check_window(&facts) {
+            return Err(self.refuse(refused(r), Some("launch"), Some(&program)));
+        }
         self.ensure_grant(now)?;
+        // Launching is an action on a new app: the mode decides (first use asks in
+        // `default`, the allow-list rules `accept-edits` and `unattended`).
+        let payload = argv.join("\u{0}");
+        let key = ActionKey::new(
+            &format!("{}/{}/launch", self.o.desktop_key, self.o.session),
+            &real
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            "launch",
+            Some(&payload),
+        );
+        let summary = format!("launch {}", payload_preview(&argv.join(" ")));
+        let approved_apps = self.policy().approved_apps.clone();
+        let approved_app = match Self::gate(&self.o, &approved_apps, &facts, key, 0, summary, None)
+        {
+            Ok(a) => a,
+            Err(e) => return Err(self.refuse(e, Some("launch"), Some(&program))),
+        };
+        if approved_app {
+            self.remember_app(&facts);
+        }
         let r = self
             .session
             .driver()
@@ -1893,6 +2081,7 @@ impl Host {
         self.audit(AuditRecord {
             event: Some(AuditEvent::Action),
             op: Some("launch".into()),
+            text_len: Some(payload.chars().count()),
             app: Some(program),
             pid: r.as_ref().ok().map(|l| l.pid),
             status: Some(if r.is_ok() { "executed" } else { "failed" }.into()),
@@ -2021,6 +2210,38 @@ impl Host {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interpreters_terminals_and_privilege_tools_are_never_launched() {
+        for name in [
+            "sh",
+            "bash",
+            "python3",
+            "python3.11",
+            "perl5.36",
+            "env",
+            "xterm",
+            "sudo",
+            "node",
+            "gnome-terminal",
+            "BASH",
+        ] {
+            assert!(launch_refused(name), "{name}");
+        }
+        for name in [
+            "mousepad",
+            "gnome-calculator",
+            "zenity",
+            "soffice.bin",
+            "chromium",
+            "stellarium",
+            "shotwell",
+        ] {
+            assert!(!launch_refused(name), "{name}");
+        }
+        assert!(resolve_program("sh").is_some_and(|p| p.is_absolute()));
+        assert_eq!(resolve_program("no-such-program-xyz"), None);
+    }
 
     #[test]
     fn a_basis_round_trips_and_rejects_garbage() {

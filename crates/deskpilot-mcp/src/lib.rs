@@ -22,6 +22,7 @@ pub mod args;
 mod batch;
 pub mod output;
 mod server;
+mod stdio;
 pub mod tools;
 
 use std::net::SocketAddr;
@@ -37,8 +38,8 @@ pub use server::Server;
 pub use tools::INSTRUCTIONS;
 
 /// Longest JSON-RPC line accepted on stdio: 4 MiB. Tool arguments are small (the
-/// largest is a `set_value` text); a longer line is logged and skipped, and the
-/// server goes on serving.
+/// largest is a `set_value` text); a longer line is answered with a `-32600` error
+/// (`"id": null`) and skipped, and the server goes on serving.
 pub const MAX_STDIO_LINE: usize = 4 * 1024 * 1024;
 
 /// Longest HTTP request body accepted: 4 MiB, as on stdio (413 beyond).
@@ -55,9 +56,23 @@ fn internal(msg: String) -> DriverError {
 /// abnormally.
 pub async fn serve_stdio(server: Server) -> Result<(), DriverError> {
     let watcher = server.watch_stop();
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(stdin, stdout)
-        .with_max_line_length(MAX_STDIO_LINE);
+    // stdin → framing checks → the service → one writer → stdout (see `stdio`).
+    let (service_in, filter_out) = tokio::io::duplex(1 << 20);
+    let (service_out, merge_in) = tokio::io::duplex(1 << 20);
+    let (errors_tx, errors_rx) = tokio::sync::mpsc::unbounded_channel();
+    let filter = tokio::spawn(stdio::filter_input(
+        tokio::io::stdin(),
+        filter_out,
+        errors_tx,
+        MAX_STDIO_LINE,
+    ));
+    let merge = tokio::spawn(stdio::merge_output(
+        merge_in,
+        tokio::io::stdout(),
+        errors_rx,
+    ));
+    let transport = AsyncRwTransport::<rmcp::RoleServer, _, _>::new(service_in, service_out)
+        .with_max_line_length(MAX_STDIO_LINE + 1);
     let result = async {
         let running = server
             .serve(transport)
@@ -72,6 +87,9 @@ pub async fn serve_stdio(server: Server) -> Result<(), DriverError> {
     }
     .await;
     watcher.abort();
+    filter.abort();
+    // The service's last replies are flushed before the process exits.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), merge).await;
     result
 }
 

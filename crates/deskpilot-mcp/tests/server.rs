@@ -623,6 +623,48 @@ fn plan_mode_refuses_actions_as_tool_results() {
 }
 
 #[test]
+fn launch_never_starts_an_interpreter_and_follows_the_mode() {
+    let _g = init();
+    let env = Env::new("launch");
+    rt().block_on(async {
+        // Bypass asks nothing, yet interpreters, terminals and privilege tools stay out.
+        let (mut c, _task) = Client::start(env.host(Mode::Bypass)).await;
+        c.initialize(json!({})).await;
+        for cmd in [
+            json!(["sh", "-c", "id > /tmp/deskpilot-launch-probe"]),
+            json!(["/usr/bin/env", "python3", "-c", "print(1)"]),
+            json!(["python3", "-c", "print(1)"]),
+            json!(["xterm"]),
+        ] {
+            let r = c.call("computer_launch", json!({ "command": cmd })).await;
+            assert_error(&r, "COMPUTER_DENYLISTED");
+            assert!(text_of(&r).contains("interpreter"), "{}", text_of(&r));
+        }
+        assert!(!std::path::Path::new("/tmp/deskpilot-launch-probe").exists());
+        let r = c
+            .call(
+                "computer_launch",
+                json!({ "command": ["no-such-program-xyz"] }),
+            )
+            .await;
+        assert_error(&r, "COMPUTER_ELEMENT_NOT_FOUND");
+    });
+    rt().block_on(async {
+        // Default mode: launching an app is a first use that needs the user.
+        let (mut c, _task) = Client::start(env.host(Mode::Default)).await;
+        c.initialize(json!({})).await;
+        let r = c
+            .call("computer_launch", json!({ "command": ["true"] }))
+            .await;
+        assert_error(&r, "COMPUTER_CONFIRMATION_REQUIRED");
+        assert!(
+            r["structuredContent"]["detail"]["approval_id"].is_string(),
+            "{r}"
+        );
+    });
+}
+
+#[test]
 fn confirmation_goes_through_elicitation_or_returns_the_approval_id() {
     let _g = init();
     let env = Env::new("confirm");

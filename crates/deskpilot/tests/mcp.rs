@@ -137,6 +137,25 @@ impl Raw {
         w.flush().unwrap();
     }
 
+    /// Waits for the error answer to an input line that could not be read as a
+    /// request: `"id": null` and `code` (JSON-RPC 2.0 §5.1).
+    fn expect_null_id_error(&mut self, code: i64, within: Duration) -> Value {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("no {code} error within {within:?}: {e}"));
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"));
+            if v["id"].is_null() && v.get("error").is_some() {
+                assert_eq!(v["error"]["code"], json!(code), "{v}");
+                return v;
+            }
+        }
+    }
+
     fn request(&mut self, method: &str, params: Value, within: Duration) -> Value {
         let id = self.next;
         self.next += 1;
@@ -192,9 +211,14 @@ fn malformed_input_gets_clean_errors_and_the_server_keeps_serving() {
     s.send_raw(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     let short = Duration::from_secs(30);
 
-    // Not JSON at all: skipped (answering garbage could start an error storm).
+    // Not JSON at all: a parse error each (id null), and the server goes on.
     s.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 77, \"method\": ");
+    s.expect_null_id_error(-32700, short);
     s.send_raw(b"\x00\x01 not json \xff");
+    s.expect_null_id_error(-32700, short);
+    // A batch: MCP has none; an invalid-request error.
+    s.send_raw(br#"[{"jsonrpc":"2.0","id":5,"method":"ping"}]"#);
+    s.expect_null_id_error(-32600, short);
     let list = s.request("tools/list", json!({}), short);
     assert_eq!(
         list["result"]["tools"].as_array().map(Vec::len),
@@ -248,13 +272,21 @@ fn malformed_input_gets_clean_errors_and_the_server_keeps_serving() {
 
     // Well-formed JSON that is not a JSON-RPC message: an Invalid Request error.
     s.send_raw(br#"{"hello":"world"}"#);
+    s.expect_null_id_error(-32600, short);
 
-    // A 10 MB line: dropped (over the 4 MiB line limit) and logged; never buffered
-    // whole, never answered, and the server goes on.
+    // A 10 MB line: over the 4 MiB line limit, never buffered whole; an
+    // invalid-request error naming its size, and the server goes on.
     let mut big = br#"{"jsonrpc":"2.0","id":424242,"method":"tools/call","params":{"name":"computer_find","arguments":{"text":""#.to_vec();
     big.extend(std::iter::repeat_n(b'a', 10 * 1024 * 1024));
     big.extend(br#""}}}"#);
     s.send_raw(&big);
+    let e = s.expect_null_id_error(-32600, short);
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("bytes") && m.contains("limit")),
+        "{e}"
+    );
     let list = s.request("tools/list", json!({}), short);
     assert_eq!(
         list["result"]["tools"].as_array().map(Vec::len),
