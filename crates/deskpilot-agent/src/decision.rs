@@ -291,12 +291,12 @@ pub fn parse(raw: &str) -> Result<Decision, DriverError> {
             "the answer is empty; answer with one JSON object",
         ));
     }
-    if let Err(e) = serde_json::from_str::<NoDuplicateKeys>(text) {
-        if e.to_string().starts_with(DUPLICATE) {
-            return Err(violation(format!(
-                "the answer repeats a key ({e}); give exactly one decision with each field once"
-            )));
-        }
+    if let Err(e) = serde_json::from_str::<NoDuplicateKeys>(text)
+        && e.to_string().starts_with(DUPLICATE)
+    {
+        return Err(violation(format!(
+            "the answer repeats a key ({e}); give exactly one decision with each field once"
+        )));
     }
     let v: Value = serde_json::from_str(text).map_err(|e| {
         violation(format!(
