@@ -1541,6 +1541,28 @@ impl Host {
             .session
             .act_checked(r, op, value, |root, el| {
                 note.role = Some(el.role);
+                // An element that is not on screen (an item of a closed menu, a row
+                // scrolled away, a window behind a dialog's removal) is not what the
+                // model is looking at: activating it would act out of sight.
+                if el.has(State::Offscreen)
+                    && matches!(
+                        op,
+                        Op::Click
+                            | Op::DoubleClick
+                            | Op::RightClick
+                            | Op::Toggle
+                            | Op::Select
+                            | Op::Expand
+                            | Op::Collapse
+                    )
+                {
+                    return Err(fail(
+                        ErrorCode::ElementNotActionable,
+                        format!(
+                            "{r} is not on screen (an item of a closed menu, or scrolled out of view); open its menu or `act {r} scroll into_view` first, then observe"
+                        ),
+                    ));
+                }
                 let fp = fingerprint_of(root, el);
                 note.fingerprint = Some(fp.clone());
                 let textual = matches!(op, Op::SetValue | Op::Type | Op::Clear);
@@ -1556,9 +1578,13 @@ impl Host {
                     .map(|m| format!("{:?} matched {}", m.matched, m.kind));
                 let name = deskpilot_core::sanitize::one_line(&el.name);
                 let name: String = name.chars().take(60).collect();
+                let named = if name.is_empty() {
+                    el.role.to_string()
+                } else {
+                    format!("{} {name:?}", el.role)
+                };
                 let mut summary = format!(
-                    "{op} {} {name:?} in {}",
-                    el.role,
+                    "{op} {named} in {}",
                     deskpilot_core::sanitize::one_line(&facts.app)
                 );
                 if let Some(p) = &payload {
@@ -1636,9 +1662,28 @@ impl Host {
         });
         let mut out = out;
         self.mark_new_windows(&mut out.change);
+        if let Some(n) = self.bound_closed_note(&window, &out.change) {
+            out.text.push_str(&n);
+            out.tokens = deskpilot_core::tokens::count(&out.text);
+        }
         self.stamp(&window, None);
         self.after_call()?;
         Ok(out)
+    }
+
+    /// When the action closed the bound window, says what happens to the grant (the
+    /// next call moves it; refs of the closed window are gone).
+    fn bound_closed_note(
+        &mut self,
+        window: &WindowInfo,
+        change: &crate::session::Change,
+    ) -> Option<String> {
+        let wref = self.session.window_ref(&window.handle);
+        change.closed_windows.contains(&wref).then(|| {
+            format!(
+                "\nthe grant's window [{wref}] closed: the next call moves the grant to the frontmost permitted window under a new revision; observe before acting"
+            )
+        })
     }
 
     /// Notes the refusal of each window an action opened.
@@ -1821,6 +1866,10 @@ impl Host {
         });
         let mut out = result?;
         self.mark_new_windows(&mut out.change);
+        if let Some(n) = self.bound_closed_note(&window, &out.change) {
+            out.text.push_str(&n);
+            out.tokens = deskpilot_core::tokens::count(&out.text);
+        }
         self.after_call()?;
         Ok(out)
     }

@@ -1417,3 +1417,27 @@ fn a_grant_displaced_by_another_session_is_replaced_and_its_refs_are_stale() {
         "A's displaced grant is closed in the audit"
     );
 }
+
+#[test]
+fn an_element_that_went_off_screen_is_not_activated() {
+    let env = Env::new("offscreen");
+    rt().block_on(async {
+        let mut h = env.host(settings(Mode::Bypass), None);
+        let obs = observe(&mut h, &editor()).await;
+        let save = ref_of(&obs.text, &["button \"Save\""]);
+        // The button scrolls out of view (or its menu closes) after the observe.
+        env.edit_editor(|root| {
+            fn mark(n: &mut Node) {
+                if n.name == "Save" {
+                    n.states.insert(deskpilot_core::State::Offscreen);
+                }
+                n.children.iter_mut().for_each(mark);
+            }
+            mark(root);
+        });
+        let e = failed(h.act(&save, Op::Click, None).await);
+        assert_code(&e, ErrorCode::ElementNotActionable);
+        assert!(e.message.contains("into_view"), "{}", e.message);
+    });
+    assert!(env.driver.actions().is_empty());
+}

@@ -282,10 +282,11 @@ pub struct TaskArgs {
 }
 
 /// What a screenshot should produce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ScreenshotMode {
     Ocr,
+    #[default]
     Image,
     Marks,
 }
@@ -300,8 +301,9 @@ pub struct ScreenshotArgs {
     /// Window to capture: a window ref or part of its title.
     #[serde(default)]
     pub window: Option<String>,
-    /// ocr (text read from pixels), image (a PNG), or marks (an image with element
-    /// refs drawn on it).
+    /// ocr (text read from pixels), image (a PNG, the default), or marks (an image
+    /// with element refs drawn on it).
+    #[serde(default)]
     pub mode: ScreenshotMode,
 }
 

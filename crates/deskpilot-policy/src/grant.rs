@@ -337,11 +337,16 @@ impl Authority {
                     g.target = None;
                     g.target_app = None;
                 }
-                let rev = self.bump();
-                if let Some(g) = self.active.as_mut() {
-                    g.revision = rev;
+                // A successful fallback bumps the revision itself; with nothing to
+                // bind, bump anyway so refs of the closed window are stale.
+                let fell_back = self.bind_frontmost(windows, rules, now_ms).ok();
+                if fell_back.is_none() {
+                    let rev = self.bump();
+                    if let Some(g) = self.active.as_mut() {
+                        g.revision = rev;
+                    }
                 }
-                self.bind_frontmost(windows, rules, now_ms).ok()
+                fell_back
             }
         }
     }

@@ -89,6 +89,8 @@ enum Command {
     },
     /// Find elements whose name, value or description contains TEXT.
     Find {
+        /// Text to look for in names, values and descriptions (case-insensitive;
+        /// "" matches every element, useful with --role).
         text: String,
         /// Only elements of this role (button, textbox, menuitem, …).
         #[arg(long)]
@@ -233,6 +235,10 @@ enum Command {
         /// Leave the sandbox running afterwards (prints how to join it).
         #[arg(long)]
         keep: bool,
+        /// Save the text here and keep the file (default: a temporary file, removed
+        /// once its bytes are verified).
+        #[arg(long, value_name = "PATH")]
+        out: Option<std::path::PathBuf>,
     },
     /// Serve the driver over JSON-RPC 2.0 on stdin/stdout (one message per line).
     Driver,
@@ -297,7 +303,29 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let wants_json = std::env::args().any(|a| a == "--json");
+            let is_help = matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            );
+            if wants_json && !is_help {
+                // Scripts asked for JSON: bad usage is one JSON document too.
+                let err = deskpilot_protocol::DriverError::new(
+                    deskpilot_protocol::ErrorCode::InvalidArgument,
+                    e.render().to_string().trim().to_string(),
+                );
+                output::print_error(true, &err);
+                std::process::exit(2);
+            }
+            e.exit()
+        }
+    };
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

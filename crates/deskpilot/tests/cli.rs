@@ -42,7 +42,13 @@ fn find_ref(sb: &Sandbox, args: &[&str], pred: impl Fn(&Value) -> bool) -> Strin
 
 #[test]
 fn demo_writes_saves_and_verifies_the_file() {
-    let out = bin().args(["demo", "--json"]).output().expect("demo runs");
+    let saved =
+        std::env::temp_dir().join(format!("deskpilot-demo-test-{}.txt", std::process::id()));
+    let out = bin()
+        .args(["demo", "--json", "--out"])
+        .arg(&saved)
+        .output()
+        .expect("demo runs");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "demo stdout is not JSON ({e}): {}\nstderr: {}",
@@ -58,6 +64,7 @@ fn demo_writes_saves_and_verifies_the_file() {
     assert_eq!(v["verified"], true);
     assert_eq!(v["screenshots"], 0);
     let file = v["file"].as_str().unwrap();
+    assert_eq!(file, saved.display().to_string());
     let bytes = std::fs::read(file).expect("the saved file exists");
     assert_eq!(
         String::from_utf8(bytes).unwrap(),

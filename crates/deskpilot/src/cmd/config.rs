@@ -30,9 +30,13 @@ pub enum ConfigCmd {
   deskpilot config set sandbox.mode bypass
   deskpilot config set deny_apps thunderbird,signal
   deskpilot config set allow_apps ''          # an empty allow-list
-  deskpilot config set idle_expiry_minutes 30")]
+  deskpilot config set idle_expiry_minutes 30
+  deskpilot config set model.provider openai    # the model `deskpilot run` uses
+  deskpilot config set model.model gpt-4.1-mini
+  deskpilot config set model.api_key_env OPENAI_API_KEY")]
     Set {
-        /// A key such as `mode` or `sandbox.mode`.
+        /// A key such as `mode`, `sandbox.mode` or `model.provider` (model keys:
+        /// provider, model, endpoint, api_key_env, timeout_ms, max_retries).
         key: String,
         /// The value: true/false, an integer, a mode (plan, default, accept-edits,
         /// bypass, unattended), a capture (a11y-only, a11y-and-pixels), or a list `a,b`.
@@ -118,6 +122,12 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), D
         }
         ConfigCmd::Set { key, value } => {
             super::policy::need_terminal("changing the config")?;
+            confirm(&format!(
+                "deskpilot: set {} = {:?} in {}?",
+                deskpilot_core::sanitize::one_line(&key),
+                deskpilot_core::sanitize::one_line(&value),
+                path.display()
+            ))?;
             config::set_key(&path, &key, &value)?;
             let cfg = Config::load_from(&path)?;
             let (bare, layer) = if let Some(k) = key.strip_prefix("sandbox.") {
@@ -151,6 +161,11 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), D
         }
         ConfigCmd::Unset { key } => {
             super::policy::need_terminal("changing the config")?;
+            confirm(&format!(
+                "deskpilot: remove {} from {}?",
+                deskpilot_core::sanitize::one_line(&key),
+                path.display()
+            ))?;
             let removed = config::unset_key(&path, &key)?;
             let text = if removed {
                 format!("removed `{key}` from {}", path.display())
@@ -249,4 +264,15 @@ mod tests {
         assert_eq!(render(&v, "deny_apps"), "[\"a\", \"b\"]");
         assert_eq!(render(&v, "mode"), "null");
     }
+}
+
+/// Asks the user at the terminal; anything but yes leaves the file as it was.
+fn confirm(question: &str) -> Result<(), DriverError> {
+    if super::session::ask_yes(question) {
+        return Ok(());
+    }
+    Err(DriverError::new(
+        deskpilot_protocol::ErrorCode::ConfirmationRequired,
+        "you declined; the config file was not changed",
+    ))
 }

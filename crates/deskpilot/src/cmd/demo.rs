@@ -104,7 +104,12 @@ impl Demo {
     }
 }
 
-pub async fn run(json: bool, keep: bool) -> Result<(), DriverError> {
+pub async fn run(
+    json: bool,
+    keep: bool,
+    out: Option<std::path::PathBuf>,
+) -> Result<(), DriverError> {
+    let chosen = out.is_some();
     let started = Instant::now();
     progress(
         json,
@@ -114,7 +119,7 @@ pub async fn run(json: bool, keep: bool) -> Result<(), DriverError> {
         detach: keep,
         ..SandboxOptions::default()
     })?;
-    let result = run_in(json, &mut sandbox, started).await;
+    let result = run_in(json, &mut sandbox, started, out).await;
     if keep {
         progress(
             json,
@@ -139,6 +144,11 @@ pub async fn run(json: bool, keep: bool) -> Result<(), DriverError> {
         "saved {} ({} bytes) — content verified, {} screenshots, {} ms in all",
         report.file, report.saved_bytes, report.screenshots, report.total_ms
     ));
+    if !keep && !chosen {
+        // The file was the proof; it does not stay behind in /tmp.
+        let _ = std::fs::remove_file(&report.file);
+        text.push_str(" (file removed; --out PATH keeps it)");
+    }
     print_ok(json, &report, &text);
     Ok(())
 }
@@ -147,6 +157,7 @@ async fn run_in(
     json: bool,
     sandbox: &mut Sandbox,
     started: Instant,
+    out: Option<std::path::PathBuf>,
 ) -> Result<Report, DriverError> {
     let desktop = Desktop {
         display: sandbox.display(),
@@ -155,7 +166,9 @@ async fn run_in(
         sandbox_dir: Some(sandbox.state().dir.clone()),
         vars: sandbox.env().into_iter().collect(),
     };
-    let file = std::env::temp_dir().join(format!("deskpilot-demo-{}.txt", std::process::id()));
+    let file = out.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("deskpilot-demo-{}.txt", std::process::id()))
+    });
     let _ = std::fs::remove_file(&file);
 
     progress(json, "launching mousepad in the sandbox…");

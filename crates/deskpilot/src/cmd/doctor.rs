@@ -122,7 +122,12 @@ pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), Driv
                 "apps",
                 bad.is_empty(),
                 if bad.is_empty() {
-                    format!("{} apps expose a tree", apps.len())
+                    format!(
+                        "{} app{} expose{} a tree",
+                        apps.len(),
+                        if apps.len() == 1 { "" } else { "s" },
+                        if apps.len() == 1 { "s" } else { "" }
+                    )
                 } else {
                     format!("{} apps; without a readable tree: {}", apps.len(), bad.join(", "))
                 },

@@ -111,7 +111,7 @@ pub async fn run(cli: Cli) -> Result<(), DriverError> {
             )
             .await
         }
-        Command::Demo { keep } => demo::run(json, keep).await,
+        Command::Demo { keep, out } => demo::run(json, keep, out).await,
         Command::Driver => driver::run(sandbox).await,
         Command::Mcp { http } => mcp::run(&ctx, new_sandbox, http).await,
         Command::Run {

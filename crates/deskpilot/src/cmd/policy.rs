@@ -40,7 +40,7 @@ pub async fn grant(
         let text = match &view {
             Some(g) => g.line(),
             None => {
-                "no active grant; the next observe issues one (when computer use is on)".to_string()
+                "no active grant; the next call issues one (when computer use is on)".to_string()
             }
         };
         print_ok(ctx.json, &serde_json::json!({ "grant": view }), &text);
