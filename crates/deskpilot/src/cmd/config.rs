@@ -243,6 +243,17 @@ fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), DriverError> {
     Ok(())
 }
 
+/// Asks the user at the terminal; anything but yes leaves the file as it was.
+fn confirm(question: &str) -> Result<(), DriverError> {
+    if super::session::ask_yes(question) {
+        return Ok(());
+    }
+    Err(DriverError::new(
+        deskpilot_protocol::ErrorCode::ConfirmationRequired,
+        "you declined; the config file was not changed",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,15 +275,4 @@ mod tests {
         assert_eq!(render(&v, "deny_apps"), "[\"a\", \"b\"]");
         assert_eq!(render(&v, "mode"), "null");
     }
-}
-
-/// Asks the user at the terminal; anything but yes leaves the file as it was.
-fn confirm(question: &str) -> Result<(), DriverError> {
-    if super::session::ask_yes(question) {
-        return Ok(());
-    }
-    Err(DriverError::new(
-        deskpilot_protocol::ErrorCode::ConfirmationRequired,
-        "you declined; the config file was not changed",
-    ))
 }
