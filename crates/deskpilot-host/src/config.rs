@@ -124,8 +124,9 @@ const MODE_NAMES: &str = "plan, default, accept-edits, bypass, unattended";
 const CAPTURE_NAMES: &str = "a11y-only, a11y-and-pixels";
 
 /// Path of the config file: `$DESKPILOT_CONFIG` if set and non-empty, else
-/// `$XDG_CONFIG_HOME/deskpilot/config.toml` (ignored when `DESKPILOT_SANDBOX` is set,
-/// as in a shell that joined a sandbox, where it points inside the sandbox), else
+/// `$XDG_CONFIG_HOME/deskpilot/config.toml` (ignored when it lies under the runtime
+/// directory, as in a shell that joined a sandbox, where it points inside the
+/// sandbox), else
 /// `$HOME/.config/deskpilot/config.toml` (relative to the current directory when
 /// neither is set).
 pub fn config_path() -> PathBuf {
@@ -134,11 +135,12 @@ pub fn config_path() -> PathBuf {
         return PathBuf::from(p);
     }
     // A shell that joined a sandbox has XDG_CONFIG_HOME pointing inside the sandbox
-    // (for the apps there); the user's settings are still the user's.
-    let joined_sandbox = var("DESKPILOT_SANDBOX").is_some();
+    // (for the apps there, under the runtime directory); the user's settings are
+    // still the user's.
+    let runtime = crate::store::state_dir();
     let base = var("XDG_CONFIG_HOME")
-        .filter(|_| !joined_sandbox)
         .map(PathBuf::from)
+        .filter(|p| !p.starts_with(&runtime))
         .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".config")))
         .unwrap_or_else(|| PathBuf::from(".config"));
     base.join("deskpilot").join("config.toml")
