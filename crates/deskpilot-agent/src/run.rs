@@ -1114,9 +1114,12 @@ fn summarize(r: &RunReport) -> String {
     let mut s = if done.is_empty() {
         "no action was executed".to_string()
     } else {
+        // One entry per window (`[wN] …`, named as first seen), whatever its title
+        // became.
         let mut apps: Vec<&str> = Vec::new();
         for a in &done {
-            if !apps.contains(&a.window.as_str()) {
+            let wref = a.window.split(']').next();
+            if !apps.iter().any(|w| w.split(']').next() == wref) {
                 apps.push(&a.window);
             }
         }
