@@ -171,6 +171,12 @@ pub struct Holder {
     /// time) counts as released.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<u64>,
+    /// A user-issued grant keeps the desktop until this time (ms since the Unix
+    /// epoch; its idle expiry) even between the short CLI calls that use it, when
+    /// no process of its session is alive: an agent session cannot take over a
+    /// grant the user gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_until_ms: Option<u64>,
 }
 
 /// Whether the holder recorded in a lock is still the same live process.
@@ -265,7 +271,7 @@ pub(crate) fn acquire_grant_lock_in(
     let previous: Option<Holder> = read_json(&paths.record);
     if let Some(h) = &previous
         && h.session != session
-        && holder_alive(h)
+        && (holder_alive(h) || h.user_until_ms.is_some_and(|t| now_ms < t))
     {
         return Ok(LockOutcome::HeldBy(h.clone()));
     }
@@ -275,6 +281,11 @@ pub(crate) fn acquire_grant_lock_in(
         grant_id: Some(grant_id.to_string()),
         since_ms: now_ms,
         start: process_start(pid),
+        // The same session keeps its lease until it says otherwise.
+        user_until_ms: previous
+            .as_ref()
+            .filter(|h| h.session == session)
+            .and_then(|h| h.user_until_ms),
     };
     write_holder(&paths.record, &ours)?;
     Ok(LockOutcome::Acquired { previous })
@@ -296,8 +307,29 @@ pub(crate) fn release_grant_lock_in(
     let paths = lock_paths(dir, desktop_key)?;
     let _guard = lock_sidecar(dir, &paths)?;
     match read_json::<Holder>(&paths.record) {
-        Some(mut h) if h.session == session && h.pid != 0 => {
+        Some(mut h) if h.session == session && (h.pid != 0 || h.user_until_ms.is_some()) => {
             h.pid = 0;
+            h.user_until_ms = None;
+            write_holder(&paths.record, &h)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Sets (or, with `None`, clears) the user-grant lease of the lock `session` holds
+/// on `desktop_key` (see [`Holder::user_until_ms`]). A no-op when another session
+/// holds it.
+pub(crate) fn set_user_lease_in(
+    dir: &Path,
+    desktop_key: &str,
+    session: &str,
+    until_ms: Option<u64>,
+) -> Result<(), DriverError> {
+    let paths = lock_paths(dir, desktop_key)?;
+    let _guard = lock_sidecar(dir, &paths)?;
+    match read_json::<Holder>(&paths.record) {
+        Some(mut h) if h.session == session && h.user_until_ms != until_ms => {
+            h.user_until_ms = until_ms;
             write_holder(&paths.record, &h)
         }
         _ => Ok(()),
@@ -1093,6 +1125,7 @@ mod tests {
             grant_id: Some("g1".into()),
             since_ms: 10,
             start: process_start(me),
+            user_until_ms: None,
         };
         assert!(first.start.is_some(), "our own start time is readable");
         assert_eq!(read_grant_lock_in(&d.0, key), Some(first.clone()));
@@ -1147,6 +1180,7 @@ mod tests {
             grant_id: Some("g0".into()),
             since_ms: 5,
             start: None,
+            user_until_ms: None,
         };
         std::fs::write(
             d.0.join(format!("grant-{key}.lock")),
@@ -1177,6 +1211,7 @@ mod tests {
                 grant_id: Some("g0".into()),
                 since_ms: 1,
                 start,
+                user_until_ms: None,
             };
             std::fs::write(
                 d.0.join(format!("grant-{key}.lock")),
@@ -1194,6 +1229,37 @@ mod tests {
         assert_eq!(clear_grant_locks_in(&d.0), 2);
         assert_eq!(clear_grant_locks_in(&d.0), 0);
         assert!(process_exe(me).is_some());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_user_grant_lease_keeps_the_desktop_after_its_process_ends() {
+        let d = TempDir::new("lease");
+        let key = "lease";
+        let gone = dead_pid();
+        acquire_grant_lock_in(&d.0, key, "cli", "u-1", gone, 10).unwrap();
+        set_user_lease_in(&d.0, key, "cli", Some(1_000)).unwrap();
+        // The holder's process is dead, but the user's grant is leased until 1,000.
+        let out =
+            acquire_grant_lock_in(&d.0, key, "run-7", "g-2", std::process::id(), 500).unwrap();
+        assert!(
+            matches!(out, LockOutcome::HeldBy(ref h) if h.session == "cli"),
+            "{out:?}"
+        );
+        // The same session keeps its lease when it comes back.
+        acquire_grant_lock_in(&d.0, key, "cli", "u-1", gone, 600).unwrap();
+        assert_eq!(
+            read_grant_lock_in(&d.0, key).unwrap().user_until_ms,
+            Some(1_000)
+        );
+        // After the lease, or once released, another session may take it.
+        let out =
+            acquire_grant_lock_in(&d.0, key, "run-7", "g-2", std::process::id(), 1_001).unwrap();
+        assert!(matches!(out, LockOutcome::Acquired { .. }), "{out:?}");
+        set_user_lease_in(&d.0, key, "run-7", Some(5_000)).unwrap();
+        release_grant_lock_in(&d.0, key, "run-7").unwrap();
+        let out = acquire_grant_lock_in(&d.0, key, "cli", "u-3", gone, 1_002).unwrap();
+        assert!(matches!(out, LockOutcome::Acquired { .. }), "{out:?}");
     }
 
     #[test]

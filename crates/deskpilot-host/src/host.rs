@@ -724,6 +724,25 @@ impl Host {
         )
     }
 
+    /// Keeps a user-issued grant's hold on the desktop until it would idle out,
+    /// even between calls of a session whose processes are short-lived.
+    fn refresh_user_lease(&self, now: u64) {
+        let until = self
+            .policy()
+            .authority
+            .active()
+            .filter(|g| g.issuer == Issuer::User)
+            .map(|g| now + g.idle_expiry_ms);
+        if let Err(e) = control::set_user_lease_in(
+            &self.o.desktop_dir,
+            &self.o.desktop_key,
+            &self.o.session,
+            until,
+        ) {
+            tracing::warn!(error = %e.message, "cannot record the user grant's lease");
+        }
+    }
+
     fn release_lock(&self) {
         if let Err(e) = control::release_grant_lock_in(
             &self.o.desktop_dir,
@@ -853,10 +872,15 @@ impl Host {
             LockOutcome::HeldBy(h) => {
                 let _ = self.policy_mut().authority.revoke();
                 self.policy_mut().issued_ms = None;
+                let lease = if h.user_until_ms.is_some() {
+                    " (a grant the user issued, kept until it idles out)"
+                } else {
+                    ""
+                };
                 let e = fail(
                     ErrorCode::NoGrant,
                     format!(
-                        "another deskpilot session ({:?}, pid {}) holds this desktop's grant; one grant is active per desktop. Wait for it to finish, or run `deskpilot stop` to end it",
+                        "another deskpilot session ({:?}, pid {}) holds this desktop's grant{lease}; one grant is active per desktop. Wait for it to finish, or run `deskpilot stop` to end it",
                         deskpilot_core::sanitize::one_line(&h.session),
                         h.pid
                     ),
@@ -877,6 +901,7 @@ impl Host {
                 if fresh && let Some(g) = self.policy().authority.active().cloned() {
                     self.audit_grant(AuditEvent::GrantIssued, &g, None, None);
                 }
+                self.refresh_user_lease(now);
                 Ok(())
             }
         }
@@ -2205,6 +2230,7 @@ impl Host {
             LockOutcome::Acquired { .. } => {}
         }
         self.audit_grant(AuditEvent::GrantIssued, &g, None, None);
+        self.refresh_user_lease(now);
         let en = self.enumerate().await?;
         let window = match target {
             Target::Current => {
