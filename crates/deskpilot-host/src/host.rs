@@ -371,34 +371,6 @@ fn launch_refused(name: &str) -> bool {
     })
 }
 
-/// The file `program` runs: itself when it has a `/`, else the first executable of
-/// that name on `PATH`; symlinks resolved. `None` when there is none.
-fn resolve_program(program: &str) -> Option<PathBuf> {
-    let is_exe = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                m.is_file() && m.permissions().mode() & 0o111 != 0
-            }
-            #[cfg(not(unix))]
-            {
-                m.is_file()
-            }
-        })
-    };
-    let found = if program.contains('/') {
-        Some(PathBuf::from(program)).filter(|p| is_exe(p))
-    } else {
-        std::env::var_os("PATH").and_then(|path| {
-            std::env::split_paths(&path)
-                .map(|d| d.join(program))
-                .find(|p| is_exe(p))
-        })
-    }?;
-    std::fs::canonicalize(found).ok()
-}
-
 /// What a confirmation shows of text to be written: one line, secrets masked, at
 /// most 60 chars with the total length when cut.
 fn payload_preview(text: &str) -> String {
@@ -1579,6 +1551,7 @@ impl Host {
                             | Op::Select
                             | Op::Expand
                             | Op::Collapse
+                            | Op::Focus
                     )
                 {
                     return Err(fail(
@@ -2090,22 +2063,34 @@ impl Host {
             let e = refuse_launch(&called);
             return Err(self.refuse(e, Some("launch"), Some(&program)));
         }
-        // What would really run: argv[0] through PATH, symlinks resolved.
-        let real = resolve_program(&program);
-        let real_name = real
-            .as_deref()
-            .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().to_string());
-        let shown = deskpilot_core::sanitize::one_line(&program);
-        let Some(real_name) = real_name else {
+        if let Some(opt) = argv.iter().skip(1).find(|a| a.starts_with('-')) {
             let e = fail(
-                ErrorCode::ElementNotFound,
+                ErrorCode::InvalidArgument,
                 format!(
-                    "{shown:?} is not an executable program on PATH; give its name or full path"
+                    "{:?}: launch takes an application and files or URLs to open, not options (an option can make an application run commands)",
+                    deskpilot_core::sanitize::one_line(opt)
                 ),
             );
             return Err(self.refuse(e, Some("launch"), Some(&program)));
+        }
+        // What would really run: an installed application's native binary.
+        let app = match crate::apps::launchable(&program) {
+            Ok(a) => a,
+            Err(crate::apps::NotLaunchable::Missing(why)) => {
+                let e = fail(ErrorCode::ElementNotFound, why);
+                return Err(self.refuse(e, Some("launch"), Some(&program)));
+            }
+            Err(crate::apps::NotLaunchable::Refused(why)) => {
+                let e = fail(ErrorCode::ScopeViolation, why);
+                return Err(self.refuse(e, Some("launch"), Some(&program)));
+            }
         };
+        let real = Some(app.executable.clone());
+        let real_name = app
+            .executable
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         if launch_refused(&real_name) {
             let e = refuse_launch(&real_name);
             return Err(self.refuse(e, Some("launch"), Some(&program)));
@@ -2231,6 +2216,22 @@ impl Host {
         }
         self.audit_grant(AuditEvent::GrantIssued, &g, None, None);
         self.refresh_user_lease(now);
+        match self.bind_user_grant(target, now).await {
+            Ok(view) => Ok(view),
+            Err(e) => {
+                // A grant that could not be bound is not left holding the desktop.
+                self.close_grant(AuditEvent::GrantRevoked);
+                let _ = self.session.save();
+                Err(e)
+            }
+        }
+    }
+
+    async fn bind_user_grant(
+        &mut self,
+        target: &Target,
+        now: u64,
+    ) -> Result<GrantView, DriverError> {
         let en = self.enumerate().await?;
         let window = match target {
             Target::Current => {
@@ -2314,8 +2315,8 @@ mod tests {
         ] {
             assert!(!launch_refused(name), "{name}");
         }
-        assert!(resolve_program("sh").is_some_and(|p| p.is_absolute()));
-        assert_eq!(resolve_program("no-such-program-xyz"), None);
+        assert!(crate::apps::resolve_program("sh").is_some_and(|p| p.is_absolute()));
+        assert_eq!(crate::apps::resolve_program("no-such-program-xyz"), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! the cross-process [`control`] plumbing (grant lock, stop record, control sockets).
 //! Every tool a caller offers an agent goes through [`host::Host`].
 
+pub mod apps;
 pub mod audit;
 pub mod config;
 pub mod control;

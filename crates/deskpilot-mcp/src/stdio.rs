@@ -120,6 +120,23 @@ pub(crate) async fn filter_input<R, W>(
     let _ = to_service.shutdown().await;
 }
 
+/// An error response must carry an `id` (JSON-RPC 2.0 §5: `null` when the request's
+/// id could not be read); one without it gets `"id": null`.
+fn with_error_id(line: String) -> String {
+    if !line.contains("\"error\"") {
+        return line;
+    }
+    match serde_json::from_str::<serde_json::Value>(&line) {
+        Ok(serde_json::Value::Object(mut m))
+            if m.contains_key("error") && !m.contains_key("id") =>
+        {
+            m.insert("id".into(), serde_json::Value::Null);
+            serde_json::Value::Object(m).to_string()
+        }
+        _ => line,
+    }
+}
+
 /// Copies the service's output to `out` line by line, interleaving the rejection
 /// lines of `errors` only between whole lines. Ends when the service's output ends.
 pub(crate) async fn merge_output<R, W>(
@@ -135,6 +152,7 @@ pub(crate) async fn merge_output<R, W>(
         tokio::select! {
             l = lines.next_line() => match l {
                 Ok(Some(l)) => {
+                    let l = with_error_id(l);
                     if out.write_all(format!("{l}\n").as_bytes()).await.is_err() {
                         break;
                     }
@@ -155,6 +173,20 @@ pub(crate) async fn merge_output<R, W>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_without_an_id_gets_a_null_one() {
+        let fixed = with_error_id(
+            r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid request"}}"#.into(),
+        );
+        let v: serde_json::Value = serde_json::from_str(&fixed).unwrap();
+        assert!(
+            v.get("id").is_some_and(serde_json::Value::is_null),
+            "{fixed}"
+        );
+        let ok = r#"{"jsonrpc":"2.0","id":3,"result":{}}"#.to_string();
+        assert_eq!(with_error_id(ok.clone()), ok);
+    }
 
     #[test]
     fn what_is_rejected_and_with_which_code() {

@@ -650,11 +650,32 @@ fn launch_never_starts_an_interpreter_and_follows_the_mode() {
         assert_error(&r, "COMPUTER_ELEMENT_NOT_FOUND");
     });
     rt().block_on(async {
+        // Only installed applications launch: not a program the menu does not list,
+        // not with options.
+        let (mut c, _task) = Client::start(env.host(Mode::Bypass)).await;
+        c.initialize(json!({})).await;
+        for cmd in [
+            json!(["true"]),
+            json!(["find", "/tmp"]),
+            json!(["/lib64/ld-linux-x86-64.so.2", "/bin/true"]),
+        ] {
+            let r = c.call("computer_launch", json!({ "command": cmd })).await;
+            assert_error(&r, "COMPUTER_SCOPE_VIOLATION");
+        }
+        let r = c
+            .call(
+                "computer_launch",
+                json!({ "command": ["mousepad", "--preferences"] }),
+            )
+            .await;
+        assert_error(&r, "COMPUTER_INVALID_ARGUMENT");
+    });
+    rt().block_on(async {
         // Default mode: launching an app is a first use that needs the user.
         let (mut c, _task) = Client::start(env.host(Mode::Default)).await;
         c.initialize(json!({})).await;
         let r = c
-            .call("computer_launch", json!({ "command": ["true"] }))
+            .call("computer_launch", json!({ "command": ["mousepad"] }))
             .await;
         assert_error(&r, "COMPUTER_CONFIRMATION_REQUIRED");
         assert!(
