@@ -5,6 +5,10 @@
 //! and one grant per desktop. Stop and its cooldown are tested in `stop.rs`: a stop
 //! record affects every host of a runtime directory, so none is written here.
 
+mod common;
+
+use common::{assert_code, editor, failed, observe, ref_of, rt};
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Once};
@@ -17,7 +21,7 @@ use deskpilot_host::config::{Config, Effective};
 use deskpilot_host::control;
 use deskpilot_host::host::{self, Basis, Host, HostOptions, Prompt};
 use deskpilot_host::session::WaitFor;
-use deskpilot_host::{Observation, ObserveOptions, Session, StateStore, Target};
+use deskpilot_host::{ObserveOptions, Session, StateStore, Target};
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::grant::{Issuer, Scope};
 use deskpilot_policy::mode::Mode;
@@ -196,50 +200,8 @@ fn settings(mode: Mode) -> Effective {
     s
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn editor() -> Target {
-    Target::App("editor".into())
-}
-
 fn calc() -> Target {
     Target::App("calculator".into())
-}
-
-async fn observe(h: &mut Host, t: &Target) -> Observation {
-    h.observe(t, &ObserveOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("observe {t:?}: {} {}", e.code.as_str(), e.message))
-}
-
-/// The error of a call that must fail.
-fn failed<T>(r: Result<T, DriverError>) -> DriverError {
-    match r {
-        Ok(_) => panic!("the call succeeded but must fail"),
-        Err(e) => e,
-    }
-}
-
-/// Asserts the error's code, printing its message when it differs.
-#[track_caller]
-fn assert_code(e: &DriverError, code: ErrorCode) {
-    assert_eq!(e.code, code, "{}: {}", e.code.as_str(), e.message);
-}
-
-/// The ref on the first line of `text` that contains all of `parts`.
-fn ref_of(text: &str, parts: &[&str]) -> String {
-    let line = text
-        .lines()
-        .find(|l| parts.iter().all(|p| l.contains(p)))
-        .unwrap_or_else(|| panic!("no line with {parts:?} in:\n{text}"));
-    let start = line.find('[').unwrap() + 1;
-    let end = line.find(']').unwrap();
-    line[start..end].to_string()
 }
 
 fn approval_id(e: &DriverError) -> String {

@@ -4,6 +4,10 @@
 //! their own binary with their own `DESKPILOT_RUNTIME_DIR`, and run one at a time
 //! (a lock held by each test).
 
+mod common;
+
+use common::{assert_code, editor, failed, observe, ref_of, rt};
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
@@ -14,12 +18,12 @@ use deskpilot_host::config::{Config, Effective};
 use deskpilot_host::control;
 use deskpilot_host::host::{Host, HostOptions};
 use deskpilot_host::session::WaitFor;
-use deskpilot_host::{Observation, ObserveOptions, Session, StateStore, Target};
+use deskpilot_host::{ObserveOptions, Session, StateStore};
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::grant::{Issuer, STOP_COOLDOWN_MS, Scope};
 use deskpilot_policy::mode::Mode;
 use deskpilot_protocol::fixture_driver::FixtureDriver;
-use deskpilot_protocol::{Driver, DriverError, ErrorCode};
+use deskpilot_protocol::{Driver, ErrorCode};
 
 /// Fixture pids moved above Linux's PID_MAX_LIMIT (4,194,304), so no real process is
 /// ever looked up for them.
@@ -122,43 +126,7 @@ impl Drop for Env {
     }
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn editor() -> Target {
-    Target::App("editor".into())
-}
-
-async fn observe(h: &mut Host, t: &Target) -> Observation {
-    h.observe(t, &ObserveOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("observe {t:?}: {} {}", e.code.as_str(), e.message))
-}
-
-fn failed<T>(r: Result<T, DriverError>) -> DriverError {
-    match r {
-        Ok(_) => panic!("the call succeeded but must fail"),
-        Err(e) => e,
-    }
-}
-
 #[track_caller]
-fn assert_code(e: &DriverError, code: ErrorCode) {
-    assert_eq!(e.code, code, "{}: {}", e.code.as_str(), e.message);
-}
-
-fn ref_of(text: &str, parts: &[&str]) -> String {
-    let line = text
-        .lines()
-        .find(|l| parts.iter().all(|p| l.contains(p)))
-        .unwrap_or_else(|| panic!("no line with {parts:?} in:\n{text}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_string()
-}
-
 #[test]
 fn a_stop_revokes_the_grant_and_refuses_agent_grants_until_the_user_grants() {
     let _serial = init();
