@@ -96,10 +96,7 @@ impl GrantView {
         format!(
             "grant {} · {} · {bound} · revision {} · {} actions left · mode {}",
             self.grant_id,
-            match self.scope {
-                Scope::Desktop => "desktop",
-                Scope::Window => "window",
-            },
+            self.scope.as_str(),
             self.revision,
             self.actions_left,
             self.mode.as_str()
@@ -621,20 +618,8 @@ impl Host {
         rec.session = self.o.session.clone();
         if let Some(g) = self.policy().authority.active() {
             rec.grant_id.get_or_insert_with(|| g.grant_id.clone());
-            rec.scope.get_or_insert_with(|| {
-                match g.scope {
-                    Scope::Desktop => "desktop",
-                    Scope::Window => "window",
-                }
-                .into()
-            });
-            rec.issuer.get_or_insert_with(|| {
-                match g.issuer {
-                    Issuer::Agent => "agent",
-                    Issuer::User => "user",
-                }
-                .into()
-            });
+            rec.scope.get_or_insert_with(|| g.scope.as_str().into());
+            rec.issuer.get_or_insert_with(|| g.issuer.as_str().into());
             rec.revision.get_or_insert(g.revision);
         }
         if let Err(e) = self.o.audit.append(&rec) {
@@ -647,28 +632,37 @@ impl Host {
     }
 
     fn audit_grant(&mut self, event: AuditEvent, g: &Grant, app: Option<&str>, pid: Option<u32>) {
-        self.audit(AuditRecord {
+        self.audit(Self::grant_record(event, g, app, pid));
+    }
+
+    /// The audit record of a grant event (its id, scope, issuer and revision).
+    fn grant_record(
+        event: AuditEvent,
+        g: &Grant,
+        app: Option<&str>,
+        pid: Option<u32>,
+    ) -> AuditRecord {
+        AuditRecord {
             event: Some(event),
             grant_id: Some(g.grant_id.clone()),
-            scope: Some(
-                match g.scope {
-                    Scope::Desktop => "desktop",
-                    Scope::Window => "window",
-                }
-                .into(),
-            ),
-            issuer: Some(
-                match g.issuer {
-                    Issuer::Agent => "agent",
-                    Issuer::User => "user",
-                }
-                .into(),
-            ),
+            scope: Some(g.scope.as_str().into()),
+            issuer: Some(g.issuer.as_str().into()),
             app: app.map(str::to_string),
             pid,
             revision: Some(g.revision),
             ..AuditRecord::default()
-        });
+        }
+    }
+
+    /// Records that the grant is (re)bound to its target window, with that window's
+    /// app and pid from `en`.
+    fn audit_bound(&mut self, g: &Grant, en: &Enumeration) {
+        let pid = g
+            .target
+            .as_deref()
+            .and_then(|t| en.find(t))
+            .and_then(|(_, c)| c.facts.pid);
+        self.audit_grant(AuditEvent::GrantRebound, g, g.target_app.as_deref(), pid);
     }
 
     /// Records a refusal and returns it as the call's error.
@@ -936,19 +930,7 @@ impl Host {
                     .authority
                     .window_vanished(&en.list(), &rules, now);
                 match (fell, self.policy().authority.active().cloned()) {
-                    (Some(_), Some(g)) => {
-                        let pid = g
-                            .target
-                            .as_deref()
-                            .and_then(|t| en.find(t))
-                            .and_then(|(_, c)| c.facts.pid);
-                        self.audit_grant(
-                            AuditEvent::GrantRebound,
-                            &g,
-                            g.target_app.as_deref(),
-                            pid,
-                        );
-                    }
+                    (Some(_), Some(g)) => self.audit_bound(&g, &en),
                     (None, Some(g)) => {
                         // A desktop grant with no permitted window left: still
                         // active, bound to nothing until a permitted window appears.
@@ -957,22 +939,14 @@ impl Host {
                     (_, None) => {
                         self.policy_mut().issued_ms = None;
                         if let Some(g) = before {
-                            self.audit(AuditRecord {
-                                event: Some(AuditEvent::GrantRevoked),
-                                grant_id: Some(g.grant_id.clone()),
-                                scope: Some("window".into()),
-                                issuer: Some(
-                                    match g.issuer {
-                                        Issuer::Agent => "agent",
-                                        Issuer::User => "user",
-                                    }
-                                    .into(),
-                                ),
-                                app: g.target_app.clone(),
-                                revision: Some(g.revision),
-                                status: Some("window closed".into()),
-                                ..AuditRecord::default()
-                            });
+                            let mut rec = Self::grant_record(
+                                AuditEvent::GrantRevoked,
+                                &g,
+                                g.target_app.as_deref(),
+                                None,
+                            );
+                            rec.status = Some("window closed".into());
+                            self.audit(rec);
                         }
                         self.release_lock();
                     }
@@ -988,17 +962,7 @@ impl Host {
                 match bound {
                     Ok(_) => {
                         let g = self.policy().authority.active().cloned().expect("bound");
-                        let pid = g
-                            .target
-                            .as_deref()
-                            .and_then(|t| en.find(t))
-                            .and_then(|(_, c)| c.facts.pid);
-                        self.audit_grant(
-                            AuditEvent::GrantRebound,
-                            &g,
-                            g.target_app.as_deref(),
-                            pid,
-                        );
+                        self.audit_bound(&g, &en);
                     }
                     Err(r) => {
                         // Nothing to bind: reads of the listing still work; the

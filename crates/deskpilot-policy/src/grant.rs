@@ -33,6 +33,16 @@ pub enum Scope {
     Window,
 }
 
+impl Scope {
+    /// `desktop` or `window`, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Desktop => "desktop",
+            Scope::Window => "window",
+        }
+    }
+}
+
 /// Who issued a grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -41,6 +51,16 @@ pub enum Issuer {
     Agent,
     /// Issued by the user (`deskpilot grant --user`); clears the stop cooldown.
     User,
+}
+
+impl Issuer {
+    /// `agent` or `user`, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Issuer::Agent => "agent",
+            Issuer::User => "user",
+        }
+    }
 }
 
 /// Whether actions in scope need a confirmation each.
