@@ -5,7 +5,7 @@
 
 #![no_main]
 
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::ComputerError;
 use deskpilot_protocol::codec::{LineDecoder, encode};
 use deskpilot_protocol::jsonrpc::{Message, parse_message};
 use deskpilot_protocol::methods::{Call, decode_event_batch};
@@ -52,7 +52,7 @@ fn check(line: &str) {
         }
         Message::Response(r) => {
             if let Err(e) = &r.outcome {
-                let d = DriverError::from(e);
+                let d = ComputerError::from(e);
                 assert_eq!(d.message, e.message);
             }
         }

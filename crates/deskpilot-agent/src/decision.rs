@@ -18,7 +18,7 @@
 //! whether a ref exists or a window may be used is decided by the loop and the host.
 
 use deskpilot_core::Op;
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde_json::{Map, Value, json};
 
 /// Longest raw answer parsed: 64 KiB (a decision is a few hundred bytes).
@@ -61,7 +61,7 @@ impl Decision {
 }
 
 /// Field names that carry coordinates; an answer holding any is refused: the loop has
-/// no capture, so there is no basis for a point (ARCHITECTURE.md §8).
+/// no capture, so there is no basis for a point (docs/ARCHITECTURE.md §8).
 const COORDINATE_FIELDS: [&str; 12] = [
     "x",
     "y",
@@ -123,8 +123,8 @@ pub fn schema() -> Value {
     })
 }
 
-fn violation(msg: impl Into<String>) -> DriverError {
-    DriverError::new(ErrorCode::ModelSchemaViolation, msg)
+fn violation(msg: impl Into<String>) -> ComputerError {
+    ComputerError::new(ErrorCode::ModelSchemaViolation, msg)
 }
 
 /// `eN` with N ≥ 1 (no leading zero), as refs are printed.
@@ -154,7 +154,7 @@ fn field_name(k: &str) -> String {
 }
 
 /// Refuses any field of `obj` outside `allowed`, coordinates first.
-fn only_fields(obj: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<(), DriverError> {
+fn only_fields(obj: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<(), ComputerError> {
     for k in obj.keys() {
         if COORDINATE_FIELDS.contains(&k.to_ascii_lowercase().as_str()) {
             return Err(violation(format!(
@@ -179,7 +179,7 @@ fn string_field<'a>(
     obj: &'a Map<String, Value>,
     key: &str,
     kind: &str,
-) -> Result<&'a str, DriverError> {
+) -> Result<&'a str, ComputerError> {
     match obj.get(key) {
         Some(Value::String(s)) => Ok(s),
         Some(other) => Err(violation(format!(
@@ -201,7 +201,7 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn bounded(s: &str, key: &str, max: usize) -> Result<String, DriverError> {
+fn bounded(s: &str, key: &str, max: usize) -> Result<String, ComputerError> {
     let n = s.chars().count();
     if n > max {
         return Err(violation(format!(
@@ -223,7 +223,7 @@ impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
         struct V;
         impl<'de> serde::de::Visitor<'de> for V {
             type Value = NoDuplicateKeys;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
@@ -278,7 +278,7 @@ impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
 /// Errors: `COMPUTER_MODEL_SCHEMA_VIOLATION` naming what is wrong, in words meant to
 /// be shown to the model on its next step (no part of the answer is echoed beyond a
 /// field name of at most 40 chars).
-pub fn parse(raw: &str) -> Result<Decision, DriverError> {
+pub fn parse(raw: &str) -> Result<Decision, ComputerError> {
     if raw.len() > MAX_ANSWER_BYTES {
         return Err(violation(format!(
             "the answer is {} bytes; a decision is one small JSON object",

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde_json::Value;
 
 /// Longest response body read: 4 MiB.
@@ -36,7 +36,7 @@ enum Attempt {
         why: String,
         after_ms: Option<u64>,
     },
-    Fail(DriverError),
+    Fail(ComputerError),
 }
 
 impl HttpClient {
@@ -70,9 +70,9 @@ impl HttpClient {
         url: &str,
         headers: &[(&str, String)],
         body: &Value,
-    ) -> Result<Value, DriverError> {
+    ) -> Result<Value, ComputerError> {
         let bytes = serde_json::to_vec(body)
-            .map_err(|e| DriverError::new(ErrorCode::Internal, format!("cannot encode: {e}")))?;
+            .map_err(|e| ComputerError::new(ErrorCode::Internal, format!("cannot encode: {e}")))?;
         let headers: Vec<(String, String)> = headers
             .iter()
             .map(|(k, v)| ((*k).to_string(), v.clone()))
@@ -87,7 +87,7 @@ impl HttpClient {
             let outcome = tokio::task::spawn_blocking(move || once(&agent, &u, &h, b, timeout_ms))
                 .await
                 .map_err(|e| {
-                    DriverError::new(
+                    ComputerError::new(
                         ErrorCode::Internal,
                         format!("model request task failed: {e}"),
                     )
@@ -97,7 +97,7 @@ impl HttpClient {
                 Attempt::Fail(e) => return Err(e),
                 Attempt::Retry { why, after_ms } => {
                     if attempt >= self.max_retries {
-                        return Err(DriverError::new(
+                        return Err(ComputerError::new(
                             ErrorCode::Internal,
                             format!(
                                 "the model endpoint {url} failed after {} attempt{}: {why}",
@@ -158,8 +158,8 @@ fn is_timeout(e: &ureq::Error) -> bool {
     }
 }
 
-fn timeout_error(url: &str, timeout_ms: u64) -> DriverError {
-    DriverError::new(
+fn timeout_error(url: &str, timeout_ms: u64) -> ComputerError {
+    ComputerError::new(
         ErrorCode::Timeout,
         format!(
             "the model endpoint {url} did not answer within {timeout_ms} ms (model.timeout_ms); a slow local model may need `deskpilot config set model.timeout_ms 120000`"
@@ -191,7 +191,7 @@ fn once(
             };
         }
         Err(e) => {
-            return Attempt::Fail(DriverError::new(
+            return Attempt::Fail(ComputerError::new(
                 ErrorCode::Internal,
                 format!("the model request to {url} failed: {e}"),
             ));
@@ -218,7 +218,7 @@ fn once(
             };
         }
         Err(e) => {
-            return Attempt::Fail(DriverError::new(
+            return Attempt::Fail(ComputerError::new(
                 ErrorCode::Internal,
                 format!("cannot read the answer of {url} (HTTP {status}): {e}"),
             ));
@@ -227,7 +227,7 @@ fn once(
     match status {
         200..=299 => match serde_json::from_str(&text) {
             Ok(v) => Attempt::Done(v),
-            Err(e) => Attempt::Fail(DriverError::new(
+            Err(e) => Attempt::Fail(ComputerError::new(
                 ErrorCode::Internal,
                 format!(
                     "the model endpoint {url} answered HTTP {status} with a body that is not JSON ({e}): {}",
@@ -239,14 +239,14 @@ fn once(
             why: format!("HTTP {status}: {}", snippet(&text)),
             after_ms: after,
         },
-        401 | 403 | 404 => Attempt::Fail(DriverError::new(
+        401 | 403 | 404 => Attempt::Fail(ComputerError::new(
             ErrorCode::NoModelBinding,
             format!(
                 "the model endpoint {url} refused the binding (HTTP {status}: {}); check model.endpoint, model.model and the key named by model.api_key_env",
                 snippet(&text)
             ),
         )),
-        _ => Attempt::Fail(DriverError::new(
+        _ => Attempt::Fail(ComputerError::new(
             ErrorCode::Internal,
             format!(
                 "the model endpoint {url} refused the request (HTTP {status}: {})",

@@ -1,5 +1,5 @@
 //! deskpilot-agent: the bounded inner loop behind `deskpilot run` and the MCP tool
-//! `computer_task` (ARCHITECTURE.md §10), and the model providers it calls.
+//! `computer_task` (docs/ARCHITECTURE.md §10), and the model providers it calls.
 //!
 //! Each step observes the bound window through the [`deskpilot_host::Host`] (tree,
 //! window list with refusal reasons, grant view), asks the bound [`Model`] for exactly
@@ -14,6 +14,9 @@
 //! falls back to another model than the one bound in the config, never retries a
 //! desktop action, and never prints to stdout.
 
+#![forbid(unsafe_code)]
+
+mod call;
 pub mod decision;
 mod http;
 pub mod model;

@@ -1,5 +1,6 @@
-//! The bound model: the [`Model`] trait the loop calls, its request and reply, the
-//! binding checks, and a [`ScriptedModel`] that replays answers for tests.
+//! The bound model: the [`Model`] trait the loop calls, its request and reply (defined
+//! in the provider-neutral `call` module and re-exported here), the binding checks,
+//! and a [`ScriptedModel`] that replays answers for tests.
 //!
 //! A binding is explicit (`[model]` in the config, see
 //! [`deskpilot_host::config::ModelBinding`]); without one, [`require_binding`] refuses
@@ -10,61 +11,10 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use deskpilot_host::config::{Config, ModelBinding, Provider};
-use deskpilot_protocol::{DriverError, ErrorCode};
-use serde::Serialize;
-use serde_json::Value;
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
+pub use crate::call::{DecideRequest, Model, ModelReply, Usage};
 use crate::providers::{AnthropicMessages, OpenAiChat};
-
-/// Tokens one model call used.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Usage {
-    /// Prompt tokens.
-    pub input_tokens: u64,
-    /// Completion tokens.
-    pub output_tokens: u64,
-    /// `true` when the provider reported these numbers; `false` when they are
-    /// deskpilot's own `o200k_base` estimate (or not yet filled in).
-    pub reported: bool,
-}
-
-/// What a model answered.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelReply {
-    /// The answer as the model produced it: the message content (OpenAI) or the
-    /// `decide` tool input serialized as JSON (Anthropic). Parsed by
-    /// [`crate::decision::parse`]; never shown to the user as a result.
-    pub raw: String,
-    pub usage: Usage,
-}
-
-/// One request for a decision.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DecideRequest {
-    /// The method, the schema and the rules.
-    pub system: String,
-    /// This step's observation (instruction, grant, windows, tree, last outcome).
-    pub user: String,
-    /// The answer's JSON schema ([`crate::decision::schema`]).
-    pub schema: Value,
-    /// Cap on the answer's length, tokens.
-    pub max_output_tokens: u32,
-}
-
-/// A model that decides one step.
-#[async_trait]
-pub trait Model: Send + Sync {
-    /// Asks for one decision.
-    ///
-    /// Errors: `COMPUTER_TIMEOUT` (no answer within the binding's timeout),
-    /// `COMPUTER_NO_MODEL_BINDING` (the provider refused the key or does not know
-    /// the model), `COMPUTER_INTERNAL` (unreachable endpoint after the retries, a
-    /// body that is not the provider's format).
-    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, DriverError>;
-
-    /// `provider:model`, for the run record.
-    fn name(&self) -> String;
-}
 
 /// How to bind a model, for error messages.
 const BIND_HINT: &str = "bind one with `deskpilot config set model.provider openai` (or anthropic) and `deskpilot config set model.model MODEL`; for a local server also `deskpilot config set model.endpoint http://127.0.0.1:11434/v1`, and for a key `deskpilot config set model.api_key_env OPENAI_API_KEY`";
@@ -74,7 +24,7 @@ const BIND_HINT: &str = "bind one with `deskpilot config set model.provider open
 /// Errors: `COMPUTER_NO_MODEL_BINDING` when `[model]` lacks `provider` or `model`,
 /// naming the missing keys and the `deskpilot config set model.…` lines that bind
 /// one. There is no default model and no fallback.
-pub fn require_binding(cfg: &Config) -> Result<&ModelBinding, DriverError> {
+pub fn require_binding(cfg: &Config) -> Result<&ModelBinding, ComputerError> {
     if let Some(b) = &cfg.model {
         return Ok(b);
     }
@@ -91,7 +41,7 @@ pub fn require_binding(cfg: &Config) -> Result<&ModelBinding, DriverError> {
                 .join(" and ")
         )
     };
-    Err(DriverError::new(
+    Err(ComputerError::new(
         ErrorCode::NoModelBinding,
         format!(
             "{what}; deskpilot never falls back to another model. {BIND_HINT} (config file: {})",
@@ -103,13 +53,13 @@ pub fn require_binding(cfg: &Config) -> Result<&ModelBinding, DriverError> {
 /// The API key named by the binding: `None` when it names no variable.
 ///
 /// Errors: `COMPUTER_NO_MODEL_BINDING` when the variable is unset or empty.
-pub fn api_key(b: &ModelBinding) -> Result<Option<String>, DriverError> {
+pub fn api_key(b: &ModelBinding) -> Result<Option<String>, ComputerError> {
     let Some(var) = &b.api_key_env else {
         return Ok(None);
     };
     match std::env::var(var) {
         Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_string())),
-        _ => Err(DriverError::new(
+        _ => Err(ComputerError::new(
             ErrorCode::NoModelBinding,
             format!(
                 "the bound model {}:{} reads its API key from the environment variable {var}, which is not set here; export it, or run `deskpilot config unset model.api_key_env` for a server that needs no key",
@@ -125,7 +75,7 @@ pub fn api_key(b: &ModelBinding) -> Result<Option<String>, DriverError> {
 ///
 /// Errors: `COMPUTER_NO_MODEL_BINDING` when the binding names a key variable that is
 /// not set.
-pub fn model_from_binding(b: &ModelBinding) -> Result<Box<dyn Model>, DriverError> {
+pub fn model_from_binding(b: &ModelBinding) -> Result<Box<dyn Model>, ComputerError> {
     let key = api_key(b)?;
     Ok(match b.provider {
         Provider::OpenAi => Box::new(OpenAiChat::new(b, key)),
@@ -175,7 +125,7 @@ impl ScriptedModel {
 
 #[async_trait]
 impl Model for ScriptedModel {
-    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, DriverError> {
+    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, ComputerError> {
         self.requests
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -185,7 +135,7 @@ impl Model for ScriptedModel {
             .unwrap_or_else(|p| p.into_inner())
             .pop_front()
             .ok_or_else(|| {
-                DriverError::new(ErrorCode::Internal, "the scripted model has no answer left")
+                ComputerError::new(ErrorCode::Internal, "the scripted model has no answer left")
             })
     }
 

@@ -14,19 +14,19 @@
 
 use async_trait::async_trait;
 use deskpilot_host::config::ModelBinding;
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde_json::{Value, json};
 
+use crate::call::{DecideRequest, Model, ModelReply, Usage};
 use crate::http::HttpClient;
-use crate::model::{DecideRequest, Model, ModelReply, Usage};
 
 /// The name of the schema (OpenAI) and of the tool (Anthropic).
 pub const DECISION_NAME: &str = "decide";
 /// `anthropic-version` header sent with every Messages request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-fn bad_body(provider: &str, what: &str) -> DriverError {
-    DriverError::new(
+fn bad_body(provider: &str, what: &str) -> ComputerError {
+    ComputerError::new(
         ErrorCode::Internal,
         format!("the {provider} endpoint answered without {what}"),
     )
@@ -105,7 +105,7 @@ impl OpenAiChat {
     /// `usage.prompt_tokens` / `usage.completion_tokens`.
     ///
     /// Errors: `COMPUTER_INTERNAL` when the body has no message.
-    pub fn parse_response(v: &Value) -> Result<ModelReply, DriverError> {
+    pub fn parse_response(v: &Value) -> Result<ModelReply, ComputerError> {
         let msg = v
             .pointer("/choices/0/message")
             .ok_or_else(|| bad_body("chat completions", "choices[0].message"))?;
@@ -133,7 +133,7 @@ impl OpenAiChat {
 
 #[async_trait]
 impl Model for OpenAiChat {
-    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, DriverError> {
+    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, ComputerError> {
         let mut headers = Vec::new();
         if let Some(k) = &self.key {
             headers.push(("authorization", format!("Bearer {k}")));
@@ -203,7 +203,7 @@ impl AnthropicMessages {
     /// fail the schema), `usage.input_tokens` / `usage.output_tokens`.
     ///
     /// Errors: `COMPUTER_INTERNAL` when the body has no `content` list.
-    pub fn parse_response(v: &Value) -> Result<ModelReply, DriverError> {
+    pub fn parse_response(v: &Value) -> Result<ModelReply, ComputerError> {
         let content = v
             .get("content")
             .and_then(Value::as_array)
@@ -244,7 +244,7 @@ impl AnthropicMessages {
 
 #[async_trait]
 impl Model for AnthropicMessages {
-    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, DriverError> {
+    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, ComputerError> {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string())];
         if let Some(k) = &self.key {
             headers.push(("x-api-key", k.clone()));

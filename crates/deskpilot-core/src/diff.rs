@@ -1,4 +1,4 @@
-//! What changed in a window between two snapshots (ARCHITECTURE.md §4).
+//! What changed in a window between two snapshots (docs/ARCHITECTURE.md §4).
 //!
 //! Owns the text returned after an action, the main token saver: elements are matched
 //! by ref (both trees must have had their refs assigned by the same

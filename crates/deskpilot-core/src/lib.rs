@@ -6,6 +6,8 @@
 //! D-Bus, no adb, no files, no clock. Drivers translate platform trees into [`Node`];
 //! the host feeds them through this crate.
 
+#![forbid(unsafe_code)]
+
 mod budget;
 pub mod diff;
 pub mod error;

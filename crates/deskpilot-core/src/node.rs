@@ -1,4 +1,4 @@
-//! The node model: one accessible element and its subtree (ARCHITECTURE.md §3).
+//! The node model: one accessible element and its subtree (docs/ARCHITECTURE.md §3).
 //!
 //! A driver produces a tree of [`Node`]s with [`Handle`]s it understands; the ref
 //! registry ([`crate::refs`]) assigns the short refs (`e5`) the model sees. A node's
@@ -15,6 +15,7 @@ use crate::state::{State, StateSet};
 /// Only the driver that issued it interprets it; a handle can die when its element
 /// goes away, which is why the host also keeps a fingerprint (see [`crate::refs`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(transparent)]
 pub struct Handle(pub String);
 
@@ -38,6 +39,7 @@ impl std::fmt::Display for Handle {
 /// device screen on Android), x growing right, y growing down. `width`/`height` are
 /// never negative; a zero-size rectangle means "not laid out".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Bounds {
     pub x: i32,
     pub y: i32,

@@ -1,4 +1,4 @@
-//! Operations an agent can ask for on an element (ARCHITECTURE.md §5).
+//! Operations an agent can ask for on an element (docs/ARCHITECTURE.md §5).
 //!
 //! An [`Op`] says *what* to do; the driver picks *how* (a semantic AT-SPI action
 //! first, synthetic input only as a declared fallback) and reports the channel used.
@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// One operation on an element. Serialized as its snake_case name (`"set_value"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Op {

@@ -788,7 +788,7 @@ fn label_head(s: &str) -> &str {
 /// The position of `node` among `parent.children`, found by address (O(1)); `None`
 /// when `node` is not one of them.
 fn index_in(node: &Node, parent: &Node) -> Option<usize> {
-    let size = std::mem::size_of::<Node>();
+    let size = size_of::<Node>();
     let base = parent.children.as_ptr() as usize;
     let at = std::ptr::from_ref(node) as usize;
     let off = at.checked_sub(base)?;

@@ -19,7 +19,9 @@
 //!   elsewhere does not carry the ref over — or, when the handle changed, when exactly
 //!   one old, unclaimed entry whose handle is gone has the same fingerprint and
 //!   exactly one element of the new tree has it. Anything else gets a fresh number. A
-//!   grant rebind (new revision) discards the registry: every ref becomes unknown.
+//!   grant rebind (new revision) keeps the registry, but the host refuses refs shown
+//!   under an older revision (`COMPUTER_STALE_REVISION`) until the window is observed
+//!   again.
 //! - **Stale.** An entry whose element was absent from the latest snapshot is *dead*
 //!   (`alive == false`). Acting on a dead ref, or on a live one whose handle the
 //!   driver no longer knows, goes through [`RefRegistry::reresolve`] on a fresh tree:

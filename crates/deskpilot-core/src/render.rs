@@ -1,4 +1,4 @@
-//! The budgeted text snapshot of a window (ARCHITECTURE.md §4).
+//! The budgeted text snapshot of a window (docs/ARCHITECTURE.md §4).
 //!
 //! Owns turning a [`Node`] tree into the indented text a model reads: one element per
 //! line, two spaces of indent per depth, `[e5] role "name" value="…" states`, an
@@ -25,7 +25,7 @@ use crate::redact;
 use crate::sanitize;
 use crate::view::{self, View, ViewOptions, ViewStats};
 
-/// Default token ceiling of a snapshot (ARCHITECTURE.md §4: 2,000 tokens).
+/// Default token ceiling of a snapshot (docs/ARCHITECTURE.md §4: 2,000 tokens).
 pub const DEFAULT_MAX_TOKENS: usize = 2_000;
 /// Default characters kept of a long name or value before `…(N chars)`.
 pub const DEFAULT_MAX_VALUE_CHARS: usize = 120;

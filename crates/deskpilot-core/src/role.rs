@@ -1,4 +1,4 @@
-//! The unified role vocabulary (ARCHITECTURE.md §3).
+//! The unified role vocabulary (docs/ARCHITECTURE.md §3).
 //!
 //! Every platform keeps exactly one mapping table, platform code → [`Role`], in its
 //! driver; anything the table does not know becomes [`Role::Unknown`]. Names follow
@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Default,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Role {
@@ -204,6 +205,35 @@ impl std::fmt::Display for Role {
     }
 }
 
+/// A role name in any case (`Button`, `textbox`): how the CLI's `--role` and the MCP
+/// tools' `role` argument read one.
+impl std::str::FromStr for Role {
+    type Err = UnknownRole;
+
+    fn from_str(s: &str) -> Result<Role, UnknownRole> {
+        Role::from_name(&s.to_lowercase()).ok_or_else(|| UnknownRole(s.to_string()))
+    }
+}
+
+/// A name that is no role; its message lists the roles there are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownRole(pub String);
+
+impl std::fmt::Display for UnknownRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?} is not a role; roles: ", self.0)?;
+        for (i, r) in Role::ALL.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(r.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UnknownRole {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,5 +248,18 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", r.as_str()));
         }
         assert_eq!(Role::from_name("Button"), None);
+    }
+
+    #[test]
+    fn names_parse_in_any_case_and_an_unknown_one_lists_the_roles() {
+        assert_eq!("Button".parse::<Role>(), Ok(Role::Button));
+        assert_eq!("TEXTBOX".parse::<Role>(), Ok(Role::Textbox));
+        let e = "spaceship".parse::<Role>().unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("\"spaceship\" is not a role; roles: application, window, "),
+            "{msg}"
+        );
+        assert!(msg.ends_with(", section, unknown"), "{msg}");
     }
 }

@@ -1,4 +1,4 @@
-//! Element states (ARCHITECTURE.md §3), a small closed set shared by all platforms.
+//! Element states (docs/ARCHITECTURE.md §3), a small closed set shared by all platforms.
 //!
 //! Platform drivers map their own state sets onto these; a state with no counterpart
 //! is dropped, never guessed. Serialized as a list of lowercase names.
@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// One state an element can be in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum State {
@@ -137,6 +138,26 @@ impl FromIterator<State> for StateSet {
 impl Serialize for StateSet {
     fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
         ser.collect_seq(self.iter())
+    }
+}
+
+/// Published as what it serializes to: a list of distinct state names.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for StateSet {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StateSet".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "array",
+            "items": generator.subschema_for::<State>(),
+            "uniqueItems": true,
+        })
     }
 }
 

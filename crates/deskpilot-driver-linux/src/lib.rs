@@ -8,6 +8,10 @@
 //!
 //! Building with `RUSTFLAGS="--cfg deskpilot_stub"` compiles the off-Linux stand-in
 //! on Linux too, so the build of every other OS can be checked without its target.
+//!
+//! No `unsafe` here: what needs the OS directly goes through `deskpilot_os`.
+
+#![forbid(unsafe_code)]
 
 #[cfg(all(target_os = "linux", not(deskpilot_stub)))]
 mod linux;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use deskpilot_protocol::types::*;
-use deskpilot_protocol::{Driver, DriverError};
+use deskpilot_protocol::{ComputerError, Driver};
 
 use self::atspi::ConnectOptions;
 use self::input::XInput;
@@ -34,15 +34,15 @@ impl std::fmt::Debug for LinuxDriver {
 
 impl LinuxDriver {
     /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED` (AT-SPI2 exists only on Linux).
-    pub async fn connect(opts: ConnectOptions) -> Result<LinuxDriver, DriverError> {
+    pub async fn connect(opts: ConnectOptions) -> Result<LinuxDriver, ComputerError> {
         let _ = opts;
-        Err(DriverError::platform_unsupported(DRIVER))
+        Err(ComputerError::platform_unsupported(DRIVER))
     }
 
     /// [`LinuxDriver::connect`] with [`ConnectOptions::from_env`].
     ///
     /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-    pub async fn from_env() -> Result<LinuxDriver, DriverError> {
+    pub async fn from_env() -> Result<LinuxDriver, ComputerError> {
         Self::connect(ConnectOptions::from_env()).await
     }
 
@@ -52,8 +52,8 @@ impl LinuxDriver {
     }
 
     /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-    pub async fn input(&self) -> Result<Arc<XInput>, DriverError> {
-        Err(DriverError::platform_unsupported(DRIVER))
+    pub async fn input(&self) -> Result<Arc<XInput>, ComputerError> {
+        Err(ComputerError::platform_unsupported(DRIVER))
     }
 }
 
@@ -62,9 +62,9 @@ macro_rules! unsupported {
     ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
         #[async_trait]
         impl Driver for LinuxDriver {
-            $(async fn $name(&self, $($arg: $ty),*) -> Result<$ret, DriverError> {
+            $(async fn $name(&self, $($arg: $ty),*) -> Result<$ret, ComputerError> {
                 $(let _ = $arg;)*
-                Err(DriverError::platform_unsupported(DRIVER))
+                Err(ComputerError::platform_unsupported(DRIVER))
             })*
         }
     };
@@ -104,7 +104,7 @@ pub mod sandbox {
     use std::path::PathBuf;
     use std::process::Child;
 
-    use deskpilot_protocol::DriverError;
+    use deskpilot_protocol::ComputerError;
     use serde::{Deserialize, Serialize};
 
     /// What the sandbox refusals name.
@@ -162,31 +162,28 @@ pub mod sandbox {
         never: Infallible,
     }
 
-    /// Where sandboxes would keep their state: `$DESKPILOT_RUNTIME_DIR` when set, else
-    /// `deskpilot` in the OS's temporary directory. Nothing is ever created there.
     /// Accessibility buses are an AT-SPI (Linux) notion.
     pub fn set_a11y_enabled(_address: &str) -> Result<(), String> {
         Err("accessibility buses exist only on Linux".into())
     }
 
+    /// Where sandboxes would keep their state: the runtime directory of
+    /// [`deskpilot_os::runtime_dir`], as on Linux. Nothing is ever created there.
     pub fn sandboxes_root() -> PathBuf {
-        match std::env::var_os("DESKPILOT_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-            Some(d) => PathBuf::from(d),
-            None => std::env::temp_dir().join("deskpilot"),
-        }
+        deskpilot_os::runtime_dir()
     }
 
     impl Sandbox {
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn start(opts: SandboxOptions) -> Result<Sandbox, DriverError> {
+        pub fn start(opts: SandboxOptions) -> Result<Sandbox, ComputerError> {
             let _ = opts;
-            Err(DriverError::platform_unsupported(SANDBOX))
+            Err(ComputerError::platform_unsupported(SANDBOX))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn open(n: u32) -> Result<Sandbox, DriverError> {
+        pub fn open(n: u32) -> Result<Sandbox, ComputerError> {
             let _ = n;
-            Err(DriverError::platform_unsupported(SANDBOX))
+            Err(ComputerError::platform_unsupported(SANDBOX))
         }
 
         /// Every sandbox with a state file: none can exist on this OS, so empty.
@@ -220,9 +217,9 @@ pub mod sandbox {
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn spawn(&mut self, argv: &[String]) -> Result<Child, DriverError> {
+        pub fn spawn(&mut self, argv: &[String]) -> Result<Child, ComputerError> {
             let _ = argv;
-            Err(DriverError::platform_unsupported(SANDBOX))
+            Err(ComputerError::platform_unsupported(SANDBOX))
         }
 
         /// Stops the sandbox (unreachable: no sandbox exists).
@@ -243,7 +240,7 @@ pub mod input {
     use std::convert::Infallible;
 
     use deskpilot_core::Bounds;
-    use deskpilot_protocol::DriverError;
+    use deskpilot_protocol::ComputerError;
     use deskpilot_protocol::types::PointerParams;
 
     /// What the input refusals name.
@@ -270,9 +267,9 @@ pub mod input {
 
     impl XInput {
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn connect(display: Option<&str>) -> Result<XInput, DriverError> {
+        pub fn connect(display: Option<&str>) -> Result<XInput, ComputerError> {
             let _ = display;
-            Err(DriverError::platform_unsupported(INPUT))
+            Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// The display name (unreachable: no connection exists).
@@ -286,42 +283,42 @@ pub mod input {
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn keys_down(&self) -> Result<Vec<u8>, DriverError> {
-            Err(DriverError::platform_unsupported(INPUT))
+        pub fn keys_down(&self) -> Result<Vec<u8>, ComputerError> {
+            Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn focused_toplevel(&self) -> Result<Option<TopLevel>, DriverError> {
-            Err(DriverError::platform_unsupported(INPUT))
+        pub fn focused_toplevel(&self) -> Result<Option<TopLevel>, ComputerError> {
+            Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn toplevels(&self) -> Result<Vec<TopLevel>, DriverError> {
-            Err(DriverError::platform_unsupported(INPUT))
+        pub fn toplevels(&self) -> Result<Vec<TopLevel>, ComputerError> {
+            Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn activate(&self, xid: u32) -> Result<(), DriverError> {
+        pub fn activate(&self, xid: u32) -> Result<(), ComputerError> {
             let _ = xid;
-            Err(DriverError::platform_unsupported(INPUT))
+            Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn send_chords(&self, chords: &str) -> Result<u64, DriverError> {
+        pub fn send_chords(&self, chords: &str) -> Result<u64, ComputerError> {
             let _ = chords;
-            Err(DriverError::platform_unsupported(INPUT))
+            Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn type_text(&self, text: &str) -> Result<u64, DriverError> {
+        pub fn type_text(&self, text: &str) -> Result<u64, ComputerError> {
             let _ = text;
-            Err(DriverError::platform_unsupported(INPUT))
+            Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn pointer(&self, p: &PointerParams) -> Result<u64, DriverError> {
+        pub fn pointer(&self, p: &PointerParams) -> Result<u64, ComputerError> {
             let _ = p;
-            Err(DriverError::platform_unsupported(INPUT))
+            Err(ComputerError::platform_unsupported(INPUT))
         }
     }
 }

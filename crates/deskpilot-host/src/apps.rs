@@ -14,6 +14,8 @@
 
 use std::path::{Path, PathBuf};
 
+use deskpilot_policy::launch::parse_desktop_entry;
+
 /// An installed application as its `.desktop` entry describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DesktopApp {
@@ -75,46 +77,6 @@ pub fn is_native_binary(path: &Path) -> bool {
         && magic == *b"\x7fELF"
 }
 
-/// The `Exec`/`TryExec` program of one entry's text, if it is a launchable
-/// application (`Type=Application`, not `Hidden`, not `Terminal`).
-fn parse_entry(text: &str) -> Option<(String, Option<String>, String)> {
-    let mut in_main = false;
-    let (mut kind, mut exec, mut try_exec, mut name) = (None, None, None, None);
-    let (mut hidden, mut terminal) = (false, false);
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            in_main = line == "[Desktop Entry]";
-            continue;
-        }
-        if !in_main {
-            continue;
-        }
-        let Some((k, v)) = line.split_once('=') else {
-            continue;
-        };
-        match k.trim() {
-            "Type" => kind = Some(v.trim().to_string()),
-            "Exec" => exec = Some(v.trim().to_string()),
-            "TryExec" => try_exec = Some(v.trim().to_string()),
-            "Name" => name = Some(v.trim().to_string()),
-            "Hidden" => hidden = v.trim() == "true",
-            "Terminal" => terminal = v.trim() == "true",
-            _ => {}
-        }
-    }
-    if kind.as_deref() != Some("Application") || hidden || terminal {
-        return None;
-    }
-    // The first word of Exec, unquoted (the spec's quoting is rare in the program).
-    let program = exec?
-        .split_whitespace()
-        .next()?
-        .trim_matches('"')
-        .to_string();
-    Some((program, try_exec, name.unwrap_or_default()))
-}
-
 /// Installed applications whose executable resolves to `executable`.
 pub fn applications_running(executable: &Path) -> Vec<DesktopApp> {
     let mut out = Vec::new();
@@ -130,7 +92,7 @@ pub fn applications_running(executable: &Path) -> Vec<DesktopApp> {
             let Ok(text) = std::fs::read_to_string(&path) else {
                 continue;
             };
-            let Some((program, try_exec, name)) = parse_entry(&text) else {
+            let Some((program, try_exec, name)) = parse_desktop_entry(&text) else {
                 continue;
             };
             let resolved =
@@ -175,7 +137,7 @@ pub fn launchable(program: &str) -> Result<DesktopApp, NotLaunchable> {
                     d.join("applications").join(format!("{program}.desktop")),
                 )
                 .ok()?;
-                let (prog, try_exec, _) = parse_entry(&text)?;
+                let (prog, try_exec, _) = parse_desktop_entry(&text)?;
                 resolve_program(&prog).or_else(|| try_exec.as_deref().and_then(resolve_program))
             });
             by_id.ok_or_else(|| {
@@ -209,24 +171,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_entry_is_an_application_unless_hidden_or_a_terminal_one() {
-        let e = "[Desktop Entry]\nName=Mousepad\nExec=mousepad %U\nType=Application\n[Desktop Action new]\nExec=sh -c x\n";
-        assert_eq!(
-            parse_entry(e),
-            Some(("mousepad".into(), None, "Mousepad".into()))
-        );
-        assert_eq!(
-            parse_entry(&e.replace("Type=Application", "Type=Link")),
-            None
-        );
-        assert_eq!(
-            parse_entry(&format!("{e}\n")).map(|x| x.0),
-            Some("mousepad".into())
-        );
-        let term = "[Desktop Entry]\nExec=vim %F\nType=Application\nTerminal=true\n";
-        assert_eq!(parse_entry(term), None);
-        let hidden = "[Desktop Entry]\nExec=foo\nType=Application\nHidden=true\n";
-        assert_eq!(parse_entry(hidden), None);
+    fn programs_resolve_through_path_to_absolute_files() {
+        assert!(resolve_program("sh").is_some_and(|p| p.is_absolute()));
+        assert_eq!(resolve_program("no-such-program-xyz"), None);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The audit log (ARCHITECTURE.md §7): one JSON line per grant, rebind, action and
+//! The audit log (docs/ARCHITECTURE.md §7): one JSON line per grant, rebind, action and
 //! refusal, appended to an owner-only file (mode 0600), and read back for
 //! `deskpilot audit`.
 //!
@@ -15,9 +15,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use deskpilot_core::sanitize::one_line;
 use deskpilot_policy::audit::AuditRecord;
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::ComputerError;
 
-use crate::store::private_file;
+use deskpilot_os::private_file;
 
 /// Bytes read per step when reading the log from its end: 64 KiB, a few hundred
 /// records, so `deskpilot audit` usually reads one block.
@@ -73,14 +73,7 @@ impl AuditLog {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
             && !dir.is_dir()
         {
-            let mut b = std::fs::DirBuilder::new();
-            b.recursive(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::DirBuilderExt;
-                b.mode(0o700);
-            }
-            b.create(dir).map_err(|e| {
+            deskpilot_os::create_private_dir_all(dir).map_err(|e| {
                 format!(
                     "cannot create the audit log directory {}: {e}",
                     dir.display()
@@ -90,13 +83,9 @@ impl AuditLog {
         let mut opts = OpenOptions::new();
         opts.append(true).create(true);
         private_file(&mut opts);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            // O_NOFOLLOW: a symlink planted at the log's path must not redirect the
-            // records (or the permission narrowing) onto another file.
-            opts.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-        }
+        // O_NOFOLLOW: a symlink planted at the log's path must not redirect the
+        // records (or the permission narrowing) onto another file.
+        deskpilot_os::no_follow_nonblocking(&mut opts);
         let mut f = opts
             .open(path)
             .map_err(|e| format!("cannot open the audit log {}: {e}", path.display()))?;
@@ -127,29 +116,12 @@ impl AuditLog {
 /// Narrows a regular file readable or writable by others to 0600. Leaves FIFOs and
 /// devices alone (their modes are not the log's to change).
 fn narrow_permissions(f: &File, path: &Path) -> Result<(), String> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let meta = f
-            .metadata()
-            .map_err(|e| format!("cannot stat the audit log {}: {e}", path.display()))?;
-        if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
-            f.set_permissions(std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| {
-                    format!(
-                        "the audit log {} is readable by others and cannot be narrowed to 0600: {e}",
-                        path.display()
-                    )
-                })?;
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = (f, path);
-    Ok(())
-}
-
-fn internal(msg: String) -> DriverError {
-    DriverError::new(ErrorCode::Internal, msg)
+    deskpilot_os::narrow_to_owner(f).map_err(|e| {
+        format!(
+            "the audit log {} is readable by others and cannot be narrowed to 0600: {e}",
+            path.display()
+        )
+    })
 }
 
 /// The last `n` well-formed records of the log at `path`, oldest first, and the
@@ -158,13 +130,19 @@ fn internal(msg: String) -> DriverError {
 /// 64 KiB blocks, so a large log is not read whole.
 ///
 /// Errors: `COMPUTER_INTERNAL` when the file exists but cannot be read.
-pub fn read_tail(path: &Path, n: usize) -> Result<(Vec<AuditRecord>, usize), DriverError> {
+pub fn read_tail(path: &Path, n: usize) -> Result<(Vec<AuditRecord>, usize), ComputerError> {
     let mut f = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-        Err(e) => return Err(internal(format!("cannot open {}: {e}", path.display()))),
+        Err(e) => {
+            return Err(ComputerError::internal(format!(
+                "cannot open {}: {e}",
+                path.display()
+            )));
+        }
     };
-    let read_err = |e: std::io::Error| internal(format!("cannot read {}: {e}", path.display()));
+    let read_err =
+        |e: std::io::Error| ComputerError::internal(format!("cannot read {}: {e}", path.display()));
     let len = f.metadata().map_err(read_err)?.len();
     let mut newest_first: Vec<AuditRecord> = Vec::new();
     let mut skipped = 0usize;
@@ -299,25 +277,12 @@ mod tests {
     use super::*;
     use deskpilot_policy::audit::AuditEvent;
 
-    struct TempDir(PathBuf);
-    impl TempDir {
-        fn new(tag: &str) -> TempDir {
-            use std::sync::atomic::{AtomicU32, Ordering};
-            static N: AtomicU32 = AtomicU32::new(0);
-            let p = std::env::temp_dir().join(format!(
-                "deskpilot-audit-test-{}-{tag}-{}",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed)
-            ));
-            let _ = std::fs::remove_dir_all(&p);
-            std::fs::create_dir_all(&p).unwrap();
-            TempDir(p)
-        }
-    }
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+    /// A fresh directory under the system temp dir, removed on drop.
+    fn temp_dir(tag: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("deskpilot-audit-test-{tag}-"))
+            .tempdir()
+            .unwrap()
     }
 
     fn rec(i: u64) -> AuditRecord {
@@ -340,11 +305,11 @@ mod tests {
     #[test]
     fn a_symlink_at_the_log_path_is_refused_and_its_target_untouched() {
         use std::os::unix::fs::PermissionsExt;
-        let d = TempDir::new("link");
-        let victim = d.0.join("victim.txt");
+        let d = temp_dir("link");
+        let victim = d.path().join("victim.txt");
         std::fs::write(&victim, "mine\n").unwrap();
         std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let p = d.0.join("audit.jsonl");
+        let p = d.path().join("audit.jsonl");
         std::os::unix::fs::symlink(&victim, &p).unwrap();
         let e = AuditLog::new(p).append(&rec(1)).unwrap_err();
         assert!(e.contains("cannot open the audit log"), "{e}");
@@ -356,8 +321,8 @@ mod tests {
     #[test]
     fn append_creates_an_owner_only_file_and_narrows_a_wide_one() {
         use std::os::unix::fs::PermissionsExt;
-        let d = TempDir::new("perm");
-        let p = d.0.join("state").join("audit.jsonl");
+        let d = temp_dir("perm");
+        let p = d.path().join("state").join("audit.jsonl");
         let log = AuditLog::new(p.clone());
         log.append(&rec(1)).unwrap();
         log.append(&rec(2)).unwrap();
@@ -367,7 +332,7 @@ mod tests {
         assert_eq!(text.lines().count(), 2);
         assert!(text.ends_with('\n'));
 
-        let wide = d.0.join("wide.jsonl");
+        let wide = d.path().join("wide.jsonl");
         std::fs::write(&wide, "").unwrap();
         std::fs::set_permissions(&wide, std::fs::Permissions::from_mode(0o644)).unwrap();
         AuditLog::new(wide.clone()).append(&rec(3)).unwrap();
@@ -377,13 +342,15 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_fifo_at_the_path_does_not_hang() {
-        use std::ffi::CString;
-        use std::os::unix::ffi::OsStrExt;
-        let d = TempDir::new("fifo");
-        let p = d.0.join("audit.jsonl");
-        let c = CString::new(p.as_os_str().as_bytes()).unwrap();
-        // SAFETY: mkfifo on a NUL-terminated path we own.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let d = temp_dir("fifo");
+        let p = d.path().join("audit.jsonl");
+        let made = std::process::Command::new("mkfifo")
+            .arg("-m")
+            .arg("600")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(made.success());
         let t0 = std::time::Instant::now();
         // No reader: the non-blocking open fails at once (ENXIO).
         let r = AuditLog::new(p.clone()).append(&rec(1));
@@ -394,8 +361,8 @@ mod tests {
 
     #[test]
     fn read_tail_returns_the_last_records_in_order_across_blocks() {
-        let d = TempDir::new("tail");
-        let p = d.0.join("audit.jsonl");
+        let d = temp_dir("tail");
+        let p = d.path().join("audit.jsonl");
         let log = AuditLog::new(p.clone());
         let mut i = 0;
         while std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0) < 3 * TAIL_BLOCK {
@@ -416,15 +383,15 @@ mod tests {
         assert_eq!(all[0].revision, Some(1));
         assert_eq!(read_tail(&p, 0).unwrap().0.len(), 0);
         assert_eq!(
-            read_tail(&d.0.join("none.jsonl"), 5).unwrap(),
+            read_tail(&d.path().join("none.jsonl"), 5).unwrap(),
             (Vec::new(), 0)
         );
     }
 
     #[test]
     fn malformed_lines_are_skipped_and_counted() {
-        let d = TempDir::new("bad");
-        let p = d.0.join("audit.jsonl");
+        let d = temp_dir("bad");
+        let p = d.path().join("audit.jsonl");
         let mut text = String::new();
         text.push_str(&rec(1).to_line());
         text.push_str("\nnot json\n\n");

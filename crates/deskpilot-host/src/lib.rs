@@ -8,12 +8,16 @@
 //! (rules from `deskpilot-policy`), with the user's [`config`], the [`audit`] log and
 //! the cross-process [`control`] plumbing (grant lock, stop record, control sockets).
 //! Every tool a caller offers an agent goes through [`host::Host`].
+//! [`listing`] is the application list as text, the same for every caller.
+
+#![forbid(unsafe_code)]
 
 pub mod apps;
 pub mod audit;
 pub mod config;
 pub mod control;
 pub mod host;
+pub mod listing;
 pub mod session;
 pub mod store;
 

@@ -17,12 +17,12 @@ use deskpilot_core::diff::{DiffOptions, diff};
 use deskpilot_core::render::{RenderOptions, render};
 use deskpilot_core::{Handle, Node, Op, Role, State, StateSet};
 use deskpilot_protocol::types::*;
-use deskpilot_protocol::{Driver, DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
 use serde::Serialize;
 
 use crate::store::{SessionState, StateStore, WindowState};
 
-/// Default token budget of a snapshot or a diff (ARCHITECTURE.md §4).
+/// Default token budget of a snapshot or a diff (docs/ARCHITECTURE.md §4).
 pub const DEFAULT_MAX_TOKENS: usize = 2_000;
 
 /// Which window a call is about.
@@ -62,6 +62,7 @@ impl Default for ObserveOptions {
 
 /// The result of an observe: the rendered window and how it was read.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Observation {
     /// `wN` ref of the window.
     pub window_ref: String,
@@ -78,9 +79,9 @@ pub struct Observation {
     pub elapsed_ms: u64,
     /// The grant this observation was made under (filled by [`crate::host::Host`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub grant: Option<crate::host::GrantView>,
+    pub grant: Option<deskpilot_policy::view::GrantView>,
     /// Coordinate basis for pointer actions in this window, `rREV:X,Y,WxH@SCALE`
-    /// (filled by the host; see [`crate::host::Basis`]).
+    /// (filled by the host; see [`deskpilot_policy::view::Basis`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub basis: Option<String>,
 }
@@ -88,6 +89,7 @@ pub struct Observation {
 /// A window that appeared during an action: named, not snapshotted (observing it
 /// is a separate, policy-checked step).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NewWindow {
     pub window_ref: String,
     pub app: String,
@@ -100,6 +102,7 @@ pub struct NewWindow {
 
 /// One element found by [`Session::find`].
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct FindHit {
     #[serde(rename = "ref")]
     pub ref_: String,
@@ -115,6 +118,7 @@ pub struct FindHit {
 
 /// What an action changed on the desktop.
 #[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Change {
     /// The diff text of the acted-on window (`+`, `-`, `~`, `focus:` lines); empty
     /// when nothing changed.
@@ -159,6 +163,7 @@ impl Change {
 
 /// The result of an action on an element.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ActOutcome {
     #[serde(rename = "ref")]
     pub ref_: String,
@@ -175,6 +180,7 @@ pub struct ActOutcome {
 
 /// The result of synthetic keyboard input.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KeysOutcome {
     /// `wN` of the window the keys went to.
     pub window_ref: String,
@@ -202,6 +208,7 @@ pub enum WaitFor {
 
 /// The result of a wait that was met.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WaitOutcome {
     pub met: bool,
     pub elapsed_ms: u64,
@@ -216,8 +223,8 @@ pub struct Session {
     state: SessionState,
 }
 
-fn err(code: ErrorCode, msg: impl Into<String>) -> DriverError {
-    DriverError::new(code, msg)
+fn err(code: ErrorCode, msg: impl Into<String>) -> ComputerError {
+    ComputerError::new(code, msg)
 }
 
 fn ms_since(t: Instant) -> u64 {
@@ -270,12 +277,12 @@ impl Session {
     }
 
     /// Reads `window` afresh with refs assigned, without making it the diff base.
-    pub async fn peek(&mut self, window: &WindowInfo) -> Result<Node, DriverError> {
+    pub async fn peek(&mut self, window: &WindowInfo) -> Result<Node, ComputerError> {
         Ok(self.read(window).await?.0)
     }
 
     /// Writes refs and last trees back to the state file.
-    pub fn save(&self) -> Result<(), DriverError> {
+    pub fn save(&self) -> Result<(), ComputerError> {
         self.store.save(&self.state)
     }
 
@@ -285,7 +292,7 @@ impl Session {
     }
 
     /// Applications with their windows (window refs assigned).
-    pub async fn apps(&mut self) -> Result<Vec<(AppInfo, Vec<String>)>, DriverError> {
+    pub async fn apps(&mut self) -> Result<Vec<(AppInfo, Vec<String>)>, ComputerError> {
         let apps = self.driver.apps().await?;
         let mut out = Vec::with_capacity(apps.len());
         for app in apps {
@@ -301,7 +308,7 @@ impl Session {
     }
 
     /// Resolves a target to a window.
-    pub async fn resolve_window(&mut self, target: &Target) -> Result<WindowInfo, DriverError> {
+    pub async fn resolve_window(&mut self, target: &Target) -> Result<WindowInfo, ComputerError> {
         let apps = self.driver.apps().await?;
         let all: Vec<(&AppInfo, &WindowInfo)> = apps
             .iter()
@@ -425,7 +432,7 @@ impl Session {
     }
 
     /// Reads a window, assigns refs, remembers the tree, returns the tree.
-    async fn read(&mut self, window: &WindowInfo) -> Result<(Node, WalkStats), DriverError> {
+    async fn read(&mut self, window: &WindowInfo) -> Result<(Node, WalkStats), ComputerError> {
         let snap = self
             .driver
             .snapshot(SnapshotParams {
@@ -475,7 +482,7 @@ impl Session {
         stats: WalkStats,
         opts: &ObserveOptions,
         started: Instant,
-    ) -> Result<Observation, DriverError> {
+    ) -> Result<Observation, ComputerError> {
         if let Some(scope) = &opts.scope
             && root.find_ref(scope).is_none()
         {
@@ -515,7 +522,7 @@ impl Session {
         &mut self,
         target: &Target,
         opts: &ObserveOptions,
-    ) -> Result<Observation, DriverError> {
+    ) -> Result<Observation, ComputerError> {
         let started = Instant::now();
         let window = self.resolve_window(target).await?;
         let (root, stats) = self.read(&window).await?;
@@ -560,7 +567,7 @@ impl Session {
         text: &str,
         role: Option<Role>,
         limit: usize,
-    ) -> Result<Vec<FindHit>, DriverError> {
+    ) -> Result<Vec<FindHit>, ComputerError> {
         let window = self.resolve_window(target).await?;
         let (root, _) = self.read(&window).await?;
         let hits = Self::search(&root, &window, text, role, limit);
@@ -597,7 +604,7 @@ impl Session {
             .collect()
     }
 
-    fn current_window_state(&self) -> Result<(String, &WindowState), DriverError> {
+    fn current_window_state(&self) -> Result<(String, &WindowState), ComputerError> {
         let cur = self.state.current.clone().ok_or_else(|| {
             err(
                 ErrorCode::ElementNotFound,
@@ -625,7 +632,7 @@ impl Session {
         r: &str,
         op: Op,
         value: Option<String>,
-    ) -> Result<ActOutcome, DriverError> {
+    ) -> Result<ActOutcome, ComputerError> {
         self.act_checked(r, op, value, |_, _| Ok(())).await
     }
 
@@ -639,8 +646,8 @@ impl Session {
         r: &str,
         op: Op,
         value: Option<String>,
-        gate: impl FnOnce(&Node, &Node) -> Result<(), DriverError>,
-    ) -> Result<ActOutcome, DriverError> {
+        gate: impl FnOnce(&Node, &Node) -> Result<(), ComputerError>,
+    ) -> Result<ActOutcome, ComputerError> {
         if op.needs_value() && value.is_none() {
             return Err(err(
                 ErrorCode::InvalidArgument,
@@ -650,7 +657,9 @@ impl Session {
         let started = Instant::now();
         let (cur, ws) = self.current_window_state()?;
         // Unknown or malformed refs fail here, before any platform call.
-        ws.registry.resolve(r).map_err(|e| DriverError::from(&e))?;
+        ws.registry
+            .resolve(r)
+            .map_err(|e| ComputerError::from(&e))?;
         let window = ws.info.clone().ok_or_else(|| {
             err(
                 ErrorCode::ElementNotFound,
@@ -741,7 +750,7 @@ impl Session {
         &mut self,
         window: &WindowInfo,
         r: &str,
-    ) -> Result<(Handle, String, Node), DriverError> {
+    ) -> Result<(Handle, String, Node), ComputerError> {
         let (fresh, _) = self.read(window).await?;
         let found = self
             .state
@@ -769,7 +778,7 @@ impl Session {
                 let rendered = render(&fresh, &RenderOptions::default());
                 self.remember(window, fresh);
                 self.save()?;
-                let mut e = DriverError::from(&core_err);
+                let mut e = ComputerError::from(&core_err);
                 e.detail = Some(serde_json::json!({ "snapshot": rendered.text }));
                 Err(e)
             }
@@ -781,14 +790,14 @@ impl Session {
     }
 
     /// After an action in `window`: re-reads it and diffs against the last tree,
-    /// snapshots windows that appeared (the newest becomes current), and notes windows
-    /// that closed (if the current one closed, the desktop's active window becomes
-    /// current).
+    /// snapshots windows that appeared (they are named in the change, never made
+    /// current), and notes windows that closed (a closed current window leaves no
+    /// current window: the next call chooses).
     async fn observe_change(
         &mut self,
         window: &WindowInfo,
         before_windows: &[Handle],
-    ) -> Result<Change, DriverError> {
+    ) -> Result<Change, ComputerError> {
         let cur = window.handle.0.clone();
         let after_windows = self.window_handles().await?;
         let mut change = Change::default();
@@ -856,7 +865,7 @@ impl Session {
         Ok(change)
     }
 
-    async fn window_handles(&self) -> Result<Vec<Handle>, DriverError> {
+    async fn window_handles(&self) -> Result<Vec<Handle>, ComputerError> {
         Ok(self
             .driver
             .windows()
@@ -875,7 +884,7 @@ impl Session {
         target: &Target,
         chord: Option<String>,
         text: Option<String>,
-    ) -> Result<KeysOutcome, DriverError> {
+    ) -> Result<KeysOutcome, ComputerError> {
         let started = Instant::now();
         let window = self.resolve_window(target).await?;
         let has_base = self
@@ -942,7 +951,7 @@ impl Session {
         &mut self,
         window: &WindowInfo,
         params: PointerParams,
-    ) -> Result<KeysOutcome, DriverError> {
+    ) -> Result<KeysOutcome, ComputerError> {
         let started = Instant::now();
         if self
             .state
@@ -1014,7 +1023,7 @@ impl Session {
         target: &Target,
         cond: &WaitFor,
         timeout: Duration,
-    ) -> Result<WaitOutcome, DriverError> {
+    ) -> Result<WaitOutcome, ComputerError> {
         let started = Instant::now();
         loop {
             let met = match cond {

@@ -10,15 +10,19 @@
 //! what the window itself showed, and it is removed with the desktop's sandbox.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use deskpilot_core::Node;
 use deskpilot_core::refs::{RefRegistry, WindowRefs};
+use deskpilot_protocol::ComputerError;
 use deskpilot_protocol::types::WindowInfo;
-use deskpilot_protocol::{DriverError, ErrorCode};
 use serde::{Deserialize, Serialize};
+
+// Owner-only files, directories and locks (the OS layer), for this module and the
+// host.
+pub use deskpilot_os::{lock_exclusive, owner_only_dir, private_file, write_private_atomic};
 
 /// Format version of the state file; a file of another version is discarded (refs
 /// are then issued afresh, which is always safe).
@@ -51,9 +55,9 @@ pub struct SessionState {
     #[serde(default)]
     pub ref_floor: u64,
     /// The host's grant, approvals of apps and stop bookkeeping for this session
-    /// (see [`crate::host::PolicyState`]).
+    /// (see [`deskpilot_policy::view::PolicyState`]).
     #[serde(default)]
-    pub policy: crate::host::PolicyState,
+    pub policy: deskpilot_policy::view::PolicyState,
 }
 
 /// The state file of one desktop, opened and locked for the duration of a call.
@@ -63,19 +67,14 @@ pub struct StateStore {
     _lock: File,
 }
 
-fn internal(msg: String) -> DriverError {
-    DriverError::new(ErrorCode::Internal, msg)
-}
-
-/// The directory holding state files: `$DESKPILOT_RUNTIME_DIR` when set, else
-/// `$TMPDIR/deskpilot-<uid>` (`/tmp/deskpilot-<uid>` on Linux) — the same directory the sandbox desktops use, and
-/// deliberately not `$XDG_RUNTIME_DIR`, which a shell that joined a sandbox has pointing
-/// inside that sandbox.
+/// The directory holding state files: the runtime directory
+/// ([`deskpilot_os::runtime_dir`]): `$DESKPILOT_RUNTIME_DIR` when set and non-empty,
+/// else `$TMPDIR/deskpilot-<uid>` when `$TMPDIR` is absolute, else
+/// `/tmp/deskpilot-<uid>` — the same directory the sandbox desktops live in, and
+/// deliberately not `$XDG_RUNTIME_DIR`, which a shell that joined a sandbox has
+/// pointing inside that sandbox. Nothing is created here.
 pub fn state_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("DESKPILOT_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-        return PathBuf::from(d);
-    }
-    std::env::temp_dir().join(format!("deskpilot-{}", user_tag()))
+    deskpilot_os::runtime_dir()
 }
 
 /// A short stable key for a desktop: its display and session bus.
@@ -96,21 +95,19 @@ pub fn desktop_key(display: &str, bus: &str) -> String {
 impl StateStore {
     /// Opens (creating if needed) and exclusively locks the state file for `key`.
     /// Blocks while another call on the same desktop holds it.
-    pub fn open(key: &str) -> Result<StateStore, DriverError> {
+    pub fn open(key: &str) -> Result<StateStore, ComputerError> {
         Self::open_in(&state_dir(), key)
     }
 
     /// As [`StateStore::open`], in an explicit directory (tests).
-    pub fn open_in(dir: &Path, key: &str) -> Result<StateStore, DriverError> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| internal(format!("cannot create {}: {e}", dir.display())))?;
-        owner_only_dir(dir);
+    pub fn open_in(dir: &Path, key: &str) -> Result<StateStore, ComputerError> {
+        deskpilot_os::ensure_private_dir(dir).map_err(|e| {
+            ComputerError::internal(format!("cannot create {}: {e}", dir.display()))
+        })?;
         let lock_path = dir.join(format!("session-{key}.lock"));
-        let lock = private_file(OpenOptions::new().create(true).truncate(false).write(true))
-            .open(&lock_path)
-            .map_err(|e| internal(format!("cannot open {}: {e}", lock_path.display())))?;
-        lock_exclusive(&lock)
-            .map_err(|e| internal(format!("cannot lock {}: {e}", lock_path.display())))?;
+        let lock = deskpilot_os::lock_file(&lock_path).map_err(|e| {
+            ComputerError::internal(format!("cannot lock {}: {e}", lock_path.display()))
+        })?;
         Ok(StateStore {
             path: dir.join(format!("session-{key}.json")),
             _lock: lock,
@@ -141,78 +138,17 @@ impl StateStore {
         }
     }
 
-    /// Writes the state atomically (temp file + rename), mode 0600.
-    pub fn save(&self, state: &SessionState) -> Result<(), DriverError> {
-        let tmp = self.path.with_extension("json.tmp");
+    /// Writes the state atomically, mode 0600 ([`write_private_atomic`]).
+    pub fn save(&self, state: &SessionState) -> Result<(), ComputerError> {
         let text = serde_json::to_vec(state)
-            .map_err(|e| internal(format!("cannot encode session state: {e}")))?;
-        let mut f = private_file(OpenOptions::new().create(true).write(true).truncate(true))
-            .open(&tmp)
-            .map_err(|e| internal(format!("cannot write {}: {e}", tmp.display())))?;
-        f.write_all(&text)
-            .map_err(|e| internal(format!("cannot write {}: {e}", tmp.display())))?;
-        std::fs::rename(&tmp, &self.path)
-            .map_err(|e| internal(format!("cannot replace {}: {e}", self.path.display())))
+            .map_err(|e| ComputerError::internal(format!("cannot encode session state: {e}")))?;
+        write_private_atomic(&self.path, &text).map_err(|e| {
+            ComputerError::internal(format!("cannot write {}: {e}", self.path.display()))
+        })
     }
 
     /// Path of the state file.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-}
-
-/// The current user, for the default directory name: the uid on Unix, the user name
-/// elsewhere.
-pub(crate) fn user_tag() -> String {
-    #[cfg(unix)]
-    {
-        // SAFETY: getuid has no preconditions and cannot fail.
-        unsafe { libc::getuid() }.to_string()
-    }
-    #[cfg(not(unix))]
-    {
-        std::env::var("USERNAME").unwrap_or_else(|_| "user".into())
-    }
-}
-
-/// Restricts a directory to its owner (mode 0700) where the OS has modes.
-pub(crate) fn owner_only_dir(dir: &Path) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
-}
-
-/// Files this module creates are owner-only (mode 0600) where the OS has modes.
-pub(crate) fn private_file(o: &mut OpenOptions) -> &mut OpenOptions {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600)
-    }
-    #[cfg(not(unix))]
-    o
-}
-
-/// Takes an exclusive advisory lock, blocking until it is ours (`flock` on Unix). On
-/// other systems the lock is not taken: concurrent calls on one desktop may then
-/// interleave their ref assignments.
-pub(crate) fn lock_exclusive(f: &File) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: flock on a descriptor we own; blocks until the lock is ours.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = f;
-        Ok(())
     }
 }

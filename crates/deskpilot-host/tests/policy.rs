@@ -1,4 +1,4 @@
-//! The policy host over the fixture desktop (ARCHITECTURE.md §7–§8): binding the
+//! The policy host over the fixture desktop (docs/ARCHITECTURE.md §7–§8): binding the
 //! frontmost permitted window, refusals (deny-lists, self, elevated, secure input),
 //! revisions and stale refs, window grants, budget and idle expiry, the modes and
 //! their confirmations, coordinates with a basis, hostile window text, the audit log,
@@ -7,11 +7,11 @@
 
 mod common;
 
-use common::{assert_code, editor, failed, observe, ref_of, rt};
+use common::{assert_code, editor, failed, observe, ref_of, rt, settings};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use deskpilot_core::fixture::{self, PASSWORD};
@@ -27,7 +27,7 @@ use deskpilot_policy::grant::{Issuer, Scope};
 use deskpilot_policy::mode::Mode;
 use deskpilot_protocol::fixture_driver::{FixtureApp, FixtureDriver, RecordedAction};
 use deskpilot_protocol::types::{AppInfo, AppStatus, PointerAction, PointerParams, WindowInfo};
-use deskpilot_protocol::{Driver, DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
 
 /// Fixture pids moved above Linux's PID_MAX_LIMIT (4,194,304), so no real process
 /// (whose `/proc/PID/comm` could hit a deny-list, or which could be one of our own
@@ -38,43 +38,25 @@ const KEEPASS_PID: u32 = 4_500_333;
 
 const EDITOR_WINDOW: &str = "h:1";
 
-static RUNTIME: Once = Once::new();
-
-/// Points `DESKPILOT_RUNTIME_DIR` (stop record, grant locks) at a directory of this
-/// test binary. Every test calls it first.
-fn init() {
-    RUNTIME.call_once(|| {
-        let dir =
-            std::env::temp_dir().join(format!("deskpilot-policy-runtime-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        // SAFETY: this runs once, before any test of this binary reads the
-        // environment: every test calls `init` first, and `call_once` holds the
-        // others back until the variable is set.
-        unsafe { std::env::set_var("DESKPILOT_RUNTIME_DIR", &dir) };
-    });
-}
-
 fn my_uid() -> u32 {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    unsafe { libc::getuid() }
+    deskpilot_os::current_uid()
 }
 
 /// One test's desktop: the fixture driver, its own state directory, audit log,
 /// approvals file and desktop key (the grant lock is per desktop key).
 struct Env {
     name: String,
-    dir: PathBuf,
+    dir: tempfile::TempDir,
     driver: Arc<FixtureDriver>,
 }
 
 impl Env {
     /// The standard fixture desktop, every app owned by our uid.
     fn new(name: &str) -> Env {
-        init();
-        let dir =
-            std::env::temp_dir().join(format!("deskpilot-policy-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("deskpilot-policy-{name}-"))
+            .tempdir()
+            .unwrap();
         let driver = Arc::new(FixtureDriver::desktop());
         let uid = my_uid();
         driver.mutate(|apps| {
@@ -98,11 +80,17 @@ impl Env {
     }
 
     fn audit_path(&self) -> PathBuf {
-        self.dir.join("audit.jsonl")
+        self.dir.path().join("audit.jsonl")
     }
 
     fn approvals_path(&self) -> PathBuf {
-        self.dir.join("approvals.json")
+        self.dir.path().join("approvals.json")
+    }
+
+    /// This test's runtime directory: its grant lock (and the stop record every
+    /// host reads, which no test here writes).
+    fn runtime(&self) -> PathBuf {
+        self.dir.path().join("runtime")
     }
 
     /// A host of session `test`.
@@ -119,11 +107,13 @@ impl Env {
         settings: Effective,
         prompt: Option<Prompt>,
     ) -> Host {
-        let store = StateStore::open_in(&self.dir.join(store), "fixture").unwrap();
+        let store = StateStore::open_in(&self.dir.path().join(store), "fixture").unwrap();
         let mut o = HostOptions::new(&self.key(), session, "test", settings);
         o.audit = AuditLog::new(self.audit_path());
         o.approvals_path = self.approvals_path();
         o.prompt = prompt;
+        o.desktop_dir = self.runtime();
+        o.runtime_dir = self.runtime();
         Host::new(
             Session::new(self.driver.clone() as Arc<dyn Driver>, store),
             o,
@@ -180,31 +170,11 @@ impl Env {
     }
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Settings of an enabled desktop in `mode`, no lists, a large budget, 10 min expiry.
-fn settings(mode: Mode) -> Effective {
-    let mut s = Config::default().effective(true);
-    s.enabled = true;
-    s.mode = mode;
-    s.allow_apps = Vec::new();
-    s.allow_all_apps = false;
-    s.deny_apps = Vec::new();
-    s.self_apps = Vec::new();
-    s.action_budget = 200;
-    s.idle_expiry_ms = 600_000;
-    s
-}
-
 fn calc() -> Target {
     Target::App("calculator".into())
 }
 
-fn approval_id(e: &DriverError) -> String {
+fn approval_id(e: &ComputerError) -> String {
     e.detail
         .as_ref()
         .and_then(|d| d["approval_id"].as_str())
@@ -1299,7 +1269,7 @@ fn one_grant_per_desktop_across_sessions() {
         let mut a = env.host_as("session-a", "state-a", settings(Mode::Bypass), None);
         let mut b = env.host_as("session-b", "state-b", settings(Mode::Bypass), None);
         let ga = observe(&mut a, &editor()).await.grant.unwrap();
-        let holder = control::read_grant_lock(&env.key()).unwrap();
+        let holder = control::read_grant_lock_in(&env.runtime(), &env.key()).unwrap();
         assert_eq!(
             (
                 holder.pid,
@@ -1325,7 +1295,12 @@ fn one_grant_per_desktop_across_sessions() {
             a.revoke().unwrap().map(|g| g.grant_id),
             Some(ga.grant_id.clone())
         );
-        assert_eq!(control::read_grant_lock(&env.key()).unwrap().pid, 0);
+        assert_eq!(
+            control::read_grant_lock_in(&env.runtime(), &env.key())
+                .unwrap()
+                .pid,
+            0
+        );
         let gb = observe(&mut b, &editor()).await.grant.unwrap();
         assert_ne!(gb.grant_id, ga.grant_id);
         let e = failed(a.observe(&editor(), &ObserveOptions::default()).await);
@@ -1349,7 +1324,7 @@ fn a_grant_displaced_by_another_session_is_replaced_and_its_refs_are_stale() {
         let save = ref_of(&obs.text, &["button \"Save\""]);
         // A's process ends without revoking (a CLI call exits): its lock is no
         // longer held, while A's state still carries the grant.
-        control::release_grant_lock(&env.key(), "session-a").unwrap();
+        control::release_grant_lock_in(&env.runtime(), &env.key(), "session-a").unwrap();
         {
             let mut b = env.host_as("session-b", "state-b", settings(Mode::Bypass), None);
             let gb = observe(&mut b, &calc()).await.grant.unwrap();

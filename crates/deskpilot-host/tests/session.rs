@@ -15,15 +15,16 @@ use deskpilot_protocol::types::ActStatus;
 use deskpilot_protocol::{Driver, ErrorCode};
 
 struct Env {
-    dir: std::path::PathBuf,
+    dir: tempfile::TempDir,
     driver: Arc<FixtureDriver>,
 }
 
 impl Env {
     fn new(name: &str) -> Env {
-        let dir =
-            std::env::temp_dir().join(format!("deskpilot-host-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("deskpilot-host-test-{name}-"))
+            .tempdir()
+            .unwrap();
         Env {
             dir,
             driver: Arc::new(FixtureDriver::desktop()),
@@ -31,14 +32,8 @@ impl Env {
     }
 
     fn session(&self) -> Session {
-        let store = StateStore::open_in(&self.dir, "fixture").unwrap();
+        let store = StateStore::open_in(self.dir.path(), "fixture").unwrap();
         Session::new(self.driver.clone() as Arc<dyn Driver>, store)
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -180,7 +175,7 @@ fn set_value_returns_the_diff_and_keeps_secrets_out_of_the_state_file() {
             .await
             .unwrap();
         let mut state = String::new();
-        for e in std::fs::read_dir(&env.dir).unwrap().flatten() {
+        for e in std::fs::read_dir(env.dir.path()).unwrap().flatten() {
             state.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
         }
         assert!(

@@ -1,15 +1,15 @@
-//! Stop (ARCHITECTURE.md §7): `deskpilot stop` revokes the grant, aborts the run,
+//! Stop (docs/ARCHITECTURE.md §7): `deskpilot stop` revokes the grant, aborts the run,
 //! and refuses agent-issued grants for 30 s; a user-issued grant clears the cooldown.
-//! A stop record affects every host of a runtime directory, so these tests live in
-//! their own binary with their own `DESKPILOT_RUNTIME_DIR`, and run one at a time
-//! (a lock held by each test).
+//! A stop record affects every host of a runtime directory, so each test passes its
+//! hosts a runtime directory of its own (`HostOptions::runtime_dir`) and writes the
+//! record there.
 
 mod common;
 
 use common::{assert_code, editor, failed, observe, ref_of, rt};
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use deskpilot_core::Op;
@@ -30,45 +30,22 @@ use deskpilot_protocol::{Driver, ErrorCode};
 const EDITOR_PID: u32 = 4_600_812;
 const CALC_PID: u32 = 4_600_901;
 
-static RUNTIME: Once = Once::new();
-/// The stop record is shared by every host of the runtime directory: one test at a
-/// time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Points `DESKPILOT_RUNTIME_DIR` at a directory of this test binary and takes the
-/// serial lock. Every test calls it first and keeps the guard.
-fn init() -> MutexGuard<'static, ()> {
-    RUNTIME.call_once(|| {
-        let dir =
-            std::env::temp_dir().join(format!("deskpilot-stop-runtime-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        // SAFETY: this runs once, before any test of this binary reads the
-        // environment: every test calls `init` first, and `call_once` holds the
-        // others back until the variable is set.
-        unsafe { std::env::set_var("DESKPILOT_RUNTIME_DIR", &dir) };
-    });
-    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    control::clear_stop().unwrap();
-    guard
-}
-
 fn my_uid() -> u32 {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    unsafe { libc::getuid() }
+    deskpilot_os::current_uid()
 }
 
 struct Env {
     name: String,
-    dir: PathBuf,
+    dir: tempfile::TempDir,
     driver: Arc<FixtureDriver>,
 }
 
 impl Env {
     fn new(name: &str) -> Env {
-        let dir =
-            std::env::temp_dir().join(format!("deskpilot-stop-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("deskpilot-stop-{name}-"))
+            .tempdir()
+            .unwrap();
         let driver = Arc::new(FixtureDriver::desktop());
         let uid = my_uid();
         driver.mutate(|apps| {
@@ -88,7 +65,12 @@ impl Env {
     }
 
     fn audit_path(&self) -> PathBuf {
-        self.dir.join("audit.jsonl")
+        self.dir.path().join("audit.jsonl")
+    }
+
+    /// This test's runtime directory: its stop record and grant lock.
+    fn runtime(&self) -> PathBuf {
+        self.dir.path().join("runtime")
     }
 
     fn host(&self) -> Host {
@@ -99,11 +81,13 @@ impl Env {
         s.self_apps = Vec::new();
         s.action_budget = 200;
         s.idle_expiry_ms = 600_000;
-        let store = StateStore::open_in(&self.dir.join("state"), "fixture").unwrap();
+        let store = StateStore::open_in(&self.dir.path().join("state"), "fixture").unwrap();
         let mut o = HostOptions::new(&format!("stop-{}", self.name), "test", "test", s);
         o.audit = AuditLog::new(self.audit_path());
-        o.approvals_path = self.dir.join("approvals.json");
+        o.approvals_path = self.dir.path().join("approvals.json");
         o.prompt = None;
+        o.desktop_dir = self.runtime();
+        o.runtime_dir = self.runtime();
         Host::new(
             Session::new(self.driver.clone() as Arc<dyn Driver>, store),
             o,
@@ -119,17 +103,9 @@ impl Env {
     }
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-        let _ = control::clear_stop();
-    }
-}
-
 #[track_caller]
 #[test]
 fn a_stop_revokes_the_grant_and_refuses_agent_grants_until_the_user_grants() {
-    let _serial = init();
     let env = Env::new("cooldown");
     rt().block_on(async {
         let mut h = env.host();
@@ -137,7 +113,7 @@ fn a_stop_revokes_the_grant_and_refuses_agent_grants_until_the_user_grants() {
         let agent = obs.grant.clone().unwrap();
         let save = ref_of(&obs.text, &["button \"Save\""]);
 
-        let rec = control::write_stop(control::now_ms()).unwrap();
+        let rec = control::write_stop_in(&env.runtime(), control::now_ms()).unwrap();
         assert_eq!(rec.until_ms, rec.at_ms + STOP_COOLDOWN_MS);
         let e = failed(h.act(&save, Op::Click, None).await);
         assert_code(&e, ErrorCode::StoppedByUser);
@@ -147,7 +123,7 @@ fn a_stop_revokes_the_grant_and_refuses_agent_grants_until_the_user_grants() {
         assert_code(&e, ErrorCode::StoppedByUser);
         assert!(env.driver.actions().is_empty());
         assert_eq!(
-            control::read_grant_lock(&format!("stop-{}", env.name))
+            control::read_grant_lock_in(&env.runtime(), &format!("stop-{}", env.name))
                 .unwrap()
                 .pid,
             0
@@ -157,7 +133,10 @@ fn a_stop_revokes_the_grant_and_refuses_agent_grants_until_the_user_grants() {
         let user = h.issue_user_grant(Scope::Desktop, &editor()).await.unwrap();
         assert_eq!(user.issuer, Issuer::User);
         assert_ne!(user.grant_id, agent.grant_id);
-        assert!(control::read_stop().is_none(), "the stop record is cleared");
+        assert!(
+            control::read_stop_in(&env.runtime()).is_none(),
+            "the stop record is cleared"
+        );
         let obs = observe(&mut h, &editor()).await;
         assert_eq!(obs.grant.as_ref().unwrap().grant_id, user.grant_id);
         h.act(&save, Op::Click, None).await.unwrap();
@@ -191,7 +170,6 @@ fn a_stop_revokes_the_grant_and_refuses_agent_grants_until_the_user_grants() {
 
 #[test]
 fn a_later_stop_also_ends_a_user_grant() {
-    let _serial = init();
     let env = Env::new("stop-user-grant");
     rt().block_on(async {
         let mut h = env.host();
@@ -199,7 +177,7 @@ fn a_later_stop_also_ends_a_user_grant() {
         let user = h.issue_user_grant(Scope::Desktop, &editor()).await.unwrap();
         observe(&mut h, &editor()).await;
         std::thread::sleep(Duration::from_millis(5));
-        control::write_stop(control::now_ms()).unwrap();
+        control::write_stop_in(&env.runtime(), control::now_ms()).unwrap();
         let e = failed(h.observe(&editor(), &ObserveOptions::default()).await);
         assert_code(&e, ErrorCode::StoppedByUser);
         assert!(h.grant_view().is_none());
@@ -215,7 +193,6 @@ fn a_later_stop_also_ends_a_user_grant() {
 
 #[test]
 fn a_stop_signal_aborts_a_long_wait_at_once() {
-    let _serial = init();
     let env = Env::new("signal");
     rt().block_on(async {
         let mut h = env.host();
@@ -254,7 +231,6 @@ fn a_stop_signal_aborts_a_long_wait_at_once() {
 
 #[test]
 fn after_a_stop_and_a_user_grant_a_wait_runs_to_its_own_end() {
-    let _serial = init();
     let env = Env::new("signal-after");
     rt().block_on(async {
         let mut h = env.host();

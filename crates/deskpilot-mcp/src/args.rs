@@ -3,10 +3,11 @@
 //! descriptions), and a call's arguments are parsed into them; nothing here talks to
 //! the host.
 
+use deskpilot_core::Op;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-/// Default token budget of a tool result's text (ARCHITECTURE.md §4).
+/// Default token budget of a tool result's text (docs/ARCHITECTURE.md §4).
 pub const DEFAULT_MAX_TOKENS: u32 = 2_000;
 
 /// Highest `max_tokens` a call may ask for. A result carries its text twice (as text
@@ -89,75 +90,6 @@ pub struct FindArgs {
     pub limit: Option<u32>,
 }
 
-/// What an action does. `set_value` replaces a field's text or value, `type` inserts
-/// at the caret, `scroll` takes value up|down|left|right|into_view, `drag_to` takes
-/// the target ref as value; back/home/recents are Android navigation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ActOp {
-    Click,
-    DoubleClick,
-    RightClick,
-    Focus,
-    SetValue,
-    Type,
-    Clear,
-    Toggle,
-    Select,
-    Expand,
-    Collapse,
-    Scroll,
-    DragTo,
-    Back,
-    Home,
-    Recents,
-}
-
-impl ActOp {
-    /// Every op, in the engine's order.
-    pub const ALL: [ActOp; 16] = [
-        ActOp::Click,
-        ActOp::DoubleClick,
-        ActOp::RightClick,
-        ActOp::Focus,
-        ActOp::SetValue,
-        ActOp::Type,
-        ActOp::Clear,
-        ActOp::Toggle,
-        ActOp::Select,
-        ActOp::Expand,
-        ActOp::Collapse,
-        ActOp::Scroll,
-        ActOp::DragTo,
-        ActOp::Back,
-        ActOp::Home,
-        ActOp::Recents,
-    ];
-
-    /// The engine's op.
-    pub fn to_op(self) -> deskpilot_core::Op {
-        use deskpilot_core::Op;
-        match self {
-            ActOp::Click => Op::Click,
-            ActOp::DoubleClick => Op::DoubleClick,
-            ActOp::RightClick => Op::RightClick,
-            ActOp::Focus => Op::Focus,
-            ActOp::SetValue => Op::SetValue,
-            ActOp::Type => Op::Type,
-            ActOp::Clear => Op::Clear,
-            ActOp::Toggle => Op::Toggle,
-            ActOp::Select => Op::Select,
-            ActOp::Expand => Op::Expand,
-            ActOp::Collapse => Op::Collapse,
-            ActOp::Scroll => Op::Scroll,
-            ActOp::DragTo => Op::DragTo,
-            ActOp::Back => Op::Back,
-            ActOp::Home => Op::Home,
-            ActOp::Recents => Op::Recents,
-        }
-    }
-}
-
 /// One action of a batch.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -166,8 +98,11 @@ pub struct ActAction {
     /// "e5").
     #[serde(rename = "ref")]
     pub ref_: String,
-    /// What to do with the element.
-    pub op: ActOp,
+    /// What to do with the element. `set_value` replaces a field's text or value,
+    /// `type` inserts at the caret, `scroll` takes value up|down|left|right|into_view,
+    /// `drag_to` takes the target ref as value; back/home/recents are Android
+    /// navigation.
+    pub op: Op,
     /// Text for set_value/type, direction for scroll, target ref for drag_to.
     #[serde(default)]
     pub value: Option<String>,
@@ -332,16 +267,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn act_ops_mirror_the_engine_ops_by_name() {
-        assert_eq!(ActOp::ALL.len(), deskpilot_core::Op::ALL.len());
-        for (mine, theirs) in ActOp::ALL.iter().zip(deskpilot_core::Op::ALL) {
-            assert_eq!(mine.to_op(), theirs);
-            let parsed: ActOp = serde_json::from_value(serde_json::json!(theirs.as_str())).unwrap();
-            assert_eq!(parsed, *mine);
-        }
-    }
-
-    #[test]
     fn budgets_default_clamp_and_floor() {
         assert_eq!(budget(None), (2_000, false));
         assert_eq!(budget(Some(500)), (500, false));
@@ -374,7 +299,7 @@ mod tests {
         let ok =
             serde_json::json!({ "actions": [{ "ref": "e1", "op": "set_value", "value": "x" }] });
         let a: ActArgs = serde_json::from_value(ok).unwrap();
-        assert_eq!(a.actions[0].op, ActOp::SetValue);
+        assert_eq!(a.actions[0].op, Op::SetValue);
         assert_eq!(a.actions[0].value.as_deref(), Some("x"));
     }
 }

@@ -1,5 +1,5 @@
 //! Where a `computer_act` batch must stop (the side-effect boundaries of
-//! ARCHITECTURE.md §9) and how its result text stays within the token budget.
+//! docs/ARCHITECTURE.md §9) and how its result text stays within the token budget.
 //!
 //! Pure functions over the host's results: the caller runs the actions through the
 //! host one at a time and asks here, after each, whether to go on.

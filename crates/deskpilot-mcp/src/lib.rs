@@ -1,13 +1,15 @@
 //! deskpilot-mcp: deskpilot's tools served over the Model Context Protocol with the
 //! official Rust SDK (`rmcp`), on stdio or on streamable HTTP bound to loopback.
 //!
-//! Tools (ARCHITECTURE.md §9): `computer_apps`, `computer_observe`, `computer_find`,
+//! Tools (docs/ARCHITECTURE.md §9): `computer_apps`, `computer_observe`, `computer_find`,
 //! `computer_act`, `computer_wait`, `computer_keys`, `computer_launch`,
 //! `computer_screenshot`, and `computer_task` (the bounded inner loop of
-//! `deskpilot_agent` with the model bound in the config, ARCHITECTURE.md §10). Each
+//! `deskpilot_agent` with the model bound in the config, docs/ARCHITECTURE.md §10). Each
 //! publishes an input schema and (except the
 //! screenshot, which always fails honestly until a capture path exists) an output
-//! schema generated from the Rust types in [`args`] and [`output`], and annotations
+//! schema generated from the Rust types in [`args`] and [`output`] — the host's own
+//! result types, with the `schema` feature of the crates that own them — admitting
+//! the tool's result and the refusal every failed call carries, and annotations
 //! (`readOnlyHint` on the reading tools, `destructiveHint` on the acting ones).
 //!
 //! Every call goes through one [`deskpilot_host::Host`]: grants, refusals, modes,
@@ -17,6 +19,8 @@
 //! This crate never writes to stdout except through the MCP transport (logs go to
 //! `tracing`, which the binary sends to stderr), never approves an action on a tool
 //! argument, and never returns content over the token budget without saying so.
+
+#![forbid(unsafe_code)]
 
 pub mod args;
 mod batch;
@@ -28,7 +32,7 @@ pub mod tools;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use rmcp::ServiceExt;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -45,16 +49,12 @@ pub const MAX_STDIO_LINE: usize = 4 * 1024 * 1024;
 /// Longest HTTP request body accepted: 4 MiB, as on stdio (413 beyond).
 pub const MAX_HTTP_BODY: usize = 4 * 1024 * 1024;
 
-fn internal(msg: String) -> DriverError {
-    DriverError::new(ErrorCode::Internal, msg)
-}
-
 /// Serves `server` on this process's stdin/stdout until the client closes stdin.
 /// Applies `deskpilot stop` (raised on the host's stop signal) while serving.
 ///
 /// Errors: `COMPUTER_INTERNAL` when the MCP handshake fails or the session ends
 /// abnormally.
-pub async fn serve_stdio(server: Server) -> Result<(), DriverError> {
+pub async fn serve_stdio(server: Server) -> Result<(), ComputerError> {
     let watcher = server.watch_stop();
     // stdin → framing checks → the service → one writer → stdout (see `stdio`).
     let (service_in, filter_out) = tokio::io::duplex(1 << 20);
@@ -77,11 +77,11 @@ pub async fn serve_stdio(server: Server) -> Result<(), DriverError> {
         let running = server
             .serve(transport)
             .await
-            .map_err(|e| internal(format!("MCP session did not start: {e}")))?;
+            .map_err(|e| ComputerError::internal(format!("MCP session did not start: {e}")))?;
         let reason = running
             .waiting()
             .await
-            .map_err(|e| internal(format!("MCP session ended abnormally: {e}")))?;
+            .map_err(|e| ComputerError::internal(format!("MCP session ended abnormally: {e}")))?;
         tracing::info!(?reason, "MCP session ended");
         Ok(())
     }
@@ -99,9 +99,9 @@ pub async fn serve_stdio(server: Server) -> Result<(), DriverError> {
 ///
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for a non-loopback address;
 /// `COMPUTER_INTERNAL` when the address cannot be bound or accepting fails.
-pub async fn serve_http(server: Server, addr: SocketAddr) -> Result<(), DriverError> {
+pub async fn serve_http(server: Server, addr: SocketAddr) -> Result<(), ComputerError> {
     if !addr.ip().is_loopback() {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             format!(
                 "{addr} is not a loopback address: the MCP HTTP endpoint serves this machine only; use 127.0.0.1:PORT or [::1]:PORT"
@@ -110,10 +110,10 @@ pub async fn serve_http(server: Server, addr: SocketAddr) -> Result<(), DriverEr
     }
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| internal(format!("cannot listen on {addr}: {e}")))?;
+        .map_err(|e| ComputerError::internal(format!("cannot listen on {addr}: {e}")))?;
     let local = listener
         .local_addr()
-        .map_err(|e| internal(format!("cannot read the bound address: {e}")))?;
+        .map_err(|e| ComputerError::internal(format!("cannot read the bound address: {e}")))?;
     tracing::info!(%local, "MCP streamable HTTP endpoint listening");
     serve_listener(server, listener).await
 }
@@ -125,15 +125,15 @@ pub async fn serve_http(server: Server, addr: SocketAddr) -> Result<(), DriverEr
 pub async fn serve_listener(
     server: Server,
     listener: tokio::net::TcpListener,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     use hyper_util::rt::TokioIo;
     use tower_service::Service;
 
     let local = listener
         .local_addr()
-        .map_err(|e| internal(format!("cannot read the bound address: {e}")))?;
+        .map_err(|e| ComputerError::internal(format!("cannot read the bound address: {e}")))?;
     if !local.ip().is_loopback() {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             format!("{local} is not a loopback address"),
         ));
@@ -156,7 +156,11 @@ pub async fn serve_listener(
     let result = loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
-            Err(e) => break Err(internal(format!("accept failed on {local}: {e}"))),
+            Err(e) => {
+                break Err(ComputerError::internal(format!(
+                    "accept failed on {local}: {e}"
+                )));
+            }
         };
         let svc = service.clone();
         tokio::spawn(async move {

@@ -1,119 +1,194 @@
-//! The structured content of each `computer_*` tool result, as Rust types. The
-//! published output schemas are generated from these types (for what they
-//! serialize), so a client can validate every successful result; a failed call
-//! carries an [`ErrorOutput`] instead, with `isError: true`.
+//! The structured content of each `computer_*` tool result. The published output
+//! schemas are generated from these types (for what they serialize, see
+//! [`crate::tools::output_schema`]): a successful call carries the tool's type here, a
+//! failed one an [`ErrorOutput`] with `isError: true`, and each schema admits both.
+//!
+//! A result is made of the host's own result types — [`ListedApp`], [`GrantView`],
+//! [`FindHit`], [`Change`], the run's [`ExecutedAction`] and [`ScopeView`] — serialized
+//! as the host serializes them (its CLI `--json` form), with two MCP-side adjustments:
+//! optional fields the host leaves out when empty are present as `null` ([`Nulls`]),
+//! as the published results carry them; and where the host's shape is not the
+//! one published here (an observation's text is `snapshot`, an action's status sits
+//! next to its change, a run counts its steps), a view is built from the host's
+//! result. What only MCP has is here too: the token budget (`omitted`), the batch
+//! (`requested`, `stopped`), the grant's line, the refs a snapshot shows, the launch,
+//! the run record's path.
 //!
 //! These are views of the host's results: built from them, never from anything a
 //! caller sent.
 
-use deskpilot_host::host::{GrantView, ListedApp};
-use deskpilot_host::session::{Change, FindHit, Observation};
-use deskpilot_protocol::DriverError;
+use std::borrow::Cow;
+
+use deskpilot_agent::run::ScopeWindow;
+use deskpilot_agent::{ExecutedAction, Question, RunStatus, ScopeView};
+use deskpilot_core::{Op, Role};
+use deskpilot_host::host::{GrantView, ListedApp, ListedWindow};
+use deskpilot_host::session::{Change, FindHit, NewWindow, Observation};
+use deskpilot_host::{ActOutcome, KeysOutcome};
+use deskpilot_protocol::types::{ActStatus, Channel};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::{Map, Value};
 
-/// A failed call: `{code, message, detail}`. `code` is a `COMPUTER_*` code naming the
-/// refusal or failure; `message` says what happened and what to do; `detail` carries
-/// structured facts (an approval id, a fresh snapshot, the actions that ran) or null.
+/// A failed call: `{code, message, detail}`, with `isError: true`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ErrorOutput {
-    pub code: String,
+    /// The `COMPUTER_*` code naming the refusal or failure.
+    pub code: ErrorCode,
+    /// What happened and what to do.
     pub message: String,
-    pub detail: serde_json::Value,
+    /// Structured facts (an approval id, a fresh snapshot, the actions that ran), or
+    /// null.
+    pub detail: Value,
 }
 
-impl From<&DriverError> for ErrorOutput {
-    fn from(e: &DriverError) -> Self {
+impl From<&ComputerError> for ErrorOutput {
+    fn from(e: &ComputerError) -> Self {
         ErrorOutput {
-            code: e.code.as_str().to_string(),
+            code: e.code,
             message: e.message.clone(),
-            detail: e.detail.clone().unwrap_or(serde_json::Value::Null),
+            detail: e.detail.clone().unwrap_or(Value::Null),
         }
     }
 }
 
-/// The grant the call ran under.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct GrantOut {
-    pub grant_id: String,
-    /// `desktop` or `window`.
-    pub scope: String,
-    /// `agent` or `user`.
-    pub issuer: String,
-    /// Ref (`wN`) of the window the grant is bound to.
-    pub window_ref: Option<String>,
-    pub app: Option<String>,
-    /// Bumped on every rebind; refs from another revision are stale.
-    pub revision: u64,
-    pub actions_left: u32,
-    /// Permission mode: plan, default, accept-edits, bypass or unattended.
-    pub mode: String,
-    /// The grant in one line, as the text shows it.
-    pub line: String,
+// ---------------------------------------------------------------------------------
+// Host results with their optional fields present
+// ---------------------------------------------------------------------------------
+
+/// A host result whose serialization leaves optional fields out when they are empty,
+/// where MCP structured content carries them as `null`.
+pub trait NullFields {
+    /// Puts the optional fields left out of `v` (this type, serialized) back as null.
+    fn fill(v: &mut Map<String, Value>);
 }
 
-fn enum_str<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
+/// A host result as MCP structured content: the host's own serialization with the
+/// optional fields it leaves out present as `null` ([`NullFields`]). Its schema is the
+/// host type's, which admits null for those fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Nulls<T>(pub T);
+
+impl<T: Serialize + NullFields> Serialize for Nulls<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut v = serde_json::to_value(&self.0).map_err(serde::ser::Error::custom)?;
+        if let Value::Object(m) = &mut v {
+            T::fill(m);
+        }
+        v.serialize(s)
     }
+}
+
+impl<T: JsonSchema> JsonSchema for Nulls<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+}
+
+fn null_keys(v: &mut Map<String, Value>, keys: &[&str]) {
+    for k in keys {
+        v.entry(*k).or_insert(Value::Null);
+    }
+}
+
+/// [`NullFields::fill`] of `T` on every object of the array `key`.
+fn fill_each<T: NullFields>(v: &mut Map<String, Value>, key: &str) {
+    if let Some(Value::Array(items)) = v.get_mut(key) {
+        for item in items {
+            if let Value::Object(m) = item {
+                T::fill(m);
+            }
+        }
+    }
+}
+
+impl NullFields for GrantView {
+    fn fill(v: &mut Map<String, Value>) {
+        null_keys(v, &["window_ref", "app"]);
+    }
+}
+
+impl NullFields for ListedWindow {
+    fn fill(v: &mut Map<String, Value>) {
+        null_keys(v, &["refused"]);
+    }
+}
+
+impl NullFields for ListedApp {
+    fn fill(v: &mut Map<String, Value>) {
+        fill_each::<ListedWindow>(v, "windows");
+    }
+}
+
+impl NullFields for NewWindow {
+    fn fill(v: &mut Map<String, Value>) {
+        null_keys(v, &["refused"]);
+    }
+}
+
+impl NullFields for Change {
+    fn fill(v: &mut Map<String, Value>) {
+        fill_each::<NewWindow>(v, "new_windows");
+    }
+}
+
+impl NullFields for ScopeWindow {
+    fn fill(v: &mut Map<String, Value>) {
+        null_keys(v, &["refused", "refused_reason"]);
+    }
+}
+
+impl NullFields for ScopeView {
+    fn fill(v: &mut Map<String, Value>) {
+        fill_each::<ScopeWindow>(v, "windows");
+        if let Some(Value::Object(g)) = v.get_mut("grant") {
+            GrantView::fill(g);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------------
+
+/// The grant the call ran under: the host's grant view and its line.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct GrantOut {
+    #[serde(flatten)]
+    pub view: Nulls<GrantView>,
+    /// The grant in one line, as the text shows it.
+    pub line: String,
 }
 
 impl From<&GrantView> for GrantOut {
     fn from(g: &GrantView) -> Self {
         GrantOut {
-            grant_id: g.grant_id.clone(),
-            scope: enum_str(&g.scope),
-            issuer: enum_str(&g.issuer),
-            window_ref: g.window_ref.clone(),
-            app: g.app.clone(),
-            revision: g.revision,
-            actions_left: g.actions_left,
-            mode: g.mode.as_str().to_string(),
+            view: Nulls(g.clone()),
             line: g.line(),
         }
     }
 }
 
-/// A refusal that covers a window.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct RefusalOut {
-    pub code: String,
-    pub reason: String,
-}
-
-/// A window in the listing.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct WindowOut {
-    /// Window ref, e.g. `w1`.
-    #[serde(rename = "ref")]
-    pub ref_: String,
-    pub title: String,
-    pub role: String,
-    /// The desktop's active window.
-    pub active: bool,
-    /// The grant is bound to this window (the window you work in).
-    pub bound: bool,
-    /// Why deskpilot will not touch this window, if a refusal covers it.
-    pub refused: Option<RefusalOut>,
-}
-
-/// An application in the listing.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct AppOut {
-    pub name: String,
-    pub pid: Option<u32>,
-    /// `ok`, `not_responding` or `accessibility_disabled`.
-    pub status: String,
-    pub windows: Vec<WindowOut>,
-}
-
 /// Result of `computer_apps`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct AppsOutput {
-    /// Applications listed in the text (all of them unless `omitted` > 0).
-    pub apps: Vec<AppOut>,
+    /// Applications listed in the text (all of them unless `omitted` > 0), with their
+    /// windows: window refs (`w1`), which window is active, which one the grant is
+    /// bound to (the window you work in), and why deskpilot will not touch a window.
+    pub apps: Vec<Nulls<ListedApp>>,
     /// Applications left out to stay within the token budget.
     pub omitted: usize,
     pub grant: Option<GrantOut>,
@@ -123,30 +198,7 @@ impl AppsOutput {
     /// The listing of `apps`, keeping the first `keep`.
     pub fn new(apps: &[ListedApp], keep: usize, grant: Option<&GrantView>) -> Self {
         AppsOutput {
-            apps: apps
-                .iter()
-                .take(keep)
-                .map(|a| AppOut {
-                    name: a.name.clone(),
-                    pid: a.pid,
-                    status: enum_str(&a.status),
-                    windows: a
-                        .windows
-                        .iter()
-                        .map(|w| WindowOut {
-                            ref_: w.ref_.clone(),
-                            title: w.window.title.clone(),
-                            role: w.window.role.to_string(),
-                            active: w.window.active,
-                            bound: w.bound,
-                            refused: w.refused.as_ref().map(|r| RefusalOut {
-                                code: r.code.as_str().to_string(),
-                                reason: r.reason.clone(),
-                            }),
-                        })
-                        .collect(),
-                })
-                .collect(),
+            apps: apps.iter().take(keep).cloned().map(Nulls).collect(),
             omitted: apps.len().saturating_sub(keep),
             grant: grant.map(GrantOut::from),
         }
@@ -214,120 +266,82 @@ impl ObserveOutput {
     }
 }
 
-/// An element found by `computer_find` or met by `computer_wait`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct MatchOut {
-    /// Element ref, e.g. `e5`.
-    #[serde(rename = "ref")]
-    pub ref_: String,
-    pub role: String,
-    /// Accessible name (secrets masked).
-    pub name: String,
-    /// The element's line as a snapshot shows it.
-    pub line: String,
-    pub window_ref: String,
-    pub window_title: String,
-}
-
-impl From<&FindHit> for MatchOut {
-    fn from(h: &FindHit) -> Self {
-        MatchOut {
-            ref_: h.ref_.clone(),
-            role: h.role.to_string(),
-            name: h.name.clone(),
-            line: h.line.clone(),
-            window_ref: h.window_ref.clone(),
-            window_title: h.window_title.clone(),
-        }
-    }
-}
-
 /// Result of `computer_find`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct FindOutput {
-    /// Matches shown in the text.
-    pub matches: Vec<MatchOut>,
+    /// Matches shown in the text, with their refs.
+    pub matches: Vec<FindHit>,
     /// Matches found but left out to stay within the token budget.
     pub omitted: usize,
 }
 
 /// Result of `computer_wait`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct WaitOutput {
     /// Always true: a wait that is not met ends in COMPUTER_TIMEOUT.
     pub met: bool,
     pub elapsed_ms: u64,
     /// Elements that met a text or role condition.
-    pub matches: Vec<MatchOut>,
+    pub matches: Vec<FindHit>,
     /// Matches left out to stay within the token budget.
     pub omitted: usize,
 }
 
-/// A window that appeared during an action.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct NewWindowOut {
-    pub window_ref: String,
-    pub app: String,
-    pub role: String,
-    pub title: String,
-    /// Why deskpilot will not touch it, when a refusal covers it.
-    pub refused: Option<String>,
-}
-
-/// What an action or keys changed.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+/// What an action or keys changed, as the host reports it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ChangeOut {
-    /// The diff of the window (`+`, `-`, `~`, `focus:` lines); empty when nothing
-    /// changed or when it was left out (see `diff_omitted`).
-    pub diff: String,
-    /// The diff did not fit the token budget and is not shown; observe to read the
-    /// window.
+    #[serde(flatten)]
+    pub change: Nulls<Change>,
+    /// The diff did not fit the token budget and is not shown (`diff` is empty);
+    /// observe to read the window.
     pub diff_omitted: bool,
-    pub new_windows: Vec<NewWindowOut>,
-    /// Refs of windows that closed.
-    pub closed_windows: Vec<String>,
 }
 
 impl ChangeOut {
     pub fn new(c: &Change, diff_omitted: bool) -> Self {
+        let mut change = c.clone();
+        if diff_omitted {
+            change.diff.clear();
+        }
         ChangeOut {
-            diff: if diff_omitted {
-                String::new()
-            } else {
-                c.diff.clone()
-            },
+            change: Nulls(change),
             diff_omitted,
-            new_windows: c
-                .new_windows
-                .iter()
-                .map(|w| NewWindowOut {
-                    window_ref: w.window_ref.clone(),
-                    app: w.app.clone(),
-                    role: w.role.to_string(),
-                    title: w.title.clone(),
-                    refused: w.refused.clone(),
-                })
-                .collect(),
-            closed_windows: c.closed_windows.clone(),
         }
     }
 }
 
 /// One action of a batch that ran.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ActItemOut {
     #[serde(rename = "ref")]
     pub ref_: String,
-    pub op: String,
-    /// `executed`, `rejected`, `timed_out` or `outcome_unknown`.
-    pub status: String,
-    /// How it was done: action, text, value, keyboard or pointer.
-    pub channel: String,
+    pub op: Op,
+    /// What is known of the action's effect: anything but `executed` stops the batch.
+    pub status: ActStatus,
+    /// How it was done.
+    pub channel: Channel,
     /// The concrete mechanism, e.g. `DoAction("click")`.
     pub method: String,
     pub note: Option<String>,
+    /// Dispatch to diff, ms.
     pub elapsed_ms: u64,
     pub change: ChangeOut,
+}
+
+impl ActItemOut {
+    /// The item of `out`, its diff left out when `diff_omitted`.
+    pub fn new(out: &ActOutcome, diff_omitted: bool) -> Self {
+        ActItemOut {
+            ref_: out.ref_.clone(),
+            op: out.op,
+            status: out.result.status,
+            channel: out.result.channel,
+            method: out.result.method.clone(),
+            note: out.result.note.clone(),
+            elapsed_ms: out.elapsed_ms,
+            change: ChangeOut::new(&out.change, diff_omitted),
+        }
+    }
 }
 
 /// Why a batch stopped before its last action.
@@ -343,7 +357,7 @@ pub struct StopOut {
 }
 
 /// Result of `computer_act`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ActOutput {
     /// The actions that ran, in order.
     pub actions: Vec<ActItemOut>,
@@ -354,15 +368,28 @@ pub struct ActOutput {
 }
 
 /// Result of `computer_keys`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct KeysOutput {
     /// The window the keys went to.
     pub window_ref: String,
     /// Always `keyboard` (synthetic input).
-    pub channel: String,
+    pub channel: Channel,
     pub events_sent: u64,
     pub elapsed_ms: u64,
     pub change: ChangeOut,
+}
+
+impl KeysOutput {
+    /// The result of `out`, its diff left out when `diff_omitted`.
+    pub fn new(out: &KeysOutcome, diff_omitted: bool) -> Self {
+        KeysOutput {
+            window_ref: out.window_ref.clone(),
+            channel: out.result.channel,
+            events_sent: out.result.events_sent,
+            elapsed_ms: out.elapsed_ms,
+            change: ChangeOut::new(&out.change, diff_omitted),
+        }
+    }
 }
 
 /// The first window of a launched app.
@@ -372,7 +399,7 @@ pub struct LaunchedWindow {
     pub window_ref: Option<String>,
     pub app: String,
     pub title: String,
-    pub role: String,
+    pub role: Role,
 }
 
 /// Result of `computer_launch`.
@@ -384,90 +411,20 @@ pub struct LaunchOutput {
     pub elapsed_ms: u64,
 }
 
-/// An action a `computer_task` run dispatched, as the host reported it.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct TaskActionOut {
-    /// The step (1-based) it was dispatched in.
-    pub step: usize,
-    pub op: String,
-    /// The element's role, from the host's tree.
-    pub role: String,
-    /// The element's name from the host's tree (secrets masked, one line, ≤ 60 chars).
-    pub name: String,
-    /// How it was done: action, text, value, keyboard or pointer.
-    pub channel: String,
-    /// `executed`, or `timed_out` / `outcome_unknown` (it may or may not have
-    /// happened; never retried).
-    pub status: String,
-    /// `[wN] app "title"` of the window acted in.
-    pub window: String,
-}
-
-impl From<&deskpilot_agent::ExecutedAction> for TaskActionOut {
-    fn from(a: &deskpilot_agent::ExecutedAction) -> Self {
-        TaskActionOut {
-            step: a.step,
-            op: a.op.clone(),
-            role: a.role.clone(),
-            name: a.name.clone(),
-            channel: a.channel.clone(),
-            status: a.status.clone(),
-            window: a.window.clone(),
-        }
-    }
-}
-
-/// The question a `computer_task` run stopped on.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct TaskQuestionOut {
-    /// `model` (the bound model asks; its words) or `host` (a confirmation only the
-    /// user can give, e.g. `deskpilot approve ID`).
-    pub from: String,
-    /// One line, ≤ 500 chars.
-    pub text: String,
-}
-
-/// A window as an observe-only task lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct TaskWindowOut {
-    #[serde(rename = "ref")]
-    pub ref_: String,
-    pub app: String,
-    pub title: String,
-    /// The grant is bound to it.
-    pub bound: bool,
-    /// The `COMPUTER_*` code of a refusal covering it.
-    pub refused: Option<String>,
-    pub refused_reason: Option<String>,
-}
-
-/// What an observe-only task could reach.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct TaskScopeOut {
-    /// `[wN] app "title"` of the bound window.
-    pub bound_window: String,
-    pub windows: Vec<TaskWindowOut>,
-    /// The bound window's snapshot (application data, within the default budget).
-    pub observation: String,
-    /// Tokens of `observation` (o200k).
-    pub observation_tokens: usize,
-}
-
 /// Result of `computer_task`: what the host did during the run, and the model's own
 /// words only where labelled (`model_claim`, a question from the model).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct TaskOutput {
-    /// Why the run ended: `done` (the model said so), `observe_only`, `step_cap`,
-    /// `stopped`, `expired`, `budget`, `repeated_failure`, `needs_user`, `refused`,
-    /// `model_error` or `failed`.
-    pub status: String,
+    /// Why the run ended: `done` is the model's claim; see the actions for what
+    /// happened.
+    pub status: RunStatus,
     /// Assembled from the actions the host executed and why the run stopped; never
     /// the model's text.
     pub summary: String,
     /// `provider:model` of the bound model; null when it was not called.
     pub model: Option<String>,
-    /// The actions dispatched, in order.
-    pub actions_executed: Vec<TaskActionOut>,
+    /// The actions dispatched, in order, as the host reported them.
+    pub actions_executed: Vec<ExecutedAction>,
     /// `[wN] app "title"` of each window an action was dispatched in.
     pub windows_touched: Vec<String>,
     /// Prompt tokens of every model call, summed.
@@ -485,7 +442,7 @@ pub struct TaskOutput {
     pub step_cap: usize,
     /// Set when the run stopped on a question (status `needs_user`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub question: Option<TaskQuestionOut>,
+    pub question: Option<Question>,
     /// The model's `done` summary: its claim, not a verified fact.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_claim: Option<String>,
@@ -494,7 +451,7 @@ pub struct TaskOutput {
     pub error: Option<ErrorOutput>,
     /// Observe-only tasks: what is in scope.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub scope: Option<TaskScopeOut>,
+    pub scope: Option<Nulls<ScopeView>>,
     /// Path of the run record written under the state directory, when it was written.
     pub record: Option<String>,
 }
@@ -503,10 +460,10 @@ impl TaskOutput {
     /// The view of `r`, with the path of its run record.
     pub fn new(r: &deskpilot_agent::RunReport, record: Option<&std::path::Path>) -> Self {
         TaskOutput {
-            status: r.status.as_str().to_string(),
+            status: r.status,
             summary: r.summary.clone(),
             model: r.model.clone(),
-            actions_executed: r.actions_executed.iter().map(TaskActionOut::from).collect(),
+            actions_executed: r.actions_executed.clone(),
             windows_touched: r.windows_touched.clone(),
             tokens_in: r.tokens_in,
             tokens_out: r.tokens_out,
@@ -514,29 +471,10 @@ impl TaskOutput {
             wall_ms: r.wall_ms,
             steps: r.steps.len(),
             step_cap: r.step_cap,
-            question: r.question.as_ref().map(|q| TaskQuestionOut {
-                from: q.from.clone(),
-                text: q.text.clone(),
-            }),
+            question: r.question.clone(),
             model_claim: r.model_claim.clone(),
             error: r.error.as_ref().map(ErrorOutput::from),
-            scope: r.scope.as_ref().map(|s| TaskScopeOut {
-                bound_window: s.bound_window.clone(),
-                windows: s
-                    .windows
-                    .iter()
-                    .map(|w| TaskWindowOut {
-                        ref_: w.ref_.clone(),
-                        app: w.app.clone(),
-                        title: w.title.clone(),
-                        bound: w.bound,
-                        refused: w.refused.clone(),
-                        refused_reason: w.refused_reason.clone(),
-                    })
-                    .collect(),
-                observation: s.observation.clone(),
-                observation_tokens: s.observation_tokens,
-            }),
+            scope: r.scope.clone().map(Nulls),
             record: record.map(|p| p.display().to_string()),
         }
     }
@@ -544,6 +482,13 @@ impl TaskOutput {
 
 #[cfg(test)]
 mod tests {
+    use deskpilot_core::Handle;
+    use deskpilot_policy::grant::{Capture, InputPolicy, Issuer, Scope};
+    use deskpilot_policy::mode::Mode;
+    use deskpilot_policy::refusal::Refusal;
+    use deskpilot_protocol::types::{AppStatus, WindowInfo};
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -554,16 +499,129 @@ mod tests {
 
     #[test]
     fn an_error_keeps_its_code_message_and_detail() {
-        let e = DriverError::new(deskpilot_protocol::ErrorCode::StaleRef, "e3 is stale")
-            .with_detail(serde_json::json!({ "ref": "e3" }));
+        let e = ComputerError::new(ErrorCode::StaleRef, "e3 is stale")
+            .with_detail(json!({ "ref": "e3" }));
         let o = ErrorOutput::from(&e);
-        assert_eq!(o.code, "COMPUTER_STALE_REF");
-        assert_eq!(o.message, "e3 is stale");
-        assert_eq!(o.detail, serde_json::json!({ "ref": "e3" }));
-        let o = ErrorOutput::from(&DriverError::new(
-            deskpilot_protocol::ErrorCode::Timeout,
-            "late",
-        ));
-        assert_eq!(o.detail, serde_json::Value::Null);
+        assert_eq!(
+            serde_json::to_value(&o).unwrap(),
+            json!({ "code": "COMPUTER_STALE_REF", "message": "e3 is stale", "detail": { "ref": "e3" } })
+        );
+        let o = ErrorOutput::from(&ComputerError::new(ErrorCode::Timeout, "late"));
+        assert_eq!(
+            serde_json::to_value(&o).unwrap(),
+            json!({ "code": "COMPUTER_TIMEOUT", "message": "late", "detail": null })
+        );
+    }
+
+    fn grant(bound: bool) -> GrantView {
+        GrantView {
+            grant_id: "g-1a2b3c4d".into(),
+            scope: Scope::Desktop,
+            issuer: Issuer::Agent,
+            window_ref: bound.then(|| "w1".into()),
+            app: bound.then(|| "mousepad".into()),
+            revision: 3,
+            actions_left: 198,
+            idle_expiry_ms: 600_000,
+            mode: Mode::AcceptEdits,
+            capture: Capture::A11yOnly,
+            input_policy: InputPolicy::AutonomousInScope,
+        }
+    }
+
+    #[test]
+    fn a_grant_is_the_host_view_with_its_line_and_nulls_when_unbound() {
+        let v = serde_json::to_value(GrantOut::from(&grant(true))).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "grant_id": "g-1a2b3c4d", "scope": "desktop", "issuer": "agent",
+                "window_ref": "w1", "app": "mousepad", "revision": 3, "actions_left": 198,
+                "idle_expiry_ms": 600000, "mode": "accept-edits", "capture": "a11y-only",
+                "input_policy": "autonomous-in-scope",
+                "line": "grant g-1a2b3c4d · desktop · [w1] mousepad · revision 3 · 198 actions left · mode accept-edits"
+            })
+        );
+        let v = serde_json::to_value(GrantOut::from(&grant(false))).unwrap();
+        assert_eq!(v["window_ref"], Value::Null);
+        assert_eq!(v["app"], Value::Null);
+        assert!(v.as_object().unwrap().contains_key("window_ref"), "{v}");
+        assert!(v.as_object().unwrap().contains_key("app"), "{v}");
+    }
+
+    #[test]
+    fn listed_windows_keep_a_null_refusal() {
+        let window = |ref_: &str, refused: Option<Refusal>| ListedWindow {
+            ref_: ref_.into(),
+            window: WindowInfo {
+                handle: Handle::new(format!(":1.5|/{ref_}")),
+                app: "mousepad".into(),
+                pid: Some(42),
+                title: "Untitled".into(),
+                role: Role::Window,
+                active: ref_ == "w1",
+                bounds: None,
+            },
+            bound: ref_ == "w1",
+            refused,
+        };
+        let apps = [ListedApp {
+            name: "mousepad".into(),
+            pid: Some(42),
+            status: AppStatus::Ok,
+            windows: vec![
+                window("w1", None),
+                window(
+                    "w2",
+                    Some(Refusal {
+                        code: ErrorCode::SecureInput,
+                        reason: "a password field".into(),
+                    }),
+                ),
+            ],
+        }];
+        let v = serde_json::to_value(AppsOutput::new(&apps, 1, None)).unwrap();
+        assert_eq!(v["omitted"], json!(0));
+        assert_eq!(v["grant"], Value::Null);
+        let w = &v["apps"][0]["windows"];
+        assert_eq!(w[0]["ref"], json!("w1"));
+        assert_eq!(w[0]["title"], json!("Untitled"));
+        assert_eq!(w[0]["role"], json!("window"));
+        assert_eq!(w[0]["active"], json!(true));
+        assert_eq!(w[0]["bound"], json!(true));
+        assert!(w[0].as_object().unwrap().contains_key("refused"), "{v}");
+        assert_eq!(w[0]["refused"], Value::Null);
+        assert_eq!(
+            w[1]["refused"],
+            json!({ "code": "COMPUTER_SECURE_INPUT", "reason": "a password field" })
+        );
+        assert_eq!(v["apps"][0]["status"], json!("ok"));
+    }
+
+    #[test]
+    fn an_omitted_diff_is_emptied_and_new_windows_keep_a_null_refusal() {
+        let c = Change {
+            diff: "~ [e5] textbox value=\"a\" → value=\"b\"".into(),
+            diff_tokens: 12,
+            new_windows: vec![NewWindow {
+                window_ref: "w2".into(),
+                app: "mousepad".into(),
+                role: Role::Dialog,
+                title: "Save As".into(),
+                refused: None,
+            }],
+            closed_windows: vec!["w3".into()],
+        };
+        let v = serde_json::to_value(ChangeOut::new(&c, true)).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "diff": "", "diff_tokens": 12, "diff_omitted": true, "closed_windows": ["w3"],
+                "new_windows": [{ "window_ref": "w2", "app": "mousepad", "role": "dialog", "title": "Save As", "refused": null }]
+            })
+        );
+        let v = serde_json::to_value(ChangeOut::new(&c, false)).unwrap();
+        assert_eq!(v["diff"], json!(c.diff));
+        assert_eq!(v["diff_omitted"], json!(false));
     }
 }

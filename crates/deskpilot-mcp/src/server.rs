@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 
 use deskpilot_core::Role;
 use deskpilot_host::control::StopSignal;
+use deskpilot_host::listing::{NO_APPS, render_app};
 use deskpilot_host::session::WaitFor;
 use deskpilot_host::{Host, ObserveOptions};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
@@ -34,7 +35,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::args::{self, *};
+use crate::args::*;
 use crate::batch;
 use crate::output::*;
 use crate::tools;
@@ -124,7 +125,7 @@ pub(crate) fn success<T: Serialize>(text: String, data: &T) -> CallToolResult {
 /// detail}`, and the text `error[COMPUTER_…]: message` after `before` (what ran
 /// before the failure, if anything). A fresh snapshot in `detail.snapshot` (a stale
 /// ref) is shown too.
-pub(crate) fn failure(e: &DriverError, before: &str) -> CallToolResult {
+pub(crate) fn failure(e: &ComputerError, before: &str) -> CallToolResult {
     let mut text = String::new();
     if !before.is_empty() {
         text.push_str(before.trim_end());
@@ -146,15 +147,11 @@ pub(crate) fn failure(e: &DriverError, before: &str) -> CallToolResult {
     r
 }
 
-fn invalid(msg: impl Into<String>) -> DriverError {
-    DriverError::new(ErrorCode::InvalidArgument, msg)
-}
-
 fn cancelled() -> CallToolResult {
     // The client abandoned the call; rmcp does not deliver this answer, but a result
     // is still well-formed if a transport does.
     failure(
-        &DriverError::new(ErrorCode::Timeout, "the call was cancelled by the client"),
+        &ComputerError::new(ErrorCode::Timeout, "the call was cancelled by the client"),
         "",
     )
 }
@@ -167,7 +164,7 @@ pub(crate) fn parse<T: for<'de> Deserialize<'de>>(
 ) -> Result<T, CallToolResult> {
     serde_json::from_value(serde_json::Value::Object(args.unwrap_or_default())).map_err(|e| {
         failure(
-            &invalid(format!(
+            &ComputerError::invalid(format!(
                 "arguments of {tool} do not fit its input schema: {e}"
             )),
             "",
@@ -182,17 +179,9 @@ fn with_warnings(mut text: String, host: &Host) -> String {
     text
 }
 
-fn parse_role(s: &str) -> Result<Role, DriverError> {
-    Role::from_name(&s.to_lowercase()).ok_or_else(|| {
-        invalid(format!(
-            "{s:?} is not a role; roles: {}",
-            Role::ALL
-                .iter()
-                .map(|r| r.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-    })
+fn parse_role(s: &str) -> Result<Role, ComputerError> {
+    s.parse::<Role>()
+        .map_err(|e| ComputerError::invalid(e.to_string()))
 }
 
 /// Lines of a list, as many as fit in `budget` tokens with the footer; the rest is
@@ -277,7 +266,7 @@ enum Asked {
     /// The user approved; the approval is recorded.
     Approved,
     /// The user declined, dismissed or did not answer.
-    Declined(DriverError),
+    Declined(ComputerError),
 }
 
 /// For a `COMPUTER_CONFIRMATION_REQUIRED` refusal with an approval id: asks the user
@@ -287,7 +276,7 @@ async fn ask_user(
     host: &Host,
     ctx: &RequestContext<RoleServer>,
     stop: &StopSignal,
-    e: &DriverError,
+    e: &ComputerError,
 ) -> Asked {
     if e.code != ErrorCode::ConfirmationRequired {
         return Asked::CannotAsk;
@@ -323,8 +312,8 @@ async fn ask_user(
         .elicit_with_timeout::<Confirmation>(message, Some(ELICITATION_TIMEOUT));
     let answer = tokio::select! {
         a = asked => a,
-        () = ctx.ct.cancelled() => return Asked::Declined(DriverError::new(ErrorCode::ConfirmationRequired, "the call was cancelled while the user was asked; nothing was done")),
-        () = stop.stopped() => return Asked::Declined(DriverError::new(ErrorCode::StoppedByUser, "the user pressed stop while being asked; nothing was done")),
+        () = ctx.ct.cancelled() => return Asked::Declined(ComputerError::new(ErrorCode::ConfirmationRequired, "the call was cancelled while the user was asked; nothing was done")),
+        () = stop.stopped() => return Asked::Declined(ComputerError::new(ErrorCode::StoppedByUser, "the user pressed stop while being asked; nothing was done")),
     };
     match answer {
         Ok(Some(Confirmation { allow: true })) => {
@@ -336,13 +325,13 @@ async fn ask_user(
                 Err(err) => Asked::Declined(err),
             }
         }
-        Ok(_) => Asked::Declined(DriverError::new(
+        Ok(_) => Asked::Declined(ComputerError::new(
             ErrorCode::ConfirmationRequired,
             "the user did not allow this action; nothing was done. Do not retry it unless the user asks you to",
         )),
         Err(err) => {
             tracing::debug!(error = %err, "elicitation ended without an answer");
-            let mut d = DriverError::new(
+            let mut d = ComputerError::new(
                 ErrorCode::ConfirmationRequired,
                 format!(
                     "the user did not confirm this action ({err}); nothing was done. They can still approve it with `deskpilot approve {id}`, then retry exactly the same action"
@@ -374,7 +363,8 @@ impl Server {
             )
         });
         if apps.is_empty() {
-            text.push_str("no applications on the accessibility bus\n");
+            text.push_str(NO_APPS);
+            text.push('\n');
         }
         let grant = h.grant_view();
         if let Some(g) = &grant {
@@ -385,7 +375,7 @@ impl Server {
     }
 
     async fn observe(&self, a: ObserveArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
-        let (budget, capped) = args::budget(a.max_tokens);
+        let (budget, capped) = budget(a.max_tokens);
         let Some(mut h) = self.lock(ctx).await else {
             return cancelled();
         };
@@ -394,7 +384,7 @@ impl Server {
             query: a.query.filter(|s| !s.is_empty()),
             max_tokens: budget,
         };
-        let obs = match h.observe(&args::target(&a.app, &a.window), &opts).await {
+        let obs = match h.observe(&target(&a.app, &a.window), &opts).await {
             Ok(o) => o,
             Err(e) => return failure(&e, ""),
         };
@@ -422,7 +412,7 @@ impl Server {
 
     async fn find(&self, a: FindArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
         if a.text.is_empty() {
-            return failure(&invalid("say what text to find"), "");
+            return failure(&ComputerError::invalid("say what text to find"), "");
         }
         let role = match a.role.as_deref().filter(|r| !r.is_empty()).map(parse_role) {
             Some(Err(e)) => return failure(&e, ""),
@@ -437,7 +427,7 @@ impl Server {
             return cancelled();
         };
         let hits = match h
-            .find(&args::target(&a.app, &a.window), &a.text, role, limit)
+            .find(&target(&a.app, &a.window), &a.text, role, limit)
             .await
         {
             Ok(hits) => hits,
@@ -460,11 +450,7 @@ impl Server {
             ));
         }
         let data = FindOutput {
-            matches: hits
-                .iter()
-                .take(hits.len() - omitted)
-                .map(MatchOut::from)
-                .collect(),
+            matches: hits.iter().take(hits.len() - omitted).cloned().collect(),
             omitted,
         };
         success(with_warnings(text.trim_end().to_string(), &h), &data)
@@ -473,14 +459,14 @@ impl Server {
     async fn act(&self, a: ActArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
         if a.actions.is_empty() || a.actions.len() > MAX_ACTIONS {
             return failure(
-                &invalid(format!(
+                &ComputerError::invalid(format!(
                     "give 1 to {MAX_ACTIONS} actions (got {})",
                     a.actions.len()
                 )),
                 "",
             );
         }
-        let (budget, _) = args::budget(a.max_tokens);
+        let (budget, _) = budget(a.max_tokens);
         let Some(mut h) = self.lock(ctx).await else {
             return cancelled();
         };
@@ -495,7 +481,7 @@ impl Server {
         for (i, act) in a.actions.iter().enumerate() {
             if i > 0 && self.stop.is_stopped() {
                 h.apply_stop();
-                let e = DriverError::new(
+                let e = ComputerError::new(
                     ErrorCode::StoppedByUser,
                     format!("the user pressed stop: {i} of {n} actions ran, the rest were not run and the grant is revoked"),
                 )
@@ -510,7 +496,7 @@ impl Server {
                 });
                 break;
             }
-            let op = act.op.to_op();
+            let op = act.op;
             let mut result = h.act(&act.ref_, op, act.value.clone()).await;
             if let Err(e) = &result {
                 match ask_user(&h, ctx, &self.stop, e).await {
@@ -558,16 +544,7 @@ impl Server {
             used += tokens + 1;
             text.push_str(&item_text);
             text.push('\n');
-            items.push(ActItemOut {
-                ref_: out.ref_.clone(),
-                op: out.op.as_str().to_string(),
-                status: out.result.status.as_str().to_string(),
-                channel: out.result.channel.as_str().to_string(),
-                method: out.result.method.clone(),
-                note: out.result.note.clone(),
-                elapsed_ms: out.elapsed_ms,
-                change: ChangeOut::new(&out.change, cut),
-            });
+            items.push(ActItemOut::new(&out, cut));
             if i + 1 == n {
                 break;
             }
@@ -621,7 +598,9 @@ impl Server {
         ];
         if conds.iter().filter(|c| **c).count() != 1 {
             return failure(
-                &invalid("give exactly one condition: text, gone, role with name, or window_title"),
+                &ComputerError::invalid(
+                    "give exactly one condition: text, gone, role with name, or window_title",
+                ),
                 "",
             );
         }
@@ -633,7 +612,10 @@ impl Server {
             WaitFor::Window(t)
         } else {
             let (Some(r), Some(name)) = (nonempty(&a.role), nonempty(&a.name)) else {
-                return failure(&invalid("role and name go together: give both"), "");
+                return failure(
+                    &ComputerError::invalid("role and name go together: give both"),
+                    "",
+                );
             };
             match parse_role(&r) {
                 Ok(role) => WaitFor::Element { role, name },
@@ -644,7 +626,7 @@ impl Server {
         let Some(mut h) = self.lock(ctx).await else {
             return cancelled();
         };
-        let target = args::target(&a.app, &a.window);
+        let target = target(&a.app, &a.window);
         let waited = drive(
             h.wait(&target, &cond, Duration::from_millis(timeout_ms)),
             ctx,
@@ -673,7 +655,7 @@ impl Server {
                 .hits
                 .iter()
                 .take(out.hits.len() - omitted)
-                .map(MatchOut::from)
+                .cloned()
                 .collect(),
             omitted,
         };
@@ -682,7 +664,10 @@ impl Server {
 
     async fn keys(&self, a: KeysArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
         if a.keys.is_empty() {
-            return failure(&invalid("say which keys to send, e.g. \"ctrl+s\""), "");
+            return failure(
+                &ComputerError::invalid("say which keys to send, e.g. \"ctrl+s\""),
+                "",
+            );
         }
         let (chord, literal) = if a.text.unwrap_or(false) {
             (None, Some(a.keys.clone()))
@@ -692,7 +677,7 @@ impl Server {
         let Some(mut h) = self.lock(ctx).await else {
             return cancelled();
         };
-        let target = args::target(&a.app, &a.window);
+        let target = target(&a.app, &a.window);
         let mut result = h.keys(&target, chord.clone(), literal.clone()).await;
         if let Err(e) = &result {
             match ask_user(&h, ctx, &self.stop, e).await {
@@ -708,20 +693,14 @@ impl Server {
         let budget = DEFAULT_MAX_TOKENS as usize;
         let (body, _, cut) = batch::fit_item(&out.text, budget, budget);
         let text = format!("{body}\n({} tokens)", deskpilot_core::tokens::count(&body));
-        let data = KeysOutput {
-            window_ref: out.window_ref.clone(),
-            channel: out.result.channel.as_str().to_string(),
-            events_sent: out.result.events_sent,
-            elapsed_ms: out.elapsed_ms,
-            change: ChangeOut::new(&out.change, cut),
-        };
+        let data = KeysOutput::new(&out, cut);
         success(with_warnings(text, &h), &data)
     }
 
     async fn launch(&self, a: LaunchArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
         if a.command.first().is_none_or(|p| p.is_empty()) {
             return failure(
-                &invalid("say which program to launch, e.g. [\"mousepad\"]"),
+                &ComputerError::invalid("say which program to launch, e.g. [\"mousepad\"]"),
                 "",
             );
         }
@@ -782,7 +761,7 @@ impl Server {
             ScreenshotMode::Image => "image",
             ScreenshotMode::Marks => "marks",
         };
-        let e = DriverError::new(
+        let e = ComputerError::new(
             ErrorCode::PlatformUnsupported,
             format!(
                 "computer_screenshot (mode {mode}) is not available: deskpilot has no screen-capture path yet, and it never returns a made-up image. Use computer_observe: the accessibility tree, with refs to act on"
@@ -811,9 +790,9 @@ impl deskpilot_agent::Model for CancellableModel<'_> {
     async fn decide(
         &self,
         req: &deskpilot_agent::DecideRequest,
-    ) -> Result<deskpilot_agent::ModelReply, DriverError> {
+    ) -> Result<deskpilot_agent::ModelReply, ComputerError> {
         let cancelled_err = || {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::Timeout,
                 "the call was cancelled by the client; the run ended before this step",
             )
@@ -896,13 +875,13 @@ impl Server {
     async fn task(&self, a: TaskArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
         if a.instruction.trim().is_empty() {
             return failure(
-                &invalid("say what to do, e.g. \"type Hello into the editor\""),
+                &ComputerError::invalid("say what to do, e.g. \"type Hello into the editor\""),
                 "",
             );
         }
         let max_steps = a.max_steps.unwrap_or(DEFAULT_TASK_STEPS);
         if max_steps == 0 {
-            return failure(&invalid("max_steps must be at least 1"), "");
+            return failure(&ComputerError::invalid("max_steps must be at least 1"), "");
         }
         let observe_only = a.observe_only.unwrap_or(false);
         // The binding is checked before the desktop is touched; there is no
@@ -998,34 +977,6 @@ impl Server {
     }
 }
 
-fn render_app(app: &deskpilot_host::host::ListedApp) -> String {
-    use deskpilot_protocol::types::AppStatus;
-    let status = match app.status {
-        AppStatus::Ok => String::new(),
-        AppStatus::NotResponding => " [not_responding]".into(),
-        AppStatus::AccessibilityDisabled => " [accessibility_disabled]".into(),
-    };
-    let pid = app.pid.map(|p| format!(" pid={p}")).unwrap_or_default();
-    let mut text = format!(
-        "app {}{pid}{status}",
-        deskpilot_core::sanitize::one_line(&app.name)
-    );
-    for w in &app.windows {
-        text.push_str(&format!(
-            "\n  [{}] {} \"{}\"{}{}",
-            w.ref_,
-            w.window.role,
-            deskpilot_core::sanitize::one_line(&w.window.title),
-            if w.window.active { " active" } else { "" },
-            if w.bound { " · bound" } else { "" },
-        ));
-        if let Some(r) = &w.refused {
-            text.push_str(&format!(" · refused {}: {}", r.code.as_str(), r.reason));
-        }
-    }
-    text
-}
-
 /// Waits up to `wait_ms` for the first window of process `pid` (or of a child of
 /// it), looking through the host's listing (refusals included). `known` is a window
 /// the launch already saw.
@@ -1034,7 +985,7 @@ async fn first_window(
     pid: u32,
     known: Option<deskpilot_core::Handle>,
     wait_ms: u64,
-) -> Result<Option<LaunchedWindow>, DriverError> {
+) -> Result<Option<LaunchedWindow>, ComputerError> {
     let deadline = Instant::now() + Duration::from_millis(wait_ms);
     loop {
         let apps = h.apps().await?;
@@ -1051,7 +1002,7 @@ async fn first_window(
                     window_ref: Some(w.ref_.clone()),
                     app: app.name.clone(),
                     title: w.window.title.clone(),
-                    role: w.window.role.to_string(),
+                    role: w.window.role,
                 }));
             }
         }

@@ -4,9 +4,11 @@
 
 use std::sync::Arc;
 
-use rmcp::handler::server::common::{schema_for_input, schema_for_output};
+use rmcp::handler::server::common::schema_for_input;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::Value;
 
 use crate::args::*;
 use crate::output::*;
@@ -26,8 +28,8 @@ pub const NAMES: [&str; 9] = [
     APPS, OBSERVE, FIND, ACT, WAIT, KEYS, LAUNCH, SCREENSHOT, TASK,
 ];
 
-/// The server instructions (about 245 words, at most 250): the working method of ARCHITECTURE.md
-/// §1 and §4 as a model should apply it.
+/// The server instructions (about 245 words, at most 250): the working method of
+/// docs/ARCHITECTURE.md §1 and §4 as a model should apply it.
 pub const INSTRUCTIONS: &str = "deskpilot operates desktop applications through the accessibility tree, as a screen reader does.
 
 Working method:
@@ -47,6 +49,35 @@ fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     schema_for_input::<T>().unwrap_or_else(|e| panic!("input schema of a tool: {e}"))
 }
 
+/// The output schema of a tool whose successful result is `O`: either `O` or the
+/// [`ErrorOutput`] every failed call (`isError: true`) carries, as `anyOf` under a root
+/// `"type": "object"` (MCP wants an object schema at the root; rmcp drops any other
+/// for clients of protocol versions before 2026-07-28). Generated for what the types
+/// serialize, without the root title and description.
+pub fn output_schema<O: JsonSchema>() -> Arc<JsonObject> {
+    let mut generator = SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator();
+    let refusal = generator.subschema_for::<ErrorOutput>();
+    let Value::Object(mut success) = generator.root_schema_for::<O>().to_value() else {
+        unreachable!("a root schema is an object");
+    };
+    let mut root = JsonObject::new();
+    for key in ["$schema", "$defs"] {
+        if let Some(v) = success.remove(key) {
+            root.insert(key.into(), v);
+        }
+    }
+    success.remove("title");
+    success.remove("description");
+    root.insert("type".into(), "object".into());
+    root.insert(
+        "anyOf".into(),
+        Value::Array(vec![Value::Object(success), refusal.to_value()]),
+    );
+    Arc::new(root)
+}
+
 fn tool<I: JsonSchema + 'static, O: JsonSchema + 'static>(
     name: &'static str,
     title: &str,
@@ -55,7 +86,7 @@ fn tool<I: JsonSchema + 'static, O: JsonSchema + 'static>(
 ) -> Tool {
     Tool::new(name, description, input::<I>())
         .with_title(title)
-        .with_raw_output_schema(schema_for_output::<O>())
+        .with_raw_output_schema(output_schema::<O>())
         .with_annotations(annotations)
 }
 
@@ -163,6 +194,40 @@ mod tests {
                 t.name
             );
             assert!(t.description.as_ref().is_some_and(|d| !d.is_empty()));
+        }
+    }
+
+    #[test]
+    fn every_output_schema_is_an_object_admitting_the_refusal() {
+        let refusal =
+            serde_json::to_value(ErrorOutput::from(&deskpilot_protocol::ComputerError::new(
+                deskpilot_protocol::ErrorCode::ScopeViolation,
+                "plan mode: actions are refused",
+            )))
+            .unwrap();
+        for t in tools() {
+            let Some(schema) = &t.output_schema else {
+                continue;
+            };
+            assert_eq!(
+                schema.get("type"),
+                Some(&Value::from("object")),
+                "{}",
+                t.name
+            );
+            let any_of = schema["anyOf"].as_array().expect("anyOf");
+            assert_eq!(any_of.len(), 2, "{}", t.name);
+            assert_eq!(any_of[1]["$ref"], "#/$defs/ErrorOutput", "{}", t.name);
+            let schema = Value::Object(schema.as_ref().clone());
+            let v =
+                jsonschema::draft202012::new(&schema).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+            assert!(v.is_valid(&refusal), "{}", t.name);
+            assert!(!v.is_valid(&serde_json::json!({})), "{}", t.name);
+            let no_detail = serde_json::json!({ "code": "COMPUTER_TIMEOUT", "message": "late" });
+            assert!(!v.is_valid(&no_detail), "{}", t.name);
+            let unknown =
+                serde_json::json!({ "code": "COMPUTER_NOPE", "message": "x", "detail": null });
+            assert!(!v.is_valid(&unknown), "{}", t.name);
         }
     }
 }

@@ -298,6 +298,83 @@ fn schema<T: schemars::JsonSchema>(serialize: bool) -> Value {
     v
 }
 
+/// The output schema of a tool whose success is `T`: an object whose root is `anyOf`
+/// the schema of `T` and the refusal `{code, message, detail}` ([`ErrorOutput`]) that
+/// every failed call carries, their definitions side by side.
+fn output_schema<T: schemars::JsonSchema>() -> Value {
+    let mut success = schema::<T>(true);
+    let s = success.as_object_mut().unwrap();
+    let meta = s.remove("$schema").unwrap();
+    let mut defs = s.remove("$defs").unwrap_or_else(|| json!({}));
+    let mut refusal = serde_json::to_value(
+        schemars::generate::SchemaSettings::draft2020_12()
+            .for_serialize()
+            .into_generator()
+            .into_root_schema_for::<ErrorOutput>(),
+    )
+    .unwrap();
+    let r = refusal.as_object_mut().unwrap();
+    r.remove("$schema");
+    r.remove("title");
+    for (name, def) in r.remove("$defs").unwrap().as_object().unwrap() {
+        defs[name] = def.clone();
+    }
+    defs["ErrorOutput"] = refusal;
+    json!({
+        "$schema": meta,
+        "type": "object",
+        "anyOf": [success, { "$ref": "#/$defs/ErrorOutput" }],
+        "$defs": defs,
+    })
+}
+
+/// The validators of every published output schema, by tool name.
+async fn output_validators(
+    c: &mut Client,
+) -> std::collections::HashMap<String, jsonschema::Validator> {
+    let list = c.request("tools/list", json!({})).await;
+    list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t.get("outputSchema").is_some())
+        .map(|t| {
+            let name = t["name"].as_str().unwrap().to_string();
+            let v = jsonschema::draft202012::new(&t["outputSchema"])
+                .unwrap_or_else(|e| panic!("{name}: the output schema does not compile: {e}"));
+            (name, v)
+        })
+        .collect()
+}
+
+/// Asserts that the object `v` has each of `keys` (null or not).
+fn has_keys(v: &Value, keys: &[&str]) {
+    let m = v
+        .as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"));
+    for k in keys {
+        assert!(m.contains_key(*k), "no {k:?} in {v:#}");
+    }
+}
+
+/// Asserts that `result` of tool `name` is a success (`is_error` false) or a refusal
+/// whose structured content fits the tool's published output schema.
+fn assert_fits(
+    validators: &std::collections::HashMap<String, jsonschema::Validator>,
+    name: &str,
+    result: &Value,
+    is_error: bool,
+) {
+    assert_eq!(result["isError"], json!(is_error), "{name}: {result}");
+    let sc = &result["structuredContent"];
+    assert!(sc.is_object(), "{name}: {result}");
+    let errors: Vec<String> = validators[name]
+        .iter_errors(sc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{name}: {errors:#?}\n{sc:#}");
+}
+
 #[test]
 fn handshake_tools_and_the_schema_contract() {
     let _g = init();
@@ -349,43 +426,43 @@ fn handshake_tools_and_the_schema_contract() {
             (
                 "computer_apps",
                 schema::<AppsArgs>(false),
-                Some(schema::<AppsOutput>(true)),
+                Some(output_schema::<AppsOutput>()),
                 true,
             ),
             (
                 "computer_observe",
                 schema::<ObserveArgs>(false),
-                Some(schema::<ObserveOutput>(true)),
+                Some(output_schema::<ObserveOutput>()),
                 true,
             ),
             (
                 "computer_find",
                 schema::<FindArgs>(false),
-                Some(schema::<FindOutput>(true)),
+                Some(output_schema::<FindOutput>()),
                 true,
             ),
             (
                 "computer_act",
                 schema::<ActArgs>(false),
-                Some(schema::<ActOutput>(true)),
+                Some(output_schema::<ActOutput>()),
                 false,
             ),
             (
                 "computer_wait",
                 schema::<WaitArgs>(false),
-                Some(schema::<WaitOutput>(true)),
+                Some(output_schema::<WaitOutput>()),
                 true,
             ),
             (
                 "computer_keys",
                 schema::<KeysArgs>(false),
-                Some(schema::<KeysOutput>(true)),
+                Some(output_schema::<KeysOutput>()),
                 false,
             ),
             (
                 "computer_launch",
                 schema::<LaunchArgs>(false),
-                Some(schema::<LaunchOutput>(true)),
+                Some(output_schema::<LaunchOutput>()),
                 false,
             ),
             (
@@ -397,7 +474,7 @@ fn handshake_tools_and_the_schema_contract() {
             (
                 "computer_task",
                 schema::<TaskArgs>(false),
-                Some(schema::<TaskOutput>(true)),
+                Some(output_schema::<TaskOutput>()),
                 false,
             ),
         ];
@@ -583,6 +660,227 @@ fn observe_act_and_read_back_with_structured_content() {
                 .iter()
                 .all(|b| b["type"] == json!("text")),
             "no image"
+        );
+    });
+}
+
+#[test]
+fn every_result_fits_its_published_output_schema() {
+    let _g = init();
+    let env = Env::new("schemas");
+    rt().block_on(async {
+        let (mut c, _task) = Client::start(env.host(Mode::Bypass)).await;
+        c.initialize(json!({})).await;
+        let v = output_validators(&mut c).await;
+        let mut names: Vec<&str> = v.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "computer_act",
+                "computer_apps",
+                "computer_find",
+                "computer_keys",
+                "computer_launch",
+                "computer_observe",
+                "computer_task",
+                "computer_wait"
+            ]
+        );
+
+        // Successes, each with at least the fields its result publishes.
+        let r = c.call("computer_apps", json!({})).await;
+        assert_fits(&v, "computer_apps", &r, false);
+        let sc = &r["structuredContent"];
+        has_keys(sc, &["apps", "omitted", "grant"]);
+        has_keys(&sc["apps"][0], &["name", "pid", "status", "windows"]);
+        let w = &sc["apps"][0]["windows"][0];
+        has_keys(w, &["ref", "title", "role", "active", "bound", "refused"]);
+        assert!(w["refused"].is_null(), "{w}");
+        let r = c.call("computer_observe", json!({ "app": "editor" })).await;
+        assert_fits(&v, "computer_observe", &r, false);
+        let sc = &r["structuredContent"];
+        has_keys(
+            sc,
+            &[
+                "window_ref",
+                "app",
+                "title",
+                "snapshot",
+                "refs",
+                "tokens",
+                "max_tokens",
+                "shown",
+                "omitted",
+                "objects_read",
+                "elapsed_ms",
+                "grant",
+                "basis",
+            ],
+        );
+        has_keys(
+            &sc["grant"],
+            &[
+                "grant_id",
+                "scope",
+                "issuer",
+                "window_ref",
+                "app",
+                "revision",
+                "actions_left",
+                "mode",
+                "line",
+            ],
+        );
+        let body = body_ref(&mut c).await;
+        let r = c
+            .call(
+                "computer_find",
+                json!({ "text": "Body", "role": "TextBox" }),
+            )
+            .await;
+        assert_fits(&v, "computer_find", &r, false);
+        has_keys(&r["structuredContent"], &["matches", "omitted"]);
+        has_keys(
+            &r["structuredContent"]["matches"][0],
+            &["ref", "role", "name", "line", "window_ref", "window_title"],
+        );
+        let r = c
+            .call(
+                "computer_act",
+                json!({ "actions": [
+                    { "ref": body, "op": "set_value", "value": "checked against the schema" },
+                    { "ref": body, "op": "type", "value": "!" }
+                ], "max_tokens": 50 }),
+            )
+            .await;
+        assert_fits(&v, "computer_act", &r, false);
+        let sc = &r["structuredContent"];
+        has_keys(sc, &["actions", "requested", "stopped"]);
+        has_keys(
+            &sc["actions"][0],
+            &[
+                "ref",
+                "op",
+                "status",
+                "channel",
+                "method",
+                "note",
+                "elapsed_ms",
+                "change",
+            ],
+        );
+        has_keys(
+            &sc["actions"][0]["change"],
+            &["diff", "diff_omitted", "new_windows", "closed_windows"],
+        );
+        let r = c
+            .call("computer_wait", json!({ "text": "against the schema" }))
+            .await;
+        assert_fits(&v, "computer_wait", &r, false);
+        has_keys(
+            &r["structuredContent"],
+            &["met", "elapsed_ms", "matches", "omitted"],
+        );
+        let r = c.call("computer_keys", json!({ "keys": "ctrl+a" })).await;
+        assert_fits(&v, "computer_keys", &r, false);
+        has_keys(
+            &r["structuredContent"],
+            &[
+                "window_ref",
+                "channel",
+                "events_sent",
+                "elapsed_ms",
+                "change",
+            ],
+        );
+        let r = c
+            .call(
+                "computer_launch",
+                json!({ "command": ["mousepad"], "wait_ms": 2000 }),
+            )
+            .await;
+        assert_fits(&v, "computer_launch", &r, false);
+        has_keys(&r["structuredContent"], &["pid", "window", "elapsed_ms"]);
+        write_config("");
+        let r = c
+            .call(
+                "computer_task",
+                json!({ "instruction": "what is there?", "observe_only": true }),
+            )
+            .await;
+        assert_fits(&v, "computer_task", &r, false);
+        let sc = &r["structuredContent"];
+        has_keys(
+            sc,
+            &[
+                "status",
+                "summary",
+                "model",
+                "actions_executed",
+                "windows_touched",
+                "tokens_in",
+                "tokens_out",
+                "usage_reported",
+                "wall_ms",
+                "steps",
+                "step_cap",
+                "scope",
+                "record",
+            ],
+        );
+        has_keys(
+            &sc["scope"],
+            &[
+                "bound_window",
+                "windows",
+                "observation",
+                "observation_tokens",
+            ],
+        );
+        has_keys(
+            &sc["scope"]["windows"][0],
+            &["ref", "app", "title", "bound", "refused", "refused_reason"],
+        );
+
+        // Refusals: arguments that do not fit, then the host's own.
+        for name in v.keys() {
+            let r = c.call(name, json!({ "no_such_argument": 1 })).await;
+            assert_error(&r, "COMPUTER_INVALID_ARGUMENT");
+            assert_fits(&v, name, &r, true);
+        }
+        let refusals = [
+            ("computer_observe", json!({ "app": "no-such-app" })),
+            ("computer_find", json!({ "text": "x", "role": "spaceship" })),
+            (
+                "computer_act",
+                json!({ "actions": [{ "ref": "e9999", "op": "click" }] }),
+            ),
+            (
+                "computer_wait",
+                json!({ "text": "never there", "timeout_ms": 0 }),
+            ),
+            ("computer_keys", json!({ "keys": "ctrl+nosuchkey" })),
+            (
+                "computer_launch",
+                json!({ "command": ["sh", "-c", "true"] }),
+            ),
+            (
+                "computer_task",
+                json!({ "instruction": "type into the body" }),
+            ),
+        ];
+        for (name, args) in refusals {
+            let r = c.call(name, args).await;
+            assert_fits(&v, name, &r, true);
+        }
+        let r = c
+            .call("computer_find", json!({ "text": "x", "role": "spaceship" }))
+            .await;
+        assert!(
+            text_of(&r).contains("\"spaceship\" is not a role; roles: application, window,"),
+            "{}",
+            text_of(&r)
         );
     });
 }
@@ -1015,6 +1313,7 @@ fn computer_task_runs_the_bound_model_and_reports_what_the_host_did() {
         let resp = c.response(id, Duration::from_secs(60)).await;
         let r = &resp["result"];
         assert_eq!(r["isError"], json!(false), "{resp}");
+        assert_fits(&output_validators(&mut c).await, "computer_task", r, false);
         let sc = &r["structuredContent"];
         assert_eq!(sc["status"], json!("done"), "{r}");
         assert_eq!(sc["steps"], json!(2));

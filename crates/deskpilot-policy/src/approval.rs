@@ -1,5 +1,5 @@
 //! Approvals: the user's "yes" to one exact action, single-use, short-lived, and void
-//! once the screen changed (ARCHITECTURE.md §7).
+//! once the screen changed (docs/ARCHITECTURE.md §7).
 //!
 //! An approval binds the action's key (window, element fingerprint, op, and a hash of
 //! the payload) and the screen it was asked on (a hash of the window's snapshot). It
@@ -7,6 +7,8 @@
 //! approve ID`, an MCP elicitation), never as a tool argument. Its id is chosen by the
 //! caller from a random source; this module only checks it.
 
+use deskpilot_core::Node;
+use deskpilot_core::render::{RenderOptions, render};
 use serde::{Deserialize, Serialize};
 
 use crate::ErrorCode;
@@ -175,6 +177,38 @@ impl Approvals {
         a.used = true;
         Ok(())
     }
+}
+
+/// What a confirmation shows of text to be written: one line, secrets masked
+/// ([`deskpilot_core::redact::mask_secrets`]), at most 60 chars (Unicode scalar
+/// values) with the total length when cut.
+pub fn payload_preview(text: &str) -> String {
+    let masked = deskpilot_core::redact::mask_secrets(text);
+    let line = deskpilot_core::sanitize::one_line(&masked);
+    let n = text.chars().count();
+    if line.chars().count() <= 60 {
+        line
+    } else {
+        format!("{}… ({n} chars)", line.chars().take(60).collect::<String>())
+    }
+}
+
+/// A compact, text-free identity of `element` in `root`'s tree for approval keys and
+/// the audit: `ROLE#ANCESTORHASH/INDEX` (its role, a hash of its ancestors' roles
+/// and names, its index in its parent), or its role alone when it is not in the tree.
+pub fn element_fingerprint(root: &Node, element: &Node) -> String {
+    let fps = deskpilot_core::refs::fingerprint_all(root);
+    let idx = root.walk().skip(1).position(|n| n.handle == element.handle);
+    match idx.and_then(|i| fps.get(i)) {
+        Some(f) => format!("{}#{:016x}/{}", f.role, f.ancestor_hash, f.index_in_parent),
+        None => element.role.to_string(),
+    }
+}
+
+/// Hash of what the window shows (its default render), to tell whether the screen
+/// changed since an approval was asked.
+pub fn screen_hash(root: &Node) -> u64 {
+    stable_hash(&render(root, &RenderOptions::default()).text)
 }
 
 #[cfg(test)]

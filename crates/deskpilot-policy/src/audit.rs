@@ -1,4 +1,4 @@
-//! Audit records (ARCHITECTURE.md §7): one JSON line per grant, rebind, action and
+//! Audit records (docs/ARCHITECTURE.md §7): one JSON line per grant, rebind, action and
 //! refusal. This module owns their shape and what may be in them; the host writes
 //! them (JSONL, mode 0600).
 //!

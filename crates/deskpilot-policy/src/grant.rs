@@ -1,12 +1,13 @@
-//! Grants: the unit of permission (ARCHITECTURE.md §7), and the [`Authority`] that
+//! Grants: the unit of permission (docs/ARCHITECTURE.md §7), and the [`Authority`] that
 //! holds at most one of them.
 //!
 //! A *desktop* grant is bound to one window at a time and may be rebound to any
 //! permitted window; a *window* grant is pinned (a rebind is a scope violation). Every
 //! bind re-runs the refusals on a fresh enumeration (the caller passes it) and bumps
 //! `revision`, which invalidates every ref and coordinate basis taken under the old
-//! revision. Acting never binds. A grant closes when its action budget is spent, after
-//! `idle_expiry_ms` without an action, on revoke, and on stop; stop also refuses
+//! revision. Acting never binds. A grant whose action budget is spent stays, refusing
+//! every action with `COMPUTER_BUDGET_EXHAUSTED` (reads still work), until it closes:
+//! after `idle_expiry_ms` without an action, on revoke, and on stop; stop also refuses
 //! agent-issued grants for [`STOP_COOLDOWN_MS`], and a user-issued grant clears that
 //! cooldown. Grants are never persisted. Time is passed in by the caller (ms since any
 //! fixed epoch).
@@ -16,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::ErrorCode;
 use crate::refusal::{Refusal, Refusals, TargetFacts};
 
-/// How long agent-issued grants are refused after a stop: 30 s (ARCHITECTURE.md §7),
+/// How long agent-issued grants are refused after a stop: 30 s (docs/ARCHITECTURE.md §7),
 /// long enough that the next tool call of the same run cannot simply re-grant.
 pub const STOP_COOLDOWN_MS: u64 = 30_000;
 /// Default actions per grant: 200, enough for a long editing task, small enough that
@@ -27,6 +28,7 @@ pub const DEFAULT_IDLE_EXPIRY_MS: u64 = 15 * 60 * 1_000;
 
 /// Desktop (rebindable) or window (pinned).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     Desktop,
@@ -45,6 +47,7 @@ impl Scope {
 
 /// Who issued a grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Issuer {
     /// Issued automatically on an agent's first call (subject to the stop cooldown).
@@ -65,6 +68,7 @@ impl Issuer {
 
 /// Whether actions in scope need a confirmation each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum InputPolicy {
     #[default]
@@ -74,6 +78,7 @@ pub enum InputPolicy {
 
 /// Whether pixels may be captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Capture {
     #[default]
@@ -103,7 +108,7 @@ pub struct Grant {
     pub issuer: Issuer,
     pub input_policy: InputPolicy,
     pub capture: Capture,
-    /// Actions left before the grant closes.
+    /// Actions left; at zero every action is refused until the grant closes.
     pub action_budget: u32,
     /// Idle time after which the grant closes, ms.
     pub idle_expiry_ms: u64,
@@ -328,8 +333,9 @@ impl Authority {
         Ok(g)
     }
 
-    /// Records one performed action: spends budget and refreshes idle time. The
-    /// grant closes when the budget reaches zero (the next check says so).
+    /// Records one performed action: spends budget and refreshes idle time. At zero
+    /// budget the next [`Authority::check_action`] refuses with
+    /// `COMPUTER_BUDGET_EXHAUSTED`.
     pub fn spend(&mut self, now_ms: u64) {
         if let Some(g) = self.active.as_mut() {
             g.action_budget = g.action_budget.saturating_sub(1);

@@ -1,7 +1,7 @@
 //! Irreversible-action rules: which actions send, pay, buy, delete, submit, publish or
 //! transfer — things an undo cannot take back — and so need the user's confirmation
-//! (or are refused in unattended mode). ARCHITECTURE.md §7; the seed's rule is
-//! "keywords plus role rules first; a classifier may only add caution".
+//! (or are refused in unattended mode) (docs/ARCHITECTURE.md §7). Keywords and role
+//! rules decide; nothing here guesses, and a future classifier may only add caution.
 //!
 //! A rule matches on the element's accessible name (sanitized, case-insensitive,
 //! mnemonic underscores and ellipses removed) for activating ops (click, double

@@ -1,4 +1,4 @@
-//! Permission modes (ARCHITECTURE.md §7): how much the host asks before acting.
+//! Permission modes (docs/ARCHITECTURE.md §7): how much the host asks before acting.
 //!
 //! | mode          | read tools | first action on an app | irreversible action | app not allow-listed |
 //! |---------------|------------|------------------------|---------------------|----------------------|
@@ -16,6 +16,7 @@ use crate::ErrorCode;
 
 /// A permission mode. Serialized kebab-case (`accept-edits`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     /// Read-only: observe, find, wait, apps. Every action is refused.

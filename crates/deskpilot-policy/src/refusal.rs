@@ -1,5 +1,5 @@
 //! Refusals: windows deskpilot never touches, each with its own `COMPUTER_*` code
-//! (ARCHITECTURE.md §7).
+//! (docs/ARCHITECTURE.md §7).
 //!
 //! Order of checks (the first that applies is reported): self-target
 //! (`COMPUTER_SELF_TARGET`), elevated target (`COMPUTER_TARGET_ELEVATED`), built-in
@@ -23,7 +23,8 @@ pub struct TargetFacts {
     pub pid: Option<u32>,
     /// Owner uid of the process.
     pub uid: Option<u32>,
-    /// The process's executable name (`/proc/PID/comm`), when known.
+    /// The process's executable file name (`/proc/PID/exe`, else `/proc/PID/comm`),
+    /// when known.
     pub exe: Option<String>,
     /// The focused element of the window is a password field.
     pub focused_password: bool,
@@ -43,6 +44,7 @@ pub struct SelfFacts {
 
 /// Why a window is refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Refusal {
     pub code: ErrorCode,
     /// One sentence a user understands, naming the rule.
@@ -51,7 +53,7 @@ pub struct Refusal {
 
 /// The built-in credential deny-list: keyring and polkit prompts, pinentry,
 /// ssh-askpass, password managers. Matched case-insensitively as a substring of the
-/// app name or executable. The user cannot remove entries (ARCHITECTURE.md §7).
+/// app name or executable. The user cannot remove entries (docs/ARCHITECTURE.md §7).
 pub const BUILTIN_DENYLIST: &[&str] = &[
     "gcr-prompter",
     "gnome-keyring",

@@ -1,4 +1,4 @@
-//! The `COMPUTER_*` error codes (ARCHITECTURE.md §7): one per refusal or failure kind,
+//! The `COMPUTER_*` error codes (docs/ARCHITECTURE.md §11): one per refusal or failure kind,
 //! stable on the wire, each attributable to one cause.
 //!
 //! Each code has two stable spellings, both given by the single `match` in
@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 /// A stable error code. Serialized and displayed as `COMPUTER_<NAME>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[non_exhaustive]
 pub enum ErrorCode {

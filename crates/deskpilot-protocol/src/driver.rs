@@ -7,7 +7,7 @@
 
 use async_trait::async_trait;
 
-use crate::DriverError;
+use crate::ComputerError;
 use crate::types::*;
 
 /// A platform backend. Every method is bounded in time: a platform call that does
@@ -16,23 +16,23 @@ use crate::types::*;
 #[async_trait]
 pub trait Driver: Send + Sync {
     /// `hello`: platform, version, capabilities, permissions.
-    async fn hello(&self) -> Result<Hello, DriverError>;
+    async fn hello(&self) -> Result<Hello, ComputerError>;
     /// `apps.list`: applications with their windows and health.
-    async fn apps(&self) -> Result<Vec<AppInfo>, DriverError>;
+    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError>;
     /// `apps.launch`: start a program and wait for its first window.
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, DriverError>;
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError>;
     /// `windows.list`: every top-level window of every responsive app.
-    async fn windows(&self) -> Result<Vec<WindowInfo>, DriverError>;
+    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError>;
     /// `window.activate`: raise and focus a window.
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, DriverError>;
+    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError>;
     /// `tree.snapshot`: read a window's tree (or a subtree).
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, DriverError>;
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError>;
     /// `tree.find`: elements matching a text.
-    async fn find(&self, p: FindParams) -> Result<FindResult, DriverError>;
+    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError>;
     /// `node.act`: perform an operation on an element.
-    async fn act(&self, p: ActParams) -> Result<ActResult, DriverError>;
+    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError>;
     /// `events.subscribe`.
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, DriverError>;
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError>;
     /// Events of a subscription, waiting up to `timeout_ms` for at least one; an
     /// empty batch when none came. Over JSON-RPC this is the `events.next` request
     /// (the pull form); a driver may also push `events.batch` notifications, which
@@ -41,13 +41,13 @@ pub trait Driver: Send + Sync {
         &self,
         subscription: u64,
         timeout_ms: u64,
-    ) -> Result<EventBatch, DriverError>;
+    ) -> Result<EventBatch, ComputerError>;
     /// `input.keys`: synthetic keyboard input into a focused window.
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, DriverError>;
+    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError>;
     /// `input.pointer`: synthetic pointer input (moves the user's pointer).
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, DriverError>;
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError>;
     /// `screen.capture`: a PNG of a window.
-    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, DriverError>;
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError>;
     /// `screen.ocr`: words recognised in a window.
-    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, DriverError>;
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError>;
 }

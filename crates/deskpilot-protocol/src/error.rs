@@ -1,10 +1,14 @@
-//! The error every driver method returns: a stable code plus a sentence for humans.
+//! The one error of every layer — driver, host, config, model providers, CLI and MCP
+//! server: a stable `COMPUTER_*` code plus a sentence for humans
+//! (docs/ARCHITECTURE.md §11). It maps once to each outside form: a CLI exit code and
+//! `--json` document, a JSON-RPC error object ([`crate::wire_error`]), an MCP error
+//! result.
 
 use serde::{Deserialize, Serialize};
 
 use crate::ErrorCode;
 
-/// A driver failure as it travels: `{code, message, detail}`.
+/// A refusal or failure as it travels: `{code, message, detail}`.
 ///
 /// Displays as `COMPUTER_<NAME>: message`. Over JSON-RPC it becomes an error object
 /// (see [`crate::wire_error`]).
@@ -12,21 +16,37 @@ use crate::ErrorCode;
 /// `message` says what happened and what to do about it, in one or two sentences.
 /// `detail` carries structured facts (the handle, the timeout in ms, …).
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[error("{code}: {message}")]
-pub struct DriverError {
+pub struct ComputerError {
     pub code: ErrorCode,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<serde_json::Value>,
 }
 
-impl DriverError {
+/// `Result` with [`ComputerError`] as its error.
+pub type Result<T, E = ComputerError> = std::result::Result<T, E>;
+
+impl ComputerError {
+    /// An error with `code` and `message` (what happened and what to do), no detail.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        DriverError {
+        ComputerError {
             code,
             message: message.into(),
             detail: None,
         }
+    }
+
+    /// `COMPUTER_INVALID_ARGUMENT`: the caller's input is wrong; `message` says how.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ComputerError::new(ErrorCode::InvalidArgument, message)
+    }
+
+    /// `COMPUTER_INTERNAL`: deskpilot itself failed (a file it keeps cannot be read
+    /// or written, an encoding failed); `message` names what and where.
+    pub fn internal(message: impl Into<String>) -> Self {
+        ComputerError::new(ErrorCode::Internal, message)
     }
 
     /// Adds structured detail.
@@ -38,14 +58,14 @@ impl DriverError {
 
     /// The answer of a driver built for another OS.
     pub fn platform_unsupported(what: &str) -> Self {
-        DriverError::new(
+        ComputerError::new(
             ErrorCode::PlatformUnsupported,
             format!("{what} is not supported on this platform by this driver"),
         )
     }
 }
 
-impl From<&deskpilot_core::CoreError> for DriverError {
+impl From<&deskpilot_core::CoreError> for ComputerError {
     /// Keeps the engine's message; the code follows the engine's documentation:
     /// unknown ref → `COMPUTER_ELEMENT_NOT_FOUND`, stale ref → `COMPUTER_STALE_REF`,
     /// malformed ref → `COMPUTER_INVALID_ARGUMENT`. Structured facts go to `detail`.
@@ -67,7 +87,7 @@ impl From<&deskpilot_core::CoreError> for DriverError {
             // A variant added to the engine later: still an error, never a success.
             _ => (ErrorCode::Internal, serde_json::Value::Null),
         };
-        let err = DriverError::new(code, e.to_string());
+        let err = ComputerError::new(code, e.to_string());
         if detail.is_null() {
             err
         } else {
@@ -76,9 +96,9 @@ impl From<&deskpilot_core::CoreError> for DriverError {
     }
 }
 
-impl From<deskpilot_core::CoreError> for DriverError {
+impl From<deskpilot_core::CoreError> for ComputerError {
     fn from(e: deskpilot_core::CoreError) -> Self {
-        DriverError::from(&e)
+        ComputerError::from(&e)
     }
 }
 
@@ -108,12 +128,12 @@ mod tests {
             ),
         ];
         for (core, code) in cases {
-            let d = DriverError::from(&core);
+            let d = ComputerError::from(&core);
             assert_eq!(d.code, code);
             assert_eq!(d.message, core.to_string());
             assert!(d.detail.is_some());
         }
-        let d = DriverError::from(CoreError::StaleRef {
+        let d = ComputerError::from(CoreError::StaleRef {
             ref_: "e3".into(),
             candidates: 2,
         });
@@ -125,7 +145,7 @@ mod tests {
 
     #[test]
     fn displays_with_the_wire_name() {
-        let e = DriverError::new(ErrorCode::Timeout, "no answer in 30000 ms");
+        let e = ComputerError::new(ErrorCode::Timeout, "no answer in 30000 ms");
         assert_eq!(e.to_string(), "COMPUTER_TIMEOUT: no answer in 30000 ms");
     }
 }

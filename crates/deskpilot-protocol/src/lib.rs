@@ -12,6 +12,8 @@
 //! With feature `test-support`, `fixture_driver::FixtureDriver` serves recorded
 //! trees from memory.
 
+#![forbid(unsafe_code)]
+
 pub mod code;
 pub mod codec;
 pub mod driver;
@@ -26,5 +28,5 @@ pub mod wire_error;
 
 pub use code::ErrorCode;
 pub use driver::Driver;
-pub use error::DriverError;
+pub use error::ComputerError;
 pub use methods::Method;

@@ -40,7 +40,7 @@ use serde_json::Value;
 
 use crate::jsonrpc::{ErrorObject, Notification, Request, to_params};
 use crate::types::*;
-use crate::{Driver, DriverError, ErrorCode};
+use crate::{ComputerError, Driver, ErrorCode};
 
 /// Every method name of the driver protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -251,9 +251,12 @@ pub fn decode_params<T: DeserializeOwned>(
 ///
 /// Errors: [`ErrorCode::Internal`] naming the method: the driver answered with a
 /// result of another shape (a driver of another protocol version, or a bug).
-pub fn decode_result<T: DeserializeOwned>(method: Method, result: Value) -> Result<T, DriverError> {
+pub fn decode_result<T: DeserializeOwned>(
+    method: Method,
+    result: Value,
+) -> Result<T, ComputerError> {
     serde_json::from_value(result).map_err(|e| {
-        DriverError::new(
+        ComputerError::new(
             ErrorCode::Internal,
             format!("the driver answered {method} with a malformed result: {e}"),
         )
@@ -283,7 +286,7 @@ pub fn decode_event_batch(n: &Notification) -> Result<EventBatch, ErrorObject> {
 ///
 /// Errors: the driver's own error, or [`ErrorCode::Internal`] if the result does not
 /// serialize.
-pub async fn dispatch(driver: &dyn Driver, call: Call) -> Result<Value, DriverError> {
+pub async fn dispatch(driver: &dyn Driver, call: Call) -> Result<Value, ComputerError> {
     match call {
         Call::Hello => to_result(driver.hello().await?),
         Call::AppsList => to_result(driver.apps().await?),
@@ -302,9 +305,9 @@ pub async fn dispatch(driver: &dyn Driver, call: Call) -> Result<Value, DriverEr
     }
 }
 
-fn to_result<T: Serialize>(r: T) -> Result<Value, DriverError> {
+fn to_result<T: Serialize>(r: T) -> Result<Value, ComputerError> {
     serde_json::to_value(r).map_err(|e| {
-        DriverError::new(
+        ComputerError::new(
             ErrorCode::Internal,
             format!("the driver's result did not serialize: {e}"),
         )

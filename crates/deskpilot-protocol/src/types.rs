@@ -1,4 +1,4 @@
-//! Typed params and results of every driver method (ARCHITECTURE.md §5).
+//! Typed params and results of every driver method (docs/ARCHITECTURE.md §5).
 //!
 //! Units: every coordinate and size is in screen pixels, origin top-left of the
 //! screen; every duration is in milliseconds; text is UTF-8.
@@ -51,6 +51,7 @@ pub struct Permissions {
 
 /// Health of one application's accessibility connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum AppStatus {
     #[default]
@@ -81,6 +82,7 @@ pub struct AppInfo {
 
 /// One top-level window (or dialog).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WindowInfo {
     /// Driver handle of the window's accessible.
     pub handle: Handle,
@@ -131,6 +133,7 @@ pub struct SnapshotParams {
 
 /// How a snapshot was read and what was skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WalkStats {
     /// Objects returned by the platform.
     pub objects: u64,
@@ -192,7 +195,7 @@ pub struct Settle {
 }
 
 impl Default for Settle {
-    /// 300 ms quiet, 3 s ceiling (ARCHITECTURE.md §6).
+    /// 300 ms quiet, 3 s ceiling (docs/ARCHITECTURE.md §6).
     fn default() -> Self {
         Settle {
             quiet_ms: 300,
@@ -216,8 +219,9 @@ pub struct ActParams {
     pub settle: Option<Settle>,
 }
 
-/// The channel an action actually went through (ARCHITECTURE.md §1).
+/// The channel an action actually went through (docs/ARCHITECTURE.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Channel {
     /// A semantic accessibility action (AT-SPI `Action.DoAction`, `Selection`, focus).
@@ -244,8 +248,9 @@ impl Channel {
     }
 }
 
-/// What is known about an action's effect (ARCHITECTURE.md §1.6).
+/// What is known about an action's effect (docs/ARCHITECTURE.md §1.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ActStatus {
     /// The platform accepted the action.
@@ -271,6 +276,7 @@ impl ActStatus {
 
 /// How settling went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SettleReport {
     /// Time spent waiting, ms.
     pub waited_ms: u64,
@@ -282,6 +288,7 @@ pub struct SettleReport {
 
 /// `node.act` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ActResult {
     pub status: ActStatus,
     pub channel: Channel,
@@ -391,7 +398,7 @@ pub enum PointerAction {
 }
 
 /// `input.pointer` params. Coordinates are screen pixels; the host has already
-/// checked them against a basis (ARCHITECTURE.md §8).
+/// checked them against a basis (docs/ARCHITECTURE.md §8).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointerParams {
     pub window: Handle,
@@ -404,6 +411,7 @@ pub struct PointerParams {
 
 /// `input.keys` / `input.pointer` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct InputResult {
     pub channel: Channel,
     pub elapsed_ms: u64,

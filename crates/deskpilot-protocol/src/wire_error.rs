@@ -1,4 +1,4 @@
-//! [`DriverError`] ↔ JSON-RPC [`ErrorObject`], both ways.
+//! [`ComputerError`] ↔ JSON-RPC [`ErrorObject`], both ways.
 //!
 //! On the wire a driver error is
 //! `{"code": <ErrorCode::rpc_code>, "message": "...", "data": {"code": "COMPUTER_…",
@@ -12,22 +12,22 @@
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::ErrorObject;
-use crate::{DriverError, ErrorCode};
+use crate::{ComputerError, ErrorCode};
 
-impl From<&DriverError> for ErrorObject {
-    fn from(e: &DriverError) -> Self {
+impl From<&ComputerError> for ErrorObject {
+    fn from(e: &ComputerError) -> Self {
         ErrorObject::new(e.code.rpc_code(), e.message.clone())
             .with_data(data_for(e.code, e.detail.clone()))
     }
 }
 
-impl From<DriverError> for ErrorObject {
-    fn from(e: DriverError) -> Self {
+impl From<ComputerError> for ErrorObject {
+    fn from(e: ComputerError) -> Self {
         ErrorObject::new(e.code.rpc_code(), e.message).with_data(data_for(e.code, e.detail))
     }
 }
 
-impl From<&ErrorObject> for DriverError {
+impl From<&ErrorObject> for ComputerError {
     fn from(o: &ErrorObject) -> Self {
         let data = o.data.as_ref().and_then(Value::as_object);
         let named = data
@@ -40,7 +40,7 @@ impl From<&ErrorObject> for DriverError {
                     .and_then(|d| d.get("detail"))
                     .filter(|v| !v.is_null())
                     .cloned();
-                DriverError {
+                ComputerError {
                     code,
                     message: o.message.clone(),
                     detail,
@@ -52,16 +52,16 @@ impl From<&ErrorObject> for DriverError {
                 if let Some(d) = &o.data {
                     detail.insert("data".into(), d.clone());
                 }
-                DriverError::new(ErrorCode::Internal, o.message.clone())
+                ComputerError::new(ErrorCode::Internal, o.message.clone())
                     .with_detail(Value::Object(detail))
             }
         }
     }
 }
 
-impl From<ErrorObject> for DriverError {
+impl From<ErrorObject> for ComputerError {
     fn from(o: ErrorObject) -> Self {
-        DriverError::from(&o)
+        ComputerError::from(&o)
     }
 }
 
@@ -95,7 +95,7 @@ mod tests {
     fn every_code_round_trips_through_an_error_object() {
         for code in ErrorCode::ALL {
             for detail in [None, Some(json!({"handle": "h1", "timeout_ms": 30_000}))] {
-                let e = DriverError {
+                let e = ComputerError {
                     code,
                     message: format!("{code} happened"),
                     detail: detail.clone(),
@@ -107,15 +107,15 @@ mod tests {
                 // Through JSON text too.
                 let text = serde_json::to_string(&o).unwrap();
                 let back: ErrorObject = serde_json::from_str(&text).unwrap();
-                assert_eq!(DriverError::from(&back), e);
-                assert_eq!(DriverError::from(o), e);
+                assert_eq!(ComputerError::from(&back), e);
+                assert_eq!(ComputerError::from(o), e);
             }
         }
     }
 
     #[test]
     fn wire_shape_is_pinned() {
-        let e = DriverError::new(ErrorCode::StaleRef, "ref e3 is stale")
+        let e = ComputerError::new(ErrorCode::StaleRef, "ref e3 is stale")
             .with_detail(json!({"ref": "e3"}));
         assert_eq!(
             serde_json::to_value(ErrorObject::from(e)).unwrap(),
@@ -127,13 +127,13 @@ mod tests {
     #[test]
     fn foreign_errors_become_internal_keeping_the_message() {
         let o = ErrorObject::new(codes::METHOD_NOT_FOUND, "method not found: \"x\"");
-        let d = DriverError::from(&o);
+        let d = ComputerError::from(&o);
         assert_eq!(d.code, ErrorCode::Internal);
         assert_eq!(d.message, o.message);
         assert_eq!(d.detail, Some(json!({"rpc_code": -32601})));
 
         let o = ErrorObject::new(-1, "boom").with_data(json!({"code": "NOT_OURS"}));
-        let d = DriverError::from(&o);
+        let d = ComputerError::from(&o);
         assert_eq!(d.code, ErrorCode::Internal);
         assert_eq!(
             d.detail,
@@ -145,9 +145,9 @@ mod tests {
     fn name_wins_over_number_and_number_alone_is_enough() {
         let o = ErrorObject::new(ErrorCode::Timeout.rpc_code(), "m")
             .with_data(json!({"code": "COMPUTER_NOT_RESPONDING"}));
-        assert_eq!(DriverError::from(&o).code, ErrorCode::NotResponding);
+        assert_eq!(ComputerError::from(&o).code, ErrorCode::NotResponding);
         let o = ErrorObject::new(ErrorCode::Denylisted.rpc_code(), "m");
-        assert_eq!(DriverError::from(&o).code, ErrorCode::Denylisted);
+        assert_eq!(ComputerError::from(&o).code, ErrorCode::Denylisted);
     }
 
     #[test]
@@ -157,7 +157,7 @@ mod tests {
             ErrorCode::InvalidArgument,
         );
         assert_eq!(o.code, codes::INVALID_PARAMS);
-        let d = DriverError::from(&o);
+        let d = ComputerError::from(&o);
         assert_eq!(d.code, ErrorCode::InvalidArgument);
         assert!(d.message.contains("bad window"));
     }

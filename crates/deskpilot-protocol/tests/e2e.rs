@@ -10,7 +10,7 @@ use deskpilot_core::{Handle, Op, Role};
 use deskpilot_protocol::fixture_driver::{FixtureDriver, RecordedAction};
 use deskpilot_protocol::rpc::{RpcDriver, RpcOptions, serve};
 use deskpilot_protocol::types::*;
-use deskpilot_protocol::{Driver, DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
 
 fn h(s: &str) -> Handle {
     Handle::new(s)
@@ -30,8 +30,8 @@ fn connect(
 
 fn same<T: PartialEq + Debug>(
     what: &str,
-    remote: Result<T, DriverError>,
-    local: Result<T, DriverError>,
+    remote: Result<T, ComputerError>,
+    local: Result<T, ComputerError>,
 ) {
     assert_eq!(remote, local, "{what}: wire and in-process differ");
 }
@@ -199,47 +199,47 @@ struct Quirky(FixtureDriver);
 
 #[async_trait]
 impl Driver for Quirky {
-    async fn hello(&self) -> Result<Hello, DriverError> {
+    async fn hello(&self) -> Result<Hello, ComputerError> {
         self.0.hello().await
     }
-    async fn apps(&self) -> Result<Vec<AppInfo>, DriverError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
         self.0.apps().await
     }
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, DriverError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
         self.0.launch(p).await
     }
-    async fn windows(&self) -> Result<Vec<WindowInfo>, DriverError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
         self.0.windows().await
     }
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, DriverError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
         self.0.activate(p).await
     }
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, DriverError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
         tokio::time::sleep(Duration::from_millis(800)).await;
         self.0.snapshot(p).await
     }
-    async fn find(&self, p: FindParams) -> Result<FindResult, DriverError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
         self.0.find(p).await
     }
-    async fn act(&self, p: ActParams) -> Result<ActResult, DriverError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
         self.0.act(p).await
     }
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, DriverError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
         self.0.subscribe(p).await
     }
-    async fn next_events(&self, s: u64, t: u64) -> Result<EventBatch, DriverError> {
+    async fn next_events(&self, s: u64, t: u64) -> Result<EventBatch, ComputerError> {
         self.0.next_events(s, t).await
     }
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, DriverError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
         self.0.keys(p).await
     }
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, DriverError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
         self.0.pointer(p).await
     }
-    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, DriverError> {
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
         self.0.capture(p).await
     }
-    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, DriverError> {
+    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, ComputerError> {
         panic!("ocr engine crashed")
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use deskpilot_protocol::fixture_driver::FixtureDriver;
 use deskpilot_protocol::jsonrpc::{Id, Message, Response, codes, parse_message};
 use deskpilot_protocol::rpc::{ServeOptions, serve_with};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// Writes `input` into a server, closes its input, and returns every response line.
@@ -99,16 +99,16 @@ async fn garbage_lines_then_a_valid_request() {
     let too_long = responses[5].outcome.as_ref().unwrap_err();
     assert!(too_long.message.contains("256"), "{}", too_long.message);
     // Standard errors carry the code a client should act on.
-    let d = DriverError::from(responses[7].outcome.as_ref().unwrap_err());
+    let d = ComputerError::from(responses[7].outcome.as_ref().unwrap_err());
     assert_eq!(d.code, ErrorCode::InvalidArgument);
-    let d = DriverError::from(responses[6].outcome.as_ref().unwrap_err());
+    let d = ComputerError::from(responses[6].outcome.as_ref().unwrap_err());
     assert_eq!(d.code, ErrorCode::PlatformUnsupported);
 
     let activate = tail
         .iter()
         .find(|r| r.id == Some(Id::from("seven")))
         .unwrap();
-    let d = DriverError::from(activate.outcome.as_ref().unwrap_err());
+    let d = ComputerError::from(activate.outcome.as_ref().unwrap_err());
     assert_eq!(d.code, ErrorCode::ElementNotFound);
     assert_eq!(error_code(activate), ErrorCode::ElementNotFound.rpc_code());
     let hello = tail.iter().find(|r| r.id == Some(Id::Number(8))).unwrap();

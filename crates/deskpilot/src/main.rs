@@ -5,9 +5,12 @@
 //! `{"ok":false,"error":{code,message,detail}}` on stdout with `--json`) and exits 1;
 //! bad command-line usage exits 2. Logs go to stderr (`RUST_LOG=debug`).
 
+#![forbid(unsafe_code)]
+
 mod cmd;
 mod output;
 mod target;
+mod usage;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -42,7 +45,8 @@ struct Cli {
         env = "DESKPILOT_SANDBOX",
         value_name = "N",
         num_args = 0..=1,
-        default_missing_value = "new"
+        default_missing_value = "new",
+        value_parser = usage::sandbox
     )]
     sandbox: Option<String>,
     /// Keep refs and the grant under this session name (two agents on one desktop
@@ -52,7 +56,8 @@ struct Cli {
         global = true,
         env = "DESKPILOT_SESSION",
         default_value = "cli",
-        value_name = "NAME"
+        value_name = "NAME",
+        value_parser = usage::session_name
     )]
     session: String,
     #[command(subcommand)]
@@ -84,7 +89,7 @@ enum Command {
         #[arg(long, value_name = "TEXT")]
         query: Option<String>,
         /// Token budget of the snapshot (hard ceiling).
-        #[arg(long, default_value_t = 2000, value_name = "N")]
+        #[arg(long, default_value_t = 2000, value_name = "N", value_parser = usage::max_tokens)]
         max_tokens: usize,
     },
     /// Find elements whose name, value or description contains TEXT.
@@ -93,8 +98,8 @@ enum Command {
         /// "" matches every element, useful with --role).
         text: String,
         /// Only elements of this role (button, textbox, menuitem, …).
-        #[arg(long)]
-        role: Option<String>,
+        #[arg(long, value_parser = usage::role)]
+        role: Option<deskpilot_core::Role>,
         #[command(flatten)]
         target: TargetArgs,
         /// At most this many results.
@@ -109,7 +114,8 @@ enum Command {
         ref_: String,
         /// click, double_click, right_click, focus, set_value, type, clear, toggle,
         /// select, expand, collapse, scroll.
-        op: String,
+        #[arg(value_parser = usage::op)]
+        op: deskpilot_core::Op,
         /// Text for set_value/type; direction for scroll (up, down, into_view).
         value: Option<String>,
     },
@@ -134,10 +140,10 @@ enum Command {
         y: f64,
         /// The `basis` printed by the observe the coordinates came from
         /// (rREV:X,Y,WxH@SCALE).
-        #[arg(long)]
+        #[arg(long, value_parser = usage::basis)]
         basis: String,
         /// left, right or double.
-        #[arg(long, default_value = "left")]
+        #[arg(long, default_value = "left", value_parser = ["left", "right", "double"])]
         button: String,
     },
     /// Wait until an element or text appears (or disappears).
@@ -151,8 +157,8 @@ enum Command {
         #[arg(long, group = "cond")]
         gone: Option<String>,
         /// An element of this role (with --name).
-        #[arg(long, requires = "name", group = "cond")]
-        role: Option<String>,
+        #[arg(long, requires = "name", group = "cond", value_parser = usage::role)]
+        role: Option<deskpilot_core::Role>,
         /// Name the --role element must contain.
         #[arg(long, requires = "role")]
         name: Option<String>,
@@ -209,9 +215,10 @@ enum Command {
   deskpilot run \"what can you reach?\" --observe-only")]
     Run {
         /// What to do, in plain words.
+        #[arg(value_parser = usage::instruction)]
         instruction: String,
         /// At most this many steps (also capped by the grant's actions left).
-        #[arg(long, default_value_t = 20, value_name = "N")]
+        #[arg(long, default_value_t = 20, value_name = "N", value_parser = usage::at_least_one)]
         max_steps: usize,
         /// Describe what is in scope (windows, refusals, the bound window) without
         /// calling a model or acting.
@@ -246,11 +253,11 @@ enum Command {
     /// against a pyatspi walk, screenshots and OSWorld's flat tree (median / p95).
     Bench {
         /// Counted runs per figure (after one warm-up run).
-        #[arg(long, default_value_t = 20, value_name = "N")]
+        #[arg(long, default_value_t = 20, value_name = "N", value_parser = usage::at_least_one)]
         runs: usize,
         /// Only these apps, comma-separated: mousepad, widget-factory, calculator,
         /// libreoffice, chromium (default: all).
-        #[arg(long, value_delimiter = ',', value_name = "APPS")]
+        #[arg(long, value_delimiter = ',', value_name = "APPS", value_parser = cmd::app_key)]
         apps: Vec<String>,
     },
 }
@@ -303,7 +310,7 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse().and_then(usage::check) {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -315,8 +322,9 @@ fn main() {
                     | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
             );
             if wants_json && !is_help {
-                // Scripts asked for JSON: bad usage is one JSON document too.
-                let err = deskpilot_protocol::DriverError::new(
+                // Scripts asked for JSON: bad usage is one JSON document too (exit 2,
+                // as `e.exit()` below exits for humans).
+                let err = deskpilot_protocol::ComputerError::new(
                     deskpilot_protocol::ErrorCode::InvalidArgument,
                     e.render().to_string().trim().to_string(),
                 );

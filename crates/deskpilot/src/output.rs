@@ -1,7 +1,7 @@
 //! Printing results: human text or one JSON document on stdout; errors on stderr
 //! (human) or stdout (JSON, so scripts read one document either way).
 
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::ComputerError;
 use serde::Serialize;
 
 /// Writes one line to stdout; a closed pipe (`deskpilot … | head`) is not an error
@@ -31,7 +31,7 @@ pub fn print_ok<T: Serialize>(json: bool, value: &T, text: &str) {
 }
 
 /// Prints a failure with its `COMPUTER_*` code.
-pub fn print_error(json: bool, e: &DriverError) {
+pub fn print_error(json: bool, e: &ComputerError) {
     if json {
         let v = serde_json::json!({ "ok": false, "error": e });
         out(&serde_json::to_string_pretty(&v).unwrap_or_default());

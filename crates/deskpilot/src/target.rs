@@ -2,7 +2,7 @@
 //! ($DISPLAY + $DBUS_SESSION_BUS_ADDRESS), or the only running sandbox.
 
 use deskpilot_driver_linux::sandbox::Sandbox;
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 /// The display and session bus of the desktop to work on.
 #[derive(Debug, Clone)]
@@ -23,11 +23,11 @@ pub struct Desktop {
 ///
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for an unknown sandbox;
 /// `COMPUTER_ACCESSIBILITY_DISABLED` when there is no desktop to talk to.
-pub fn resolve(sandbox: Option<u32>) -> Result<Desktop, DriverError> {
+pub fn resolve(sandbox: Option<u32>) -> Result<Desktop, ComputerError> {
     if let Some(n) = sandbox {
         let sb = Sandbox::open(n)?;
         if !sb.is_alive() {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::InvalidArgument,
                 format!(
                     "the sandbox on display :{n} is no longer running; start one with `deskpilot sandbox start`"
@@ -81,11 +81,11 @@ pub fn resolve(sandbox: Option<u32>) -> Result<Desktop, DriverError> {
         .collect();
     match live.as_slice() {
         [n] => resolve(Some(*n)),
-        [] => Err(DriverError::new(
+        [] => Err(ComputerError::new(
             ErrorCode::AccessibilityDisabled,
             "no desktop to work on: DISPLAY and DBUS_SESSION_BUS_ADDRESS are not set and no sandbox runs; start one with `deskpilot sandbox start`",
         )),
-        many => Err(DriverError::new(
+        many => Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             format!(
                 "several sandboxes run (displays {}); choose one with --sandbox N",

@@ -138,7 +138,8 @@ fn bench_rejects_an_unknown_app_and_zero_runs() {
             .args(args)
             .output()
             .expect("deskpilot runs");
-        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        // Bad usage: exit 2, still one JSON document.
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
         let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
         assert_eq!(doc["ok"], false);
         assert_eq!(doc["error"]["code"], "COMPUTER_INVALID_ARGUMENT", "{doc:#}");

@@ -31,6 +31,21 @@ fn fails_with(sb: &Sandbox, args: &[&str], code: &str) -> Value {
     v
 }
 
+/// Bad usage (a value the command line itself gets wrong): exit 2, still one JSON
+/// document with `COMPUTER_INVALID_ARGUMENT`, before anything touches the desktop.
+fn usage_error(sb: &Sandbox, args: &[&str]) -> Value {
+    let (out, v) = run(sb, args);
+    assert_eq!(out.status.code(), Some(2), "{args:?} is bad usage: {v}");
+    assert_eq!(v["ok"], false);
+    assert_eq!(
+        v["error"]["code"], "COMPUTER_INVALID_ARGUMENT",
+        "{args:?}: {v}"
+    );
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.len() > 20, "the message should say what to do: {msg:?}");
+    v
+}
+
 fn find_ref(sb: &Sandbox, args: &[&str], pred: impl Fn(&Value) -> bool) -> String {
     let v = ok(sb, args);
     let hit = v["matches"]
@@ -99,7 +114,7 @@ fn bad_refs_ops_and_vanished_windows_fail_with_codes() {
         &["act", "banana", "click"],
         "COMPUTER_INVALID_ARGUMENT",
     );
-    fails_with(&sb, &["act", "e1", "fly"], "COMPUTER_INVALID_ARGUMENT");
+    usage_error(&sb, &["act", "e1", "fly"]);
     fails_with(
         &sb,
         &["act", "e1", "set_value"],
@@ -115,11 +130,7 @@ fn bad_refs_ops_and_vanished_windows_fail_with_codes() {
         &["observe", "--app", "no-such-app"],
         "COMPUTER_ELEMENT_NOT_FOUND",
     );
-    fails_with(
-        &sb,
-        &["find", "x", "--role", "spaceship"],
-        "COMPUTER_INVALID_ARGUMENT",
-    );
+    usage_error(&sb, &["find", "x", "--role", "spaceship"]);
     fails_with(
         &sb,
         &[

@@ -29,6 +29,21 @@ fn ok(sb: &Sandbox, iso: &Isolated, args: &[&str]) -> Value {
     v
 }
 
+/// Runs `args`, which are bad usage: exit 2, one JSON document with
+/// `COMPUTER_INVALID_ARGUMENT` and a message that says what to do.
+fn usage_error(sb: &Sandbox, iso: &Isolated, args: &[&str]) -> Value {
+    let (out, v) = run_env(sb, iso, args);
+    assert_eq!(out.status.code(), Some(2), "{args:?} is bad usage: {v}");
+    assert_eq!(v["ok"], false, "{args:?}: {v}");
+    assert_eq!(
+        v["error"]["code"], "COMPUTER_INVALID_ARGUMENT",
+        "{args:?}: {v}"
+    );
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.len() > 20, "the message should say what to do: {msg:?}");
+    v
+}
+
 /// Runs `args`, which must fail with `code` and a message that says what to do.
 fn fails_with(sb: &Sandbox, iso: &Isolated, args: &[&str], code: &str) -> Value {
     let (out, v) = run_env(sb, iso, args);
@@ -476,11 +491,10 @@ fn hostile_text_coordinates_and_one_grant_per_desktop() {
         "COMPUTER_STALE_BASIS",
     );
     assert!(message(&v).contains("moved or was resized"), "{v}");
-    fails_with(
+    usage_error(
         &sb,
         &iso,
         &["click-at", "5", "5", "--basis", "top-left-ish"],
-        "COMPUTER_INVALID_ARGUMENT",
     );
 
     // One grant per desktop: a running wait in session "a" holds it. A wait that
@@ -757,10 +771,5 @@ fn spoofed_names_activation_keys_and_a_spent_budget_do_not_widen_the_policy() {
         std::fs::read_to_string(&iso.config).unwrap(),
         "[sandbox]\naction_budget = 1\n"
     );
-    fails_with(
-        &sb,
-        &iso,
-        &["--session", "bad/name", "observe"],
-        "COMPUTER_INVALID_ARGUMENT",
-    );
+    usage_error(&sb, &iso, &["--session", "bad/name", "observe"]);
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use deskpilot_protocol::types::*;
-use deskpilot_protocol::{Driver, DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
 
 use super::atspi::act::{self, Method, Outcome};
 use super::atspi::connection::iface;
@@ -52,7 +52,7 @@ impl LinuxDriver {
     /// accessibility bus or no registry; `COMPUTER_OS_PERMISSION_MISSING` when a bus
     /// refuses the connection. The message says to run `deskpilot doctor --fix` or to
     /// start a sandbox.
-    pub async fn connect(opts: ConnectOptions) -> Result<LinuxDriver, DriverError> {
+    pub async fn connect(opts: ConnectOptions) -> Result<LinuxDriver, ComputerError> {
         let bus = Bus::connect(&opts).await?;
         Ok(LinuxDriver {
             bus,
@@ -63,7 +63,7 @@ impl LinuxDriver {
     }
 
     /// [`LinuxDriver::connect`] with [`ConnectOptions::from_env`].
-    pub async fn from_env() -> Result<LinuxDriver, DriverError> {
+    pub async fn from_env() -> Result<LinuxDriver, ComputerError> {
         Self::connect(ConnectOptions::from_env()).await
     }
 
@@ -75,14 +75,14 @@ impl LinuxDriver {
     /// The X input connection, opened on first use.
     ///
     /// Errors: `COMPUTER_INPUT_UNAVAILABLE` without an X display or XTEST.
-    pub async fn input(&self) -> Result<Arc<XInput>, DriverError> {
+    pub async fn input(&self) -> Result<Arc<XInput>, ComputerError> {
         let display = self.opts.display.clone();
         self.input
             .get_or_try_init(|| async move {
                 let x = tokio::task::spawn_blocking(move || XInput::connect(display.as_deref()))
                     .await
                     .map_err(|e| {
-                        DriverError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+                        ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
                     })??;
                 Ok(Arc::new(x))
             })
@@ -99,9 +99,9 @@ impl LinuxDriver {
         obj: &ObjRef,
         text: &str,
         replace: bool,
-    ) -> Result<Outcome, DriverError> {
-        let unavailable = |e: DriverError| {
-            DriverError::new(
+    ) -> Result<Outcome, ComputerError> {
+        let unavailable = |e: ComputerError| {
+            ComputerError::new(
                 ErrorCode::ElementNotActionable,
                 format!(
                     "the element has no accessibility method for this value, and the keyboard \
@@ -128,7 +128,7 @@ impl LinuxDriver {
                 break;
             }
             if Instant::now() >= until {
-                return Err(unavailable(DriverError::new(
+                return Err(unavailable(ComputerError::new(
                     ErrorCode::InputUnavailable,
                     "the element did not take keyboard focus",
                 )));
@@ -136,7 +136,7 @@ impl LinuxDriver {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let text = text.to_string();
-        let sent = tokio::task::spawn_blocking(move || -> Result<u64, DriverError> {
+        let sent = tokio::task::spawn_blocking(move || -> Result<u64, ComputerError> {
             let mut n = 0;
             if replace {
                 n += x.send_chords("ctrl+a")?;
@@ -145,7 +145,9 @@ impl LinuxDriver {
             Ok(n)
         })
         .await
-        .map_err(|e| DriverError::new(ErrorCode::Internal, format!("input task failed: {e}")))??;
+        .map_err(|e| {
+            ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+        })??;
         Ok(Outcome {
             status: ActStatus::Executed,
             note: Some(format!(
@@ -166,7 +168,7 @@ impl LinuxDriver {
 
 #[async_trait]
 impl Driver for LinuxDriver {
-    async fn hello(&self) -> Result<Hello, DriverError> {
+    async fn hello(&self) -> Result<Hello, ComputerError> {
         let mut notes = Vec::new();
         let accessibility = match self.bus.accessibility_enabled().await {
             Some(true) => true,
@@ -218,19 +220,19 @@ impl Driver for LinuxDriver {
         })
     }
 
-    async fn apps(&self) -> Result<Vec<AppInfo>, DriverError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
         apps::list_apps(&self.bus).await
     }
 
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, DriverError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
         launch::launch(&self.bus, &self.opts, &p).await
     }
 
-    async fn windows(&self) -> Result<Vec<WindowInfo>, DriverError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
         apps::list_windows(&self.bus).await
     }
 
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, DriverError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
         let window = ObjRef::from_handle(&p.window)?;
         let grabbed: Result<bool, _> = self
             .bus
@@ -246,7 +248,7 @@ impl Driver for LinuxDriver {
                 .await
                 .map(|_| Empty {}),
             Err(_) if matches!(grabbed, Ok(true)) => Ok(Empty {}),
-            Err(e) => Err(DriverError::new(
+            Err(e) => Err(ComputerError::new(
                 ErrorCode::ElementNotActionable,
                 format!(
                     "the window refused Component.GrabFocus and X activation is unavailable: {}",
@@ -256,15 +258,15 @@ impl Driver for LinuxDriver {
         }
     }
 
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, DriverError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
         snapshot::snapshot(&self.bus, &self.opts, &p).await
     }
 
-    async fn find(&self, p: FindParams) -> Result<FindResult, DriverError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
         find::find(&self.bus, &self.opts, &p).await
     }
 
-    async fn act(&self, p: ActParams) -> Result<ActResult, DriverError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
         let started = Instant::now();
         let obj = ObjRef::from_handle(&p.handle)?;
         let window = ObjRef::from_handle(&p.window)?;
@@ -295,9 +297,12 @@ impl Driver for LinuxDriver {
                     tokio::task::spawn_blocking(move || x.send_chords("Return"))
                         .await
                         .map_err(|e| {
-                            DriverError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+                            ComputerError::new(
+                                ErrorCode::Internal,
+                                format!("input task failed: {e}"),
+                            )
                         })??;
-                    act::Outcome {
+                    Outcome {
                         status: ActStatus::Executed,
                         note: Some(
                             "menu item selected in its open menu and activated with Return: GTK runs \
@@ -317,7 +322,7 @@ impl Driver for LinuxDriver {
         Ok(result)
     }
 
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, DriverError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
         let subscription = self.subs.subscribe(&self.bus, &p).await?;
         Ok(SubscribeResult { subscription })
     }
@@ -326,20 +331,20 @@ impl Driver for LinuxDriver {
         &self,
         subscription: u64,
         timeout_ms: u64,
-    ) -> Result<EventBatch, DriverError> {
+    ) -> Result<EventBatch, ComputerError> {
         self.subs
             .next_events(&self.bus, subscription, timeout_ms)
             .await
     }
 
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, DriverError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
         let started = Instant::now();
         let window = ObjRef::from_handle(&p.window)?;
         let what = match (p.chord, p.text) {
             (Some(c), None) => Ok(c),
             (None, Some(t)) => Err(t),
             _ => {
-                return Err(DriverError::new(
+                return Err(ComputerError::new(
                     ErrorCode::InvalidArgument,
                     "input.keys takes exactly one of chord or text",
                 ));
@@ -352,11 +357,13 @@ impl Driver for LinuxDriver {
             Err(text) => x.type_text(&text),
         })
         .await
-        .map_err(|e| DriverError::new(ErrorCode::Internal, format!("input task failed: {e}")))??;
+        .map_err(|e| {
+            ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+        })??;
         Ok(Self::input_result(Channel::Keyboard, started, sent))
     }
 
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, DriverError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
         let started = Instant::now();
         let window = ObjRef::from_handle(&p.window)?;
         let x = self.input().await?;
@@ -364,20 +371,20 @@ impl Driver for LinuxDriver {
         let sent = tokio::task::spawn_blocking(move || x.pointer(&p))
             .await
             .map_err(|e| {
-                DriverError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+                ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
             })??;
         Ok(Self::input_result(Channel::Pointer, started, sent))
     }
 
-    async fn capture(&self, _p: CaptureParams) -> Result<CaptureResult, DriverError> {
-        Err(DriverError::new(
+    async fn capture(&self, _p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+        Err(ComputerError::new(
             ErrorCode::PlatformUnsupported,
             "screen.capture is not implemented by the Linux driver yet; observe the tree instead",
         ))
     }
 
-    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, DriverError> {
-        Err(DriverError::new(
+    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, ComputerError> {
+        Err(ComputerError::new(
             ErrorCode::PlatformUnsupported,
             "screen.ocr is not implemented by the Linux driver yet; observe the tree instead",
         ))

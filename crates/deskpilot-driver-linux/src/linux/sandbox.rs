@@ -5,7 +5,8 @@
 //! the sandbox directory, `at-spi-bus-launcher` with `org.a11y.Status.IsEnabled` turned
 //! on, and (when installed) the `openbox` window manager, which gives windows real
 //! focus and `_NET_ACTIVE_WINDOW`. Each sandbox lives in its own directory
-//! ([`sandboxes_root`]`/sandbox-N`, by default `/tmp/deskpilot-<uid>/sandbox-N`) with a
+//! ([`sandboxes_root`]`/sandbox-N`, by default `/tmp/deskpilot-<uid>/sandbox-N`, or
+//! under `$TMPDIR` when that is set) with a
 //! `sandbox.json` state file naming its processes, so a later command can join it
 //! (`deskpilot sandbox env`) or stop it (`deskpilot sandbox stop`).
 //!
@@ -20,7 +21,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_os::{Signal, pid_alive};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::{Deserialize, Serialize};
 
 /// First display number tried when none is requested. High enough to stay clear of
@@ -85,21 +87,16 @@ pub struct Sandbox {
     stopped: bool,
 }
 
-/// The root directory under which sandboxes keep their state: `$DESKPILOT_RUNTIME_DIR`
-/// when set, else `/tmp/deskpilot-<uid>` (mode 0700). Deliberately not
-/// `$XDG_RUNTIME_DIR`: a shell that joined a sandbox has that variable pointing inside
-/// the sandbox, and must still find every sandbox.
+/// The root directory under which sandboxes keep their state: the runtime directory
+/// of [`deskpilot_os::runtime_dir`] — `$DESKPILOT_RUNTIME_DIR` when set and non-empty,
+/// else `$TMPDIR/deskpilot-<uid>` when `$TMPDIR` is absolute, else
+/// `/tmp/deskpilot-<uid>` — the same directory the host keeps its state in, so the
+/// host recognises paths inside a sandbox. Created mode 0700 by [`Sandbox::start`].
+/// Deliberately not `$XDG_RUNTIME_DIR`: a shell that joined a sandbox has that
+/// variable pointing inside the sandbox, and must still find every sandbox. (The X
+/// server's own socket and lock stay under `/tmp/.X11-unix` and `/tmp`.)
 pub fn sandboxes_root() -> PathBuf {
-    if let Some(d) = std::env::var_os("DESKPILOT_RUNTIME_DIR").filter(|v| !v.is_empty()) {
-        return PathBuf::from(d);
-    }
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    PathBuf::from(format!("/tmp/deskpilot-{uid}"))
-}
-
-fn internal(msg: impl Into<String>) -> DriverError {
-    DriverError::new(ErrorCode::Internal, msg)
+    deskpilot_os::runtime_dir()
 }
 
 fn which(program: &str) -> Option<PathBuf> {
@@ -135,18 +132,20 @@ fn wait_until(
     what: &str,
     mut ready: impl FnMut() -> bool,
     child: &mut Child,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let start = Instant::now();
     while start.elapsed() < READY_TIMEOUT {
         if ready() {
             return Ok(());
         }
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(internal(format!("{what} exited early ({status})")));
+            return Err(ComputerError::internal(format!(
+                "{what} exited early ({status})"
+            )));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Err(internal(format!(
+    Err(ComputerError::internal(format!(
         "{what} was not ready after {} s",
         READY_TIMEOUT.as_secs()
     )))
@@ -159,16 +158,16 @@ impl Sandbox {
     /// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when Xvfb, dbus-daemon or the AT-SPI bus
     /// launcher is not installed (the message names the Debian packages);
     /// `COMPUTER_INTERNAL` when a daemon fails to start. Nothing is left running on error.
-    pub fn start(opts: SandboxOptions) -> Result<Sandbox, DriverError> {
+    pub fn start(opts: SandboxOptions) -> Result<Sandbox, ComputerError> {
         let xvfb = which("Xvfb").ok_or_else(|| missing("Xvfb", "xvfb"))?;
         let dbus = which("dbus-daemon").ok_or_else(|| missing("dbus-daemon", "dbus-daemon"))?;
         let launcher =
             bus_launcher().ok_or_else(|| missing("at-spi-bus-launcher", "at-spi2-core"))?;
 
         let root = sandboxes_root();
-        std::fs::create_dir_all(&root)
-            .map_err(|e| internal(format!("cannot create {}: {e}", root.display())))?;
-        set_mode(&root, 0o700);
+        deskpilot_os::ensure_private_dir(&root).map_err(|e| {
+            ComputerError::internal(format!("cannot create {}: {e}", root.display()))
+        })?;
         check_owned(&root)?;
 
         let candidates: Vec<u32> = match opts.display {
@@ -179,7 +178,7 @@ impl Sandbox {
         for n in candidates {
             if display_in_use(n) {
                 if opts.display.is_some() {
-                    return Err(DriverError::new(
+                    return Err(ComputerError::new(
                         ErrorCode::InvalidArgument,
                         format!(
                             "display :{n} is already in use; choose another with --display or omit it"
@@ -196,7 +195,7 @@ impl Sandbox {
                 break;
             }
         }
-        Err(last_err.unwrap_or_else(|| internal("no free X display number found")))
+        Err(last_err.unwrap_or_else(|| ComputerError::internal("no free X display number found")))
     }
 
     fn start_on(
@@ -206,7 +205,7 @@ impl Sandbox {
         xvfb: &Path,
         dbus: &Path,
         launcher: &Path,
-    ) -> Result<Sandbox, DriverError> {
+    ) -> Result<Sandbox, ComputerError> {
         // Xvfb first: the display is ours only once Xvfb has written its own pid into
         // the display's lock file, so two sandboxes starting at once can never both
         // believe they own `:n` (the loser's Xvfb exits and the caller tries n+1).
@@ -227,7 +226,7 @@ impl Sandbox {
         std::os::unix::process::CommandExt::process_group(&mut xcmd, 0);
         let mut x = xcmd
             .spawn()
-            .map_err(|e| internal(format!("cannot start Xvfb: {e}")))?;
+            .map_err(|e| ComputerError::internal(format!("cannot start Xvfb: {e}")))?;
         let xpid = x.id();
         let sock = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
         let lock = PathBuf::from(format!("/tmp/.X{n}-lock"));
@@ -241,7 +240,7 @@ impl Sandbox {
             &mut x,
         );
         if let Err(e) = owned {
-            signal_group_or_pid(xpid, libc::SIGKILL);
+            deskpilot_os::signal_group_or_pid(xpid, Signal::Kill);
             let _ = x.wait();
             let _ = std::fs::remove_file(&xlog);
             return Err(e);
@@ -249,9 +248,9 @@ impl Sandbox {
 
         let dir = root.join(format!("sandbox-{n}"));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| internal(format!("cannot create {}: {e}", dir.display())))?;
-        set_mode(&dir, 0o700);
+        deskpilot_os::ensure_private_dir(&dir).map_err(|e| {
+            ComputerError::internal(format!("cannot create {}: {e}", dir.display()))
+        })?;
         let _ = std::fs::rename(&xlog, dir.join("xvfb.log"));
         let bus_path = dir.join("bus");
         let mut sb = Sandbox {
@@ -277,7 +276,7 @@ impl Sandbox {
             ])
             .stderr(log_file(&dir, "dbus.log"))
             .spawn()
-            .map_err(|e| internal(format!("cannot start dbus-daemon: {e}")))?;
+            .map_err(|e| ComputerError::internal(format!("cannot start dbus-daemon: {e}")))?;
         sb.state.pids.push(d.id());
         wait_until("dbus-daemon", || bus_path.exists(), &mut d)?;
 
@@ -287,7 +286,9 @@ impl Sandbox {
             .arg("--launch-immediately")
             .stderr(log_file(&dir, "at-spi-bus-launcher.log"))
             .spawn()
-            .map_err(|e| internal(format!("cannot start at-spi-bus-launcher: {e}")))?;
+            .map_err(|e| {
+                ComputerError::internal(format!("cannot start at-spi-bus-launcher: {e}"))
+            })?;
         sb.state.pids.push(l.id());
         let addr = sb.state.bus_address.clone();
         wait_until(
@@ -303,7 +304,7 @@ impl Sandbox {
                     .arg("--sm-disable")
                     .stderr(log_file(&dir, "openbox.log"))
                     .spawn()
-                    .map_err(|e| internal(format!("cannot start openbox: {e}")))?;
+                    .map_err(|e| ComputerError::internal(format!("cannot start openbox: {e}")))?;
                 sb.state.pids.push(c.id());
                 sb.state.window_manager = true;
             } else {
@@ -320,18 +321,18 @@ impl Sandbox {
     /// run`, `sandbox env`, `sandbox stop`). The returned value never stops it on drop.
     ///
     /// Errors: `COMPUTER_INVALID_ARGUMENT` when there is no such sandbox.
-    pub fn open(n: u32) -> Result<Sandbox, DriverError> {
+    pub fn open(n: u32) -> Result<Sandbox, ComputerError> {
         let path = sandboxes_root()
             .join(format!("sandbox-{n}"))
             .join("sandbox.json");
         let text = std::fs::read_to_string(&path).map_err(|_| {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::InvalidArgument,
                 format!("no sandbox on display :{n}; start one with `deskpilot sandbox start`"),
             )
         })?;
         let state: SandboxState = serde_json::from_str(&text)
-            .map_err(|e| internal(format!("{} is damaged: {e}", path.display())))?;
+            .map_err(|e| ComputerError::internal(format!("{} is damaged: {e}", path.display())))?;
         Ok(Sandbox {
             state,
             detach: true,
@@ -413,9 +414,7 @@ impl Sandbox {
     fn command(&self, program: &Path) -> Command {
         let mut c = Command::new(program);
         for d in ["config", "cache", "data", "runtime"] {
-            let p = self.state.dir.join(d);
-            let _ = std::fs::create_dir_all(&p);
-            set_mode(&p, 0o700);
+            let _ = deskpilot_os::ensure_private_dir(&self.state.dir.join(d));
         }
         c.envs(self.env())
             .stdin(Stdio::null())
@@ -427,19 +426,19 @@ impl Sandbox {
 
     /// Launches an application inside the sandbox and records it for cleanup. Adds
     /// the flags Chromium needs to expose its tree and to stay off the network in a
-    /// closed sandbox (ARCHITECTURE.md §6). `argv[0]` is looked up on `PATH`.
+    /// closed sandbox (docs/ARCHITECTURE.md §6). `argv[0]` is looked up on `PATH`.
     ///
     /// Errors: `COMPUTER_INVALID_ARGUMENT` for an empty command or an unknown
     /// program; `COMPUTER_INTERNAL` when it cannot be spawned.
-    pub fn spawn(&mut self, argv: &[String]) -> Result<Child, DriverError> {
+    pub fn spawn(&mut self, argv: &[String]) -> Result<Child, ComputerError> {
         let Some(program) = argv.first() else {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::InvalidArgument,
                 "no program given; e.g. `deskpilot sandbox run -- mousepad`",
             ));
         };
         let path = which(program).ok_or_else(|| {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::InvalidArgument,
                 format!(
                     "program {program:?} was not found on PATH; install it or give a full path"
@@ -459,7 +458,7 @@ impl Sandbox {
             .args(&args)
             .stderr(log_file(&self.state.dir, &format!("{name}.log")))
             .spawn()
-            .map_err(|e| internal(format!("cannot start {program}: {e}")))?;
+            .map_err(|e| ComputerError::internal(format!("cannot start {program}: {e}")))?;
         self.state.pids.push(child.id());
         self.save()?;
         Ok(child)
@@ -485,20 +484,19 @@ impl Sandbox {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } == 0 {
+        if deskpilot_os::effective_uid() == 0 {
             flags.push("--no-sandbox".into());
         }
         flags.push(format!("--user-data-dir={}", profile.display()));
         flags
     }
 
-    fn save(&self) -> Result<(), DriverError> {
+    fn save(&self) -> Result<(), ComputerError> {
         let path = self.state.dir.join("sandbox.json");
         let text = serde_json::to_string_pretty(&self.state)
-            .map_err(|e| internal(format!("cannot encode sandbox state: {e}")))?;
-        std::fs::write(&path, text)
-            .map_err(|e| internal(format!("cannot write {}: {e}", path.display())))
+            .map_err(|e| ComputerError::internal(format!("cannot encode sandbox state: {e}")))?;
+        deskpilot_os::write_private_atomic(&path, text.as_bytes())
+            .map_err(|e| ComputerError::internal(format!("cannot write {}: {e}", path.display())))
     }
 
     /// Ends every process of the sandbox (SIGTERM, then SIGKILL after 2 s) and removes
@@ -515,7 +513,7 @@ impl Sandbox {
         targets.reverse();
         targets.dedup();
         for &pid in &targets {
-            signal_group_or_pid(pid, libc::SIGTERM);
+            deskpilot_os::signal_group_or_pid(pid, Signal::Term);
         }
         let deadline = Instant::now() + Duration::from_secs(2);
         while Instant::now() < deadline && targets.iter().any(|&p| pid_alive(p)) {
@@ -523,13 +521,15 @@ impl Sandbox {
         }
         for &pid in &targets {
             if pid_alive(pid) {
-                signal_group_or_pid(pid, libc::SIGKILL);
+                deskpilot_os::signal_group_or_pid(pid, Signal::Kill);
             }
         }
         for pid in marked_processes(&marker) {
-            signal_group_or_pid(pid, libc::SIGKILL);
+            deskpilot_os::signal_group_or_pid(pid, Signal::Kill);
         }
-        reap(&targets);
+        for &pid in &targets {
+            deskpilot_os::reap_if_exited(pid);
+        }
         let n = self.state.display;
         let _ = std::fs::remove_file(format!("/tmp/.X{n}-lock"));
         let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{n}"));
@@ -545,16 +545,14 @@ impl Drop for Sandbox {
     }
 }
 
-/// Refuses a state directory that another user owns (someone could have created
-/// `/tmp/deskpilot-<uid>` first to watch or steer our sandboxes).
-fn check_owned(dir: &Path) -> Result<(), DriverError> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(dir)
-        .map_err(|e| internal(format!("cannot read {}: {e}", dir.display())))?;
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    if meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(DriverError::new(
+/// Refuses a state directory that another user owns or that is open to others
+/// (someone could have created `/tmp/deskpilot-<uid>` first to watch or steer our
+/// sandboxes).
+fn check_owned(dir: &Path) -> Result<(), ComputerError> {
+    let private = deskpilot_os::is_private_dir(dir)
+        .map_err(|e| ComputerError::internal(format!("cannot read {}: {e}", dir.display())))?;
+    if !private {
+        return Err(ComputerError::new(
             ErrorCode::OsPermissionMissing,
             format!(
                 "{} is owned by another user or open to others; remove it or set DESKPILOT_RUNTIME_DIR to a private directory",
@@ -565,8 +563,8 @@ fn check_owned(dir: &Path) -> Result<(), DriverError> {
     Ok(())
 }
 
-fn missing(what: &str, package: &str) -> DriverError {
-    DriverError::new(
+fn missing(what: &str, package: &str) -> ComputerError {
+    ComputerError::new(
         ErrorCode::PlatformUnsupported,
         format!(
             "{what} is not installed; install the Debian package `{package}` (apt-get install {package})"
@@ -590,15 +588,12 @@ fn log_file(dir: &Path, name: &str) -> Stdio {
 }
 
 fn log_file_at(path: &Path) -> Stdio {
-    match std::fs::File::create(path) {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(true);
+    match deskpilot_os::private_file(&mut o).open(path) {
         Ok(f) => Stdio::from(f),
         Err(_) => Stdio::null(),
     }
-}
-
-fn set_mode(path: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode));
 }
 
 /// Turns `org.a11y.Status.IsEnabled` on through the session bus at `address`, which
@@ -630,83 +625,14 @@ pub fn set_a11y_enabled(address: &str) -> Result<(), String> {
     }
 }
 
-fn pid_alive(pid: u32) -> bool {
-    // A zombie still answers kill(0); read its state instead.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
-fn signal_group_or_pid(pid: u32, sig: i32) {
-    let Ok(p) = i32::try_from(pid) else { return };
-    // SAFETY: kill with a positive pid (or its negated process group) only sends a
-    // signal; it has no memory-safety preconditions.
-    unsafe {
-        if libc::kill(-p, sig) != 0 {
-            libc::kill(p, sig);
-        }
-    }
-}
-
-fn reap(pids: &[u32]) {
-    for &pid in pids {
-        let Ok(p) = i32::try_from(pid) else { continue };
-        let mut status = 0;
-        // SAFETY: waitpid with WNOHANG on a pid only reaps our own exited children.
-        unsafe {
-            libc::waitpid(p, &mut status, libc::WNOHANG);
-        }
-    }
-}
-
-/// Processes whose environment carries `DESKPILOT_SANDBOX=<marker>`.
+/// Processes whose environment carries `DESKPILOT_SANDBOX=<marker>`, except this
+/// process and its ancestors: those are never signalled by a sandbox stop, even when
+/// the caller runs inside the sandbox's environment.
 fn marked_processes(marker: &str) -> Vec<u32> {
-    let needle = format!("{MARKER_VAR}={marker}");
-    let mine = own_ancestry();
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if mine.contains(&pid) {
-            continue;
-        }
-        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ"))
-            && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes())
-        {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-/// This process and its ancestors: never signalled by a sandbox stop, even when the
-/// caller runs inside the sandbox's environment.
-fn own_ancestry() -> Vec<u32> {
-    let mut out = vec![std::process::id()];
-    let mut pid = std::process::id();
-    for _ in 0..64 {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            break;
-        };
-        let Some(ppid) = stat
-            .rsplit_once(") ")
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            break;
-        };
-        if ppid <= 1 {
-            break;
-        }
-        out.push(ppid);
-        pid = ppid;
-    }
-    out
+    let mine = deskpilot_os::ancestors(std::process::id());
+    deskpilot_os::process_ids()
+        .into_iter()
+        .filter(|pid| !mine.contains(pid))
+        .filter(|&pid| deskpilot_os::process_env_contains(pid, MARKER_VAR, marker))
+        .collect()
 }

@@ -2,8 +2,8 @@
 
 use deskpilot_core::{Handle, Node, Op, Role, State};
 
-use super::{element_not_found, invalid, not_actionable};
-use crate::DriverError;
+use super::{element_not_found, not_actionable};
+use crate::ComputerError;
 use crate::types::*;
 
 pub(super) fn find_mut<'a>(node: &'a mut Node, handle: &Handle) -> Option<&'a mut Node> {
@@ -86,13 +86,13 @@ impl Done {
 }
 
 /// Applies `p` to the tree `root` of app `app`.
-pub(super) fn apply(root: &mut Node, app: &str, p: &ActParams) -> Result<Done, DriverError> {
+pub(super) fn apply(root: &mut Node, app: &str, p: &ActParams) -> Result<Done, ComputerError> {
     let window = root.handle.clone();
     if root.walk().all(|n| n.handle != p.handle) {
         return Err(element_not_found(&p.handle, &window));
     }
     if p.op.needs_value() && p.value.is_none() {
-        return Err(invalid(format!("op {} needs a value", p.op)));
+        return Err(ComputerError::invalid(format!("op {} needs a value", p.op)));
     }
     // Checks on a snapshot of the target before mutating anything.
     let target = root
@@ -160,7 +160,7 @@ pub(super) fn apply(root: &mut Node, app: &str, p: &ActParams) -> Result<Done, D
                 Role::Slider | Role::Spinbutton | Role::Scrollbar | Role::Progressbar
             ) {
                 let v: f64 = value.trim().parse().map_err(|_| {
-                    invalid(format!(
+                    ComputerError::invalid(format!(
                         "{:?} is not a number for {} {:?}",
                         value, node.role, node.name
                     ))
@@ -176,7 +176,10 @@ pub(super) fn apply(root: &mut Node, app: &str, p: &ActParams) -> Result<Done, D
                     .find(|c| c.name.eq_ignore_ascii_case(&value))
                     .map(|c| c.name.clone())
                     .ok_or_else(|| {
-                        invalid(format!("combobox {:?} has no option {value:?}", node.name))
+                        ComputerError::invalid(format!(
+                            "combobox {:?} has no option {value:?}",
+                            node.name
+                        ))
                     })?;
                 node.value = Some(choice);
                 done = Done::new(Channel::Action, "Selection.SelectChild");
@@ -247,7 +250,7 @@ pub(super) fn apply(root: &mut Node, app: &str, p: &ActParams) -> Result<Done, D
         Op::Scroll => {
             let dir = value.trim();
             if !matches!(dir, "up" | "down" | "left" | "right" | "into_view") {
-                return Err(invalid(format!(
+                return Err(ComputerError::invalid(format!(
                     "scroll value must be up, down, left, right or into_view, not {dir:?}"
                 )));
             }
@@ -275,7 +278,7 @@ pub(super) fn apply(root: &mut Node, app: &str, p: &ActParams) -> Result<Done, D
         }
         // Android navigation keys: no desktop counterpart.
         Op::Back | Op::Home | Op::Recents => {
-            return Err(DriverError::platform_unsupported(&format!("op {}", p.op)));
+            return Err(ComputerError::platform_unsupported(&format!("op {}", p.op)));
         }
         other => {
             return Err(not_actionable(

@@ -18,7 +18,7 @@ use deskpilot_core::{Bounds, Handle, Node, Role, State};
 use tokio::sync::Notify;
 
 use crate::types::*;
-use crate::{Driver, DriverError, ErrorCode};
+use crate::{ComputerError, Driver, ErrorCode};
 
 mod act;
 #[cfg(test)]
@@ -270,32 +270,28 @@ fn locate_window(apps: &[FixtureApp], window: &Handle) -> Option<(usize, usize)>
     })
 }
 
-fn window_not_found(window: &Handle) -> DriverError {
-    DriverError::new(
+fn window_not_found(window: &Handle) -> ComputerError {
+    ComputerError::new(
         ErrorCode::ElementNotFound,
         format!("no window {window}; list windows again to get current handles"),
     )
     .with_detail(serde_json::json!({ "window": window.as_str() }))
 }
 
-pub(super) fn element_not_found(handle: &Handle, window: &Handle) -> DriverError {
-    DriverError::new(
+pub(super) fn element_not_found(handle: &Handle, window: &Handle) -> ComputerError {
+    ComputerError::new(
         ErrorCode::ElementNotFound,
         format!("no element {handle} in window {window}; observe again to get current refs"),
     )
     .with_detail(serde_json::json!({ "handle": handle.as_str(), "window": window.as_str() }))
 }
 
-pub(super) fn not_actionable(node: &Node, why: &str) -> DriverError {
-    DriverError::new(
+pub(super) fn not_actionable(node: &Node, why: &str) -> ComputerError {
+    ComputerError::new(
         ErrorCode::ElementNotActionable,
         format!("{} {:?} {why}", node.role, node.name),
     )
     .with_detail(serde_json::json!({ "handle": node.handle.as_str() }))
-}
-
-pub(super) fn invalid(msg: impl Into<String>) -> DriverError {
-    DriverError::new(ErrorCode::InvalidArgument, msg)
 }
 
 /// Keeps `depth` levels below `node` (0: the node alone); `child_count` is kept so a
@@ -325,23 +321,25 @@ fn truncate_count(node: &mut Node, left: &mut u32) {
 }
 
 /// Key presses and releases for space-separated chords (`ctrl+s Return` → 6).
-fn chord_events(chord: &str) -> Result<u64, DriverError> {
+fn chord_events(chord: &str) -> Result<u64, ComputerError> {
     let mut n = 0u64;
     for c in chord.split_whitespace() {
         if c.split('+').any(str::is_empty) {
-            return Err(invalid(format!("{c:?} is not a key chord (e.g. ctrl+s)")));
+            return Err(ComputerError::invalid(format!(
+                "{c:?} is not a key chord (e.g. ctrl+s)"
+            )));
         }
         n += 2 * c.split('+').count() as u64;
     }
     if n == 0 {
-        return Err(invalid("empty key chord"));
+        return Err(ComputerError::invalid("empty key chord"));
     }
     Ok(n)
 }
 
 #[async_trait]
 impl Driver for FixtureDriver {
-    async fn hello(&self) -> Result<Hello, DriverError> {
+    async fn hello(&self) -> Result<Hello, ComputerError> {
         Ok(Hello {
             platform: "fixture".to_owned(),
             driver: "deskpilot-fixture".to_owned(),
@@ -365,16 +363,16 @@ impl Driver for FixtureDriver {
         })
     }
 
-    async fn apps(&self) -> Result<Vec<AppInfo>, DriverError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
         Ok(self.lock().apps.iter().map(|a| a.info.clone()).collect())
     }
 
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, DriverError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
         let program = p
             .command
             .first()
             .filter(|c| !c.trim().is_empty())
-            .ok_or_else(|| invalid("apps.launch needs a program to run"))?;
+            .ok_or_else(|| ComputerError::invalid("apps.launch needs a program to run"))?;
         let name = program.rsplit('/').next().unwrap_or(program).to_owned();
         let mut st = self.lock();
         let pid = st.next_pid;
@@ -433,7 +431,7 @@ impl Driver for FixtureDriver {
         })
     }
 
-    async fn windows(&self) -> Result<Vec<WindowInfo>, DriverError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
         Ok(self
             .lock()
             .apps
@@ -442,7 +440,7 @@ impl Driver for FixtureDriver {
             .collect())
     }
 
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, DriverError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
         let mut st = self.lock();
         let (a, _) =
             locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
@@ -457,7 +455,7 @@ impl Driver for FixtureDriver {
         Ok(Empty {})
     }
 
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, DriverError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
         let st = self.lock();
         let (a, w) =
             locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
@@ -490,7 +488,7 @@ impl Driver for FixtureDriver {
         })
     }
 
-    async fn find(&self, p: FindParams) -> Result<FindResult, DriverError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
         let st = self.lock();
         if let Some(w) = &p.window
             && locate_window(&st.apps, w).is_none()
@@ -500,7 +498,7 @@ impl Driver for FixtureDriver {
         if let Some(app) = &p.app
             && !st.apps.iter().any(|a| &a.info.name == app)
         {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::ElementNotFound,
                 format!("no application named {app:?}; list apps to see what is running"),
             ));
@@ -540,7 +538,7 @@ impl Driver for FixtureDriver {
         Ok(FindResult { matches })
     }
 
-    async fn act(&self, p: ActParams) -> Result<ActResult, DriverError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
         let mut st = self.lock();
         let (a, w) =
             locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
@@ -563,7 +561,7 @@ impl Driver for FixtureDriver {
         Ok(result)
     }
 
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, DriverError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
         let mut st = self.lock();
         let id = st.next_sub;
         st.next_sub += 1;
@@ -582,7 +580,7 @@ impl Driver for FixtureDriver {
         &self,
         subscription: u64,
         timeout_ms: u64,
-    ) -> Result<EventBatch, DriverError> {
+    ) -> Result<EventBatch, ComputerError> {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
         loop {
             let notified = self.events.notified();
@@ -592,7 +590,9 @@ impl Driver for FixtureDriver {
             {
                 let mut st = self.lock();
                 let sub = st.subs.get_mut(&subscription).ok_or_else(|| {
-                    invalid(format!("no subscription {subscription}; subscribe first"))
+                    ComputerError::invalid(format!(
+                        "no subscription {subscription}; subscribe first"
+                    ))
                 })?;
                 if !sub.queue.is_empty() || tokio::time::Instant::now() >= deadline {
                     return Ok(EventBatch {
@@ -606,12 +606,12 @@ impl Driver for FixtureDriver {
         }
     }
 
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, DriverError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
         let mut st = self.lock();
         let (a, w) =
             locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
         if !st.apps[a].info.windows[w].active {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::ElementNotActionable,
                 format!(
                     "window {} does not have keyboard focus; activate it first",
@@ -623,7 +623,11 @@ impl Driver for FixtureDriver {
         let (events_sent, typed) = match (&p.chord, &p.text) {
             (Some(chord), None) => (chord_events(chord)?, None),
             (None, Some(text)) => (2 * text.chars().count() as u64, Some(text.clone())),
-            _ => return Err(invalid("input.keys needs exactly one of chord or text")),
+            _ => {
+                return Err(ComputerError::invalid(
+                    "input.keys needs exactly one of chord or text",
+                ));
+            }
         };
         let mut events = Vec::new();
         if let Some(text) = typed {
@@ -647,7 +651,7 @@ impl Driver for FixtureDriver {
         })
     }
 
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, DriverError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
         let mut st = self.lock();
         locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
         let events_sent = match p.action {
@@ -657,7 +661,7 @@ impl Driver for FixtureDriver {
             PointerAction::ScrollUp | PointerAction::ScrollDown => 3,
             PointerAction::Drag => {
                 if p.to.is_none() {
-                    return Err(invalid("a drag needs `to`"));
+                    return Err(ComputerError::invalid("a drag needs `to`"));
                 }
                 4
             }
@@ -670,11 +674,11 @@ impl Driver for FixtureDriver {
         })
     }
 
-    async fn capture(&self, _p: CaptureParams) -> Result<CaptureResult, DriverError> {
-        Err(DriverError::platform_unsupported("screen capture"))
+    async fn capture(&self, _p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+        Err(ComputerError::platform_unsupported("screen capture"))
     }
 
-    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, DriverError> {
-        Err(DriverError::platform_unsupported("OCR"))
+    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, ComputerError> {
+        Err(ComputerError::platform_unsupported("OCR"))
     }
 }

@@ -258,7 +258,7 @@ async fn settle_is_reported_when_asked() {
 #[tokio::test]
 async fn refusals_have_their_codes() {
     let d = FixtureDriver::desktop();
-    let code = |r: Result<ActResult, DriverError>| r.unwrap_err().code;
+    let code = |r: Result<ActResult, ComputerError>| r.unwrap_err().code;
     use ErrorCode::*;
     let cases = [
         (act(EDITOR, "nope", Op::Click, None), ElementNotFound),
@@ -308,9 +308,9 @@ async fn refusals_have_their_codes() {
         .capture(CaptureParams { window: h(EDITOR) })
         .await
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::PlatformUnsupported);
+    assert_eq!(e.code, PlatformUnsupported);
     let e = d.ocr(OcrParams { window: h(EDITOR) }).await.unwrap_err();
-    assert_eq!(e.code, ErrorCode::PlatformUnsupported);
+    assert_eq!(e.code, PlatformUnsupported);
 }
 
 #[tokio::test]

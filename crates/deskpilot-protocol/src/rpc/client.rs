@@ -23,7 +23,7 @@ use crate::codec::{DEFAULT_MAX_LINE, LineReader, encode, write_line};
 use crate::jsonrpc::{ErrorObject, Id, Message, Response, parse_message};
 use crate::methods::{Call, decode_event_batch, decode_result};
 use crate::types::*;
-use crate::{Driver, DriverError, ErrorCode};
+use crate::{ComputerError, Driver, ErrorCode};
 
 /// Default time a call may take before it fails with [`ErrorCode::Timeout`]: 30 s.
 /// Long enough for a full tree read of a large app (LibreOffice: ~200 ms with the
@@ -58,7 +58,7 @@ impl Default for RpcOptions {
     }
 }
 
-type Reply = Result<Value, DriverError>;
+type Reply = Result<Value, ComputerError>;
 
 /// State shared by callers and the reader and writer tasks.
 #[derive(Default)]
@@ -99,8 +99,8 @@ impl Shared {
     }
 }
 
-fn not_responding(reason: &str) -> DriverError {
-    DriverError::new(
+fn not_responding(reason: &str) -> ComputerError {
+    ComputerError::new(
         ErrorCode::NotResponding,
         format!(
             "the driver is not responding: {reason}; restart it (or check the ssh link) and try again"
@@ -180,7 +180,7 @@ impl RpcDriver {
     }
 
     /// Sends `call` and decodes its result.
-    async fn call<T: DeserializeOwned>(&self, call: Call) -> Result<T, DriverError> {
+    async fn call<T: DeserializeOwned>(&self, call: Call) -> Result<T, ComputerError> {
         let method = call.method();
         let limit = self.opts.timeout + extra_wait(&call);
         let value = self.request(call, limit).await?;
@@ -188,14 +188,14 @@ impl RpcDriver {
     }
 
     /// Sends one request and waits up to `limit` for its response.
-    async fn request(&self, call: Call, limit: Duration) -> Result<Value, DriverError> {
+    async fn request(&self, call: Call, limit: Duration) -> Result<Value, ComputerError> {
         let method = call.method();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let line = call
             .to_request(id)
             .and_then(|req| encode(&req))
             .map_err(|e| {
-                DriverError::new(
+                ComputerError::new(
                     ErrorCode::InvalidArgument,
                     format!("{method} params do not serialize: {e}"),
                 )
@@ -229,7 +229,7 @@ impl RpcDriver {
         };
         match tokio::time::timeout(limit, exchange).await {
             Ok(reply) => reply,
-            Err(_) => Err(DriverError::new(
+            Err(_) => Err(ComputerError::new(
                 ErrorCode::Timeout,
                 format!(
                     "the driver did not answer {method} within {} ms; the app or the driver may be busy",
@@ -352,7 +352,7 @@ fn route(shared: &Shared, resp: Response) {
     let waiter = shared.calls().pending.remove(&id);
     match waiter {
         Some(w) => {
-            let _ = w.send(resp.outcome.map_err(DriverError::from));
+            let _ = w.send(resp.outcome.map_err(ComputerError::from));
         }
         None => tracing::debug!(id, "late or unknown response dropped"),
     }
@@ -375,10 +375,10 @@ fn push_batch(shared: &Shared, batch: EventBatch) {
 impl Driver for RpcDriver {
     /// Also checks the protocol version: a driver of another major version is refused
     /// with [`ErrorCode::Internal`] naming both versions.
-    async fn hello(&self) -> Result<Hello, DriverError> {
+    async fn hello(&self) -> Result<Hello, ComputerError> {
         let hello: Hello = self.call(Call::Hello).await?;
         if hello.protocol != PROTOCOL_VERSION {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::Internal,
                 format!(
                     "the driver speaks protocol {} but this host speaks {PROTOCOL_VERSION}; install matching versions",
@@ -390,35 +390,35 @@ impl Driver for RpcDriver {
         Ok(hello)
     }
 
-    async fn apps(&self) -> Result<Vec<AppInfo>, DriverError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
         self.call(Call::AppsList).await
     }
 
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, DriverError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
         self.call(Call::AppsLaunch(p)).await
     }
 
-    async fn windows(&self) -> Result<Vec<WindowInfo>, DriverError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
         self.call(Call::WindowsList).await
     }
 
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, DriverError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
         self.call(Call::WindowActivate(p)).await
     }
 
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, DriverError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
         self.call(Call::TreeSnapshot(p)).await
     }
 
-    async fn find(&self, p: FindParams) -> Result<FindResult, DriverError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
         self.call(Call::TreeFind(p)).await
     }
 
-    async fn act(&self, p: ActParams) -> Result<ActResult, DriverError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
         self.call(Call::NodeAct(p)).await
     }
 
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, DriverError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
         self.call(Call::EventsSubscribe(p)).await
     }
 
@@ -428,7 +428,7 @@ impl Driver for RpcDriver {
         &self,
         subscription: u64,
         timeout_ms: u64,
-    ) -> Result<EventBatch, DriverError> {
+    ) -> Result<EventBatch, ComputerError> {
         if let Some(batch) = self.take_pushed(subscription) {
             return Ok(batch);
         }
@@ -439,19 +439,19 @@ impl Driver for RpcDriver {
         .await
     }
 
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, DriverError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
         self.call(Call::InputKeys(p)).await
     }
 
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, DriverError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
         self.call(Call::InputPointer(p)).await
     }
 
-    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, DriverError> {
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
         self.call(Call::ScreenCapture(p)).await
     }
 
-    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, DriverError> {
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
         self.call(Call::ScreenOcr(p)).await
     }
 }
@@ -557,7 +557,7 @@ mod tests {
             // 1: answer with a COMPUTER_* error.
             let req: Value =
                 serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
-            let err = ErrorObject::from(DriverError::new(
+            let err = ErrorObject::from(ComputerError::new(
                 ErrorCode::ElementNotFound,
                 "no such window",
             ));

@@ -36,11 +36,12 @@ use deskpilot_core::State;
 use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
 use deskpilot_host::{ObserveOptions, Session, StateStore, Target};
 use deskpilot_protocol::types::{ActStatus, AppStatus, WindowInfo};
-use deskpilot_protocol::{Driver, DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
 use serde::Serialize;
 
 use crate::output::print_ok;
 use crate::target::Desktop;
+pub use apps::app_key;
 use apps::{AppSpec, Fixtures};
 use peer::Peer;
 use report::{Figure, Target as Goal};
@@ -76,9 +77,10 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
-fn summary(samples: &[f64], what: &str) -> Result<Summary, DriverError> {
-    Summary::of(samples)
-        .ok_or_else(|| DriverError::new(ErrorCode::Internal, format!("no valid sample of {what}")))
+fn summary(samples: &[f64], what: &str) -> Result<Summary, ComputerError> {
+    Summary::of(samples).ok_or_else(|| {
+        ComputerError::new(ErrorCode::Internal, format!("no valid sample of {what}"))
+    })
 }
 
 /// Runs the bench; see the module documentation.
@@ -86,10 +88,10 @@ fn summary(samples: &[f64], what: &str) -> Result<Summary, DriverError> {
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for `--runs 0` or an unknown app key;
 /// `COMPUTER_PLATFORM_UNSUPPORTED` when Xvfb, AT-SPI or `/usr/bin/python3` with
 /// pyatspi is missing; any error of the apps' launch, read or actions.
-pub async fn run(json: bool, runs: usize, apps: Vec<String>) -> Result<(), DriverError> {
+pub async fn run(json: bool, runs: usize, apps: Vec<String>) -> Result<(), ComputerError> {
     let started = Instant::now();
     if runs == 0 {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             "--runs must be at least 1",
         ));
@@ -137,15 +139,16 @@ pub async fn run(json: bool, runs: usize, apps: Vec<String>) -> Result<(), Drive
 
 /// Peak resident set size of this process, MB (MiB), from `VmHWM` in
 /// `/proc/self/status`.
-fn peak_rss_mb() -> Result<f64, DriverError> {
+fn peak_rss_mb() -> Result<f64, ComputerError> {
     let status = std::fs::read_to_string("/proc/self/status").map_err(|e| {
-        DriverError::new(
+        ComputerError::new(
             ErrorCode::Internal,
             format!("cannot read /proc/self/status: {e}"),
         )
     })?;
-    parse_vm_hwm(&status)
-        .ok_or_else(|| DriverError::new(ErrorCode::Internal, "/proc/self/status has no VmHWM line"))
+    parse_vm_hwm(&status).ok_or_else(|| {
+        ComputerError::new(ErrorCode::Internal, "/proc/self/status has no VmHWM line")
+    })
 }
 
 fn parse_vm_hwm(status: &str) -> Option<f64> {
@@ -175,10 +178,10 @@ struct Bench<'a> {
 struct Scratch(PathBuf);
 
 impl Scratch {
-    fn create() -> Result<Scratch, DriverError> {
+    fn create() -> Result<Scratch, ComputerError> {
         let dir = std::env::temp_dir().join(format!("deskpilot-bench-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::Internal,
                 format!("cannot create {}: {e}", dir.display()),
             )
@@ -198,7 +201,7 @@ async fn run_in(
     specs: &[AppSpec],
     runs: usize,
     dir: &Path,
-) -> Result<Vec<Figure>, DriverError> {
+) -> Result<Vec<Figure>, ComputerError> {
     let env = sandbox.env();
     let dir = dir.to_path_buf();
     let config_home = env
@@ -230,7 +233,7 @@ async fn run_in(
         match bench.app(spec).await {
             Ok(f) => figures.extend(f),
             Err(e) => {
-                failure = Some(DriverError::new(
+                failure = Some(ComputerError::new(
                     e.code,
                     format!("bench of {}: {}", spec.key, e.message),
                 ));
@@ -253,7 +256,7 @@ fn bus_of(window: &WindowInfo) -> &str {
 }
 
 impl Bench<'_> {
-    async fn app(&mut self, spec: &AppSpec) -> Result<Vec<Figure>, DriverError> {
+    async fn app(&mut self, spec: &AppSpec) -> Result<Vec<Figure>, ComputerError> {
         let argv = (spec.launch)(&self.fixtures);
         say(&format!("{}: launching {}…", spec.key, argv.join(" ")));
         let _child = self.sandbox.spawn(&argv)?;
@@ -283,7 +286,7 @@ impl Bench<'_> {
         session: &mut Session,
         target: &Target,
         bus: &str,
-    ) -> Result<Vec<Figure>, DriverError> {
+    ) -> Result<Vec<Figure>, ComputerError> {
         let opts = ObserveOptions::default();
         // Warm-up: first read of the tree on both sides, tokenizer loaded.
         session.observe(target, &opts).await?;
@@ -369,7 +372,7 @@ impl Bench<'_> {
         act: &apps::ActSpec,
         session: &mut Session,
         target: &Target,
-    ) -> Result<Figure, DriverError> {
+    ) -> Result<Figure, ComputerError> {
         let hits = session
             .find(target, act.name.unwrap_or(""), Some(act.role), 500)
             .await?;
@@ -380,7 +383,7 @@ impl Bench<'_> {
                 None => h.states.contains(State::Editable),
             })
             .ok_or_else(|| {
-                DriverError::new(
+                ComputerError::new(
                     ErrorCode::ElementNotFound,
                     format!(
                         "no {} {} in the window to {} on",
@@ -450,7 +453,7 @@ impl Bench<'_> {
         role: deskpilot_core::Role,
         session: &mut Session,
         target: &Target,
-    ) -> Result<Figure, DriverError> {
+    ) -> Result<Figure, ComputerError> {
         say(&format!(
             "{}: {} find runs ({role} {text:?})…",
             spec.key, self.runs
@@ -494,7 +497,7 @@ fn name_matches(name: &str, want: &str) -> bool {
 async fn wait_window(
     session: &mut Session,
     spec: &AppSpec,
-) -> Result<(String, WindowInfo), DriverError> {
+) -> Result<(String, WindowInfo), ComputerError> {
     let deadline = Instant::now() + spec.launch_timeout;
     let title = spec.title.to_lowercase();
     loop {
@@ -516,7 +519,7 @@ async fn wait_window(
             }
         }
         if Instant::now() >= deadline {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::Timeout,
                 format!(
                     "no window of {} titled like {:?} within {} s; is it installed (scripts/install-deps)?",
@@ -535,7 +538,7 @@ async fn wait_ready(
     session: &mut Session,
     target: &Target,
     spec: &AppSpec,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         if let Ok(hits) = session.find(target, spec.ready_text, None, 1).await
@@ -544,7 +547,7 @@ async fn wait_ready(
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::Timeout,
                 format!(
                     "the {} window never showed {:?} within {} s",

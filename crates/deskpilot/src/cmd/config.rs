@@ -4,7 +4,7 @@
 //! `deskpilot_host::config`.
 
 use deskpilot_host::config::{self, Config, Effective, KEYS, Settings};
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::ComputerError;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -60,7 +60,7 @@ struct ShowDoc<'a> {
     effective: &'a Effective,
     file: FileDoc<'a>,
     /// The model `deskpilot run` uses, when bound.
-    model: Option<&'a deskpilot_host::config::ModelBinding>,
+    model: Option<&'a config::ModelBinding>,
 }
 
 #[derive(Debug, Serialize)]
@@ -107,7 +107,7 @@ fn render(v: &Value, key: &str) -> String {
 ///
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for an invalid file, key or value (the file is
 /// then left as it was); `COMPUTER_INTERNAL` when the file cannot be read or written.
-pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), DriverError> {
+pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), ComputerError> {
     let path = config::config_path();
     match cmd.unwrap_or(ConfigCmd::Show) {
         ConfigCmd::Show => show(json, in_sandbox, &Config::load_from(&path)?),
@@ -183,7 +183,7 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), D
     }
 }
 
-fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), DriverError> {
+fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), ComputerError> {
     let exists = cfg.path.exists();
     let eff = cfg.effective(in_sandbox);
     let mut text = format!(
@@ -244,11 +244,11 @@ fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), DriverError> {
 }
 
 /// Asks the user at the terminal; anything but yes leaves the file as it was.
-fn confirm(question: &str) -> Result<(), DriverError> {
+fn confirm(question: &str) -> Result<(), ComputerError> {
     if super::session::ask_yes(question) {
         return Ok(());
     }
-    Err(DriverError::new(
+    Err(ComputerError::new(
         deskpilot_protocol::ErrorCode::ConfirmationRequired,
         "you declined; the config file was not changed",
     ))

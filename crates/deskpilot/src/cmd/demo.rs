@@ -16,7 +16,7 @@ use deskpilot_host::host::{Host, HostOptions};
 use deskpilot_host::session::{ActOutcome, FindHit, WaitFor};
 use deskpilot_host::store::desktop_key;
 use deskpilot_host::{ObserveOptions, Session, StateStore, Target};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::Serialize;
 
 use crate::output::{print_ok, progress};
@@ -46,8 +46,8 @@ struct Report {
     total_ms: u64,
 }
 
-fn fail(msg: impl Into<String>) -> DriverError {
-    DriverError::new(ErrorCode::ElementNotFound, msg)
+fn fail(msg: impl Into<String>) -> ComputerError {
+    ComputerError::new(ErrorCode::ElementNotFound, msg)
 }
 
 struct Demo {
@@ -80,7 +80,7 @@ impl Demo {
         hit: &FindHit,
         op: Op,
         value: Option<&str>,
-    ) -> Result<ActOutcome, DriverError> {
+    ) -> Result<ActOutcome, ComputerError> {
         let out = self
             .host
             .act(&hit.ref_, op, value.map(str::to_string))
@@ -96,7 +96,7 @@ impl Demo {
         roles: &[Role],
         name: &str,
         pred: impl Fn(&FindHit) -> bool,
-    ) -> Result<FindHit, DriverError> {
+    ) -> Result<FindHit, ComputerError> {
         let hits = self.host.find(&Target::Current, name, None, 200).await?;
         hits.into_iter()
             .find(|h| roles.contains(&h.role) && pred(h))
@@ -108,7 +108,7 @@ pub async fn run(
     json: bool,
     keep: bool,
     out: Option<std::path::PathBuf>,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let chosen = out.is_some();
     let started = Instant::now();
     progress(
@@ -158,7 +158,7 @@ async fn run_in(
     sandbox: &mut Sandbox,
     started: Instant,
     out: Option<std::path::PathBuf>,
-) -> Result<Report, DriverError> {
+) -> Result<Report, ComputerError> {
     let desktop = Desktop {
         display: sandbox.display(),
         bus_address: sandbox.state().bus_address.clone(),
@@ -333,7 +333,7 @@ async fn run_in(
         ),
     );
     if !ok {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::OutcomeUnknown,
             format!(
                 "the saved file does not hold the text: expected {:?}, found {:?}",

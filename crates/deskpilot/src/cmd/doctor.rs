@@ -3,7 +3,7 @@
 //! `IsEnabled` switch, synthetic input (XTest), and apps that expose no tree.
 
 use deskpilot_protocol::types::AppStatus;
-use deskpilot_protocol::{Driver, DriverError};
+use deskpilot_protocol::{ComputerError, Driver};
 use serde::Serialize;
 
 use crate::output::print_ok;
@@ -27,7 +27,7 @@ fn check(name: &'static str, ok: bool, detail: impl Into<String>, fix: Option<&s
     }
 }
 
-pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), DriverError> {
+pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), ComputerError> {
     let mut checks = Vec::new();
     let session_type = std::env::var("XDG_SESSION_TYPE").unwrap_or_default();
     let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some();
@@ -139,7 +139,7 @@ pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), Driv
     report(json, checks)
 }
 
-fn report(json: bool, checks: Vec<Check>) -> Result<(), DriverError> {
+fn report(json: bool, checks: Vec<Check>) -> Result<(), ComputerError> {
     let mut text = String::new();
     for c in &checks {
         text.push_str(&format!(
@@ -169,7 +169,7 @@ fn report(json: bool, checks: Vec<Check>) -> Result<(), DriverError> {
     if !json {
         print_ok(false, &(), &text);
     }
-    Err(DriverError::new(
+    Err(ComputerError::new(
         deskpilot_protocol::ErrorCode::AccessibilityDisabled,
         message,
     )

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use crate::target;
 
-pub async fn run(sandbox: Option<u32>) -> Result<(), DriverError> {
+pub async fn run(sandbox: Option<u32>) -> Result<(), ComputerError> {
     let desktop = target::resolve(sandbox)?;
     let driver = super::session::connect(&desktop).await?;
     deskpilot_protocol::rpc::serve(Arc::new(driver), tokio::io::stdin(), tokio::io::stdout())
         .await
-        .map_err(|e| DriverError::new(ErrorCode::Internal, format!("driver stream failed: {e}")))
+        .map_err(|e| ComputerError::new(ErrorCode::Internal, format!("driver stream failed: {e}")))
 }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
 use deskpilot_host::control::{ControlServer, HostInfo};
 use deskpilot_host::store::desktop_key;
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::ComputerError;
 
 use super::session::{Ctx, open_host};
 
@@ -21,7 +21,7 @@ pub async fn run(
     ctx: &Ctx,
     new_sandbox: bool,
     http: Option<SocketAddr>,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let mut sandbox = None;
     let mut ctx = ctx.clone();
     if new_sandbox {

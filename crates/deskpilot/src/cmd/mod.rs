@@ -12,19 +12,21 @@ mod run;
 mod sandbox;
 mod session;
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
+
+pub use bench::app_key;
 
 use crate::{Cli, Command};
 
 /// Runs one command.
-pub async fn run(cli: Cli) -> Result<(), DriverError> {
+pub async fn run(cli: Cli) -> Result<(), ComputerError> {
     let json = cli.json;
     let new_sandbox = cli.sandbox.as_deref() == Some("new");
     let sandbox: Option<u32> = match cli.sandbox.as_deref() {
         None | Some("") => None,
         Some("new") if matches!(cli.command, Command::Mcp { .. }) => None,
         Some(n) => Some(n.parse().map_err(|_| {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::InvalidArgument,
                 format!(
                     "--sandbox {n:?}: give the sandbox's display number (see `deskpilot sandbox list`); only `deskpilot mcp --sandbox` starts a new one"
@@ -39,7 +41,7 @@ pub async fn run(cli: Cli) -> Result<(), DriverError> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !valid_session {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             "--session takes 1 to 40 letters, digits, '-' or '_' (e.g. --session agent-2)",
         ));

@@ -8,18 +8,18 @@ use deskpilot_host::control::{self, StopReply};
 use deskpilot_host::host::{approve as approve_id, pending_approval};
 use deskpilot_host::store::state_dir;
 use deskpilot_policy::grant::{STOP_COOLDOWN_MS, Scope};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::session::{Ctx, ask_yes, open, to_target};
 use crate::TargetArgs;
 use crate::output::print_ok;
 
-pub fn need_terminal(what: &str) -> Result<(), DriverError> {
+pub fn need_terminal(what: &str) -> Result<(), ComputerError> {
     use std::io::IsTerminal;
     if std::io::stdin().is_terminal() {
         return Ok(());
     }
-    Err(DriverError::new(
+    Err(ComputerError::new(
         ErrorCode::ConfirmationRequired,
         format!(
             "{what} must come from you at a terminal (stdin is not one): it is how the user, not the agent, says yes"
@@ -33,7 +33,7 @@ pub async fn grant(
     user: bool,
     window_scope: bool,
     target: TargetArgs,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let (mut h, _) = open(ctx, "cli").await?;
     if !user {
         let view = h.describe();
@@ -54,7 +54,7 @@ pub async fn grant(
         Scope::Desktop
     };
     if window_scope && matches!(t, deskpilot_host::Target::Current) {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             "--scope window needs --app or --window to name the window",
         ));
@@ -62,7 +62,7 @@ pub async fn grant(
     if !ask_yes(
         "deskpilot: grant the agent this desktop (within the refusals and budget) and lift any stop?",
     ) {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::ConfirmationRequired,
             "you declined; no grant was issued",
         ));
@@ -77,7 +77,7 @@ pub async fn grant(
 }
 
 /// `deskpilot revoke`: ends the active grant of this session.
-pub async fn revoke(ctx: &Ctx) -> Result<(), DriverError> {
+pub async fn revoke(ctx: &Ctx) -> Result<(), ComputerError> {
     let (mut h, _) = open(ctx, "cli").await?;
     let view = h.revoke()?;
     let text = match &view {
@@ -89,7 +89,7 @@ pub async fn revoke(ctx: &Ctx) -> Result<(), DriverError> {
 }
 
 /// `deskpilot stop`: revokes every grant, aborts running hosts, starts the cooldown.
-pub async fn stop(json: bool) -> Result<(), DriverError> {
+pub async fn stop(json: bool) -> Result<(), ComputerError> {
     let rec = control::write_stop(control::now_ms())?;
     let replies: Vec<StopReply> = control::stop_hosts().await;
     // Nothing may keep a desktop locked past a stop (a stale or planted record).
@@ -119,11 +119,11 @@ pub async fn stop(json: bool) -> Result<(), DriverError> {
 }
 
 /// `deskpilot approve ID`: the user allows one pending action, once.
-pub fn approve(json: bool, id: &str) -> Result<(), DriverError> {
+pub fn approve(json: bool, id: &str) -> Result<(), ComputerError> {
     need_terminal("an approval")?;
     let path = state_dir().join("approvals.json");
     let Some(summary) = pending_approval(&path, id)? else {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::ConfirmationRequired,
             format!(
                 "no pending approval {id:?}: it was used, expired, or never asked; retry the action to ask again"
@@ -131,7 +131,7 @@ pub fn approve(json: bool, id: &str) -> Result<(), DriverError> {
         ));
     };
     if !ask_yes(&format!("deskpilot: approve {summary}, once?")) {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::ConfirmationRequired,
             "you declined; the action stays refused",
         ));

@@ -12,7 +12,7 @@ use deskpilot_agent::{RunOptions, RunReport, RunStatus};
 use deskpilot_host::config::Config;
 use deskpilot_host::control::{ControlServer, HostInfo};
 use deskpilot_host::store::desktop_key;
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::session::{Ctx, open_host};
 use crate::output::print_ok;
@@ -25,15 +25,15 @@ pub async fn run(
     instruction: String,
     max_steps: usize,
     observe_only: bool,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     if instruction.trim().is_empty() {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             "say what to do, e.g. deskpilot run \"type Hello into the editor\"",
         ));
     }
     if max_steps == 0 {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             "--max-steps must be at least 1",
         ));
@@ -90,7 +90,7 @@ pub async fn run(
     // A run that did not finish fails with its code; the report rides along in
     // the error's detail, so `--json` still prints exactly one document.
     let mut e = report.error.clone().unwrap_or_else(|| {
-        DriverError::new(
+        ComputerError::new(
             ErrorCode::OutcomeUnknown,
             format!(
                 "the run ended without finishing ({}); see the report",

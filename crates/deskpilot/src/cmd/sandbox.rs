@@ -1,7 +1,7 @@
 //! `deskpilot sandbox start|run|env|stop|list`.
 
 use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions, SandboxState};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::Serialize;
 
 use crate::SandboxCmd;
@@ -14,7 +14,7 @@ struct Started<'a> {
 }
 
 /// The sandbox a `run`/`env`/`stop` addresses: `--sandbox N` or the only one.
-fn chosen(sandbox: Option<u32>) -> Result<Sandbox, DriverError> {
+fn chosen(sandbox: Option<u32>) -> Result<Sandbox, ComputerError> {
     if let Some(n) = sandbox {
         return Sandbox::open(n);
     }
@@ -28,11 +28,11 @@ fn chosen(sandbox: Option<u32>) -> Result<Sandbox, DriverError> {
     let all = Sandbox::list();
     match all.as_slice() {
         [one] => Sandbox::open(one.display),
-        [] => Err(DriverError::new(
+        [] => Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             "no sandbox is running; start one with `deskpilot sandbox start`",
         )),
-        many => Err(DriverError::new(
+        many => Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             format!(
                 "several sandboxes exist (displays {}); choose one with --sandbox N",
@@ -45,7 +45,7 @@ fn chosen(sandbox: Option<u32>) -> Result<Sandbox, DriverError> {
     }
 }
 
-pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<(), DriverError> {
+pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<(), ComputerError> {
     match cmd {
         SandboxCmd::Start { display, no_wm } => {
             let sb = Sandbox::start(SandboxOptions {
@@ -75,7 +75,7 @@ pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<()
         SandboxCmd::Run { command } => {
             let mut sb = chosen(sandbox)?;
             if !sb.is_alive() {
-                return Err(DriverError::new(
+                return Err(ComputerError::new(
                     ErrorCode::InvalidArgument,
                     format!(
                         "the sandbox on display :{} is no longer running; start a new one with `deskpilot sandbox start`",

@@ -16,8 +16,8 @@ use deskpilot_host::host::{Basis, Host, HostOptions, Prompt};
 use deskpilot_host::session::WaitFor;
 use deskpilot_host::store::desktop_key;
 use deskpilot_host::{ObserveOptions, Session, StateStore, Target};
-use deskpilot_protocol::types::{AppStatus, PointerAction};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::types::PointerAction;
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::Serialize;
 
 use crate::TargetArgs;
@@ -25,7 +25,7 @@ use crate::output::print_ok;
 use crate::target::{self, Desktop};
 
 /// Connects the Linux driver to a desktop.
-pub async fn connect(desktop: &Desktop) -> Result<LinuxDriver, DriverError> {
+pub async fn connect(desktop: &Desktop) -> Result<LinuxDriver, ComputerError> {
     LinuxDriver::connect(ConnectOptions::from_vars(desktop.vars.clone())).await
 }
 
@@ -77,7 +77,7 @@ pub fn ask_yes(question: &str) -> bool {
 
 /// Opens a host (session + policy) on the desktop the command line names, with a
 /// terminal prompt for confirmations when a user is at one.
-pub async fn open(ctx: &Ctx, kind: &str) -> Result<(Host, Desktop), DriverError> {
+pub async fn open(ctx: &Ctx, kind: &str) -> Result<(Host, Desktop), ComputerError> {
     open_host(ctx, kind, true).await
 }
 
@@ -87,7 +87,7 @@ pub async fn open_host(
     ctx: &Ctx,
     kind: &str,
     prompt: bool,
-) -> Result<(Host, Desktop), DriverError> {
+) -> Result<(Host, Desktop), ComputerError> {
     let desktop = target::resolve(ctx.sandbox)?;
     let config = Config::load()?;
     let settings = config.effective(desktop.sandbox.is_some());
@@ -143,71 +143,10 @@ pub fn to_target(t: &TargetArgs) -> Target {
     }
 }
 
-fn parse_role(s: &str) -> Result<Role, DriverError> {
-    Role::from_name(&s.to_lowercase()).ok_or_else(|| {
-        DriverError::new(
-            ErrorCode::InvalidArgument,
-            format!(
-                "{s:?} is not a role; roles: {}",
-                Role::ALL
-                    .iter()
-                    .map(|r| r.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )
-    })
-}
-
-fn parse_op(s: &str) -> Result<Op, DriverError> {
-    Op::from_name(&s.to_lowercase().replace('-', "_")).ok_or_else(|| {
-        DriverError::new(
-            ErrorCode::InvalidArgument,
-            format!(
-                "{s:?} is not an op; ops: {}",
-                Op::ALL
-                    .iter()
-                    .map(|o| o.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )
-    })
-}
-
-pub async fn apps(ctx: &Ctx) -> Result<(), DriverError> {
+pub async fn apps(ctx: &Ctx) -> Result<(), ComputerError> {
     let (mut h, _) = open(ctx, "cli").await?;
     let apps = h.apps().await?;
-    let mut text = String::new();
-    for app in &apps {
-        let status = match app.status {
-            AppStatus::Ok => String::new(),
-            AppStatus::NotResponding => " [not_responding]".into(),
-            AppStatus::AccessibilityDisabled => " [accessibility_disabled]".into(),
-        };
-        let pid = app.pid.map(|p| format!(" pid={p}")).unwrap_or_default();
-        text.push_str(&format!(
-            "app {}{pid}{status}\n",
-            deskpilot_core::sanitize::one_line(&app.name)
-        ));
-        for w in &app.windows {
-            text.push_str(&format!(
-                "  [{}] {} \"{}\"{}{}",
-                w.ref_,
-                w.window.role,
-                deskpilot_core::sanitize::one_line(&w.window.title),
-                if w.window.active { " active" } else { "" },
-                if w.bound { " · bound" } else { "" },
-            ));
-            if let Some(r) = &w.refused {
-                text.push_str(&format!(" · refused {}: {}", r.code.as_str(), r.reason));
-            }
-            text.push('\n');
-        }
-    }
-    if apps.is_empty() {
-        text.push_str("no applications on the accessibility bus\n");
-    }
+    let mut text = deskpilot_host::listing::render_apps(&apps);
     if let Some(g) = h.grant_view() {
         text.push_str(&g.line());
     }
@@ -226,9 +165,9 @@ pub async fn observe(
     scope: Option<String>,
     query: Option<String>,
     max_tokens: usize,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     if max_tokens < 50 {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             "--max-tokens must be at least 50 so a snapshot can say what it cut",
         ));
@@ -264,11 +203,10 @@ pub async fn observe(
 pub async fn find(
     ctx: &Ctx,
     text: String,
-    role: Option<String>,
+    role: Option<Role>,
     target: TargetArgs,
     limit: usize,
-) -> Result<(), DriverError> {
-    let role = role.as_deref().map(parse_role).transpose()?;
+) -> Result<(), ComputerError> {
     let (mut h, _) = open(ctx, "cli").await?;
     let hits = h.find(&to_target(&target), &text, role, limit).await?;
     let mut out = String::new();
@@ -282,13 +220,7 @@ pub async fn find(
     Ok(())
 }
 
-pub async fn act(
-    ctx: &Ctx,
-    r: String,
-    op: String,
-    value: Option<String>,
-) -> Result<(), DriverError> {
-    let op = parse_op(&op)?;
+pub async fn act(ctx: &Ctx, r: String, op: Op, value: Option<String>) -> Result<(), ComputerError> {
     let (mut h, _) = open(ctx, "cli").await?;
     let out = h.act(&r, op, value).await?;
     let text = format!("{}\n({} tokens)", out.text, out.tokens);
@@ -301,7 +233,7 @@ pub async fn keys(
     keys: String,
     literal: bool,
     target: TargetArgs,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let (mut h, _) = open(ctx, "cli").await?;
     let (chord, text) = if literal {
         (None, Some(keys.clone()))
@@ -322,13 +254,13 @@ pub async fn click_at(
     y: f64,
     basis: String,
     button: String,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let action = match button.as_str() {
         "left" => PointerAction::Click,
         "right" => PointerAction::RightClick,
         "double" => PointerAction::DoubleClick,
         other => {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::InvalidArgument,
                 format!("--button {other:?}: use left, right or double"),
             ));
@@ -346,7 +278,7 @@ pub async fn click_at(
 pub struct WaitArgs {
     pub text: Option<String>,
     pub gone: Option<String>,
-    pub role: Option<String>,
+    pub role: Option<Role>,
     pub name: Option<String>,
     pub window_title: Option<String>,
 }
@@ -356,20 +288,17 @@ pub async fn wait(
     target: TargetArgs,
     w: WaitArgs,
     timeout_ms: u64,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let cond = if let Some(t) = w.text {
         WaitFor::Text(t)
     } else if let Some(t) = w.gone {
         WaitFor::Gone(t)
     } else if let (Some(r), Some(n)) = (w.role, w.name) {
-        WaitFor::Element {
-            role: parse_role(&r)?,
-            name: n,
-        }
+        WaitFor::Element { role: r, name: n }
     } else if let Some(t) = w.window_title {
         WaitFor::Window(t)
     } else {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             "say what to wait for: --text T, --gone T, --role R --name N, or --window-title T",
         ));

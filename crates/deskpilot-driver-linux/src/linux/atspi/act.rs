@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use deskpilot_core::{Op, Role};
 use deskpilot_protocol::types::{ActResult, ActStatus, Channel};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
 
 use super::connection::{Bus, CallError, iface, obj_from_wire};
@@ -119,22 +119,29 @@ pub fn pick_action(actions: &[String], prefs: &[&str]) -> Option<(i32, String)> 
     })
 }
 
-fn not_actionable(op: Op, why: &str, fallback: &str) -> DriverError {
-    DriverError::new(
+fn not_actionable(op: Op, why: &str, fallback: &str) -> ComputerError {
+    ComputerError::new(
         ErrorCode::ElementNotActionable,
         format!("{op} has no accessibility method on this element: {why}. Fallback: {fallback}"),
     )
     .with_detail(serde_json::json!({ "op": op.as_str(), "fallback": fallback }))
 }
 
-fn need_value(op: Op, value: Option<&str>) -> Result<&str, DriverError> {
-    value.ok_or_else(|| DriverError::new(ErrorCode::InvalidArgument, format!("{op} needs a value")))
+fn need_value(op: Op, value: Option<&str>) -> Result<&str, ComputerError> {
+    value.ok_or_else(|| {
+        ComputerError::new(ErrorCode::InvalidArgument, format!("{op} needs a value"))
+    })
 }
 
 const KEYS_FALLBACK: &str = "input.keys into the focused window (the element must be focusable)";
 const POINTER_FALLBACK: &str = "input.pointer at the element's bounds (moves the user's pointer)";
 
-fn by_action(facts: &Facts, op: Op, prefs: &[&str], fallback: &str) -> Result<Method, DriverError> {
+fn by_action(
+    facts: &Facts,
+    op: Op,
+    prefs: &[&str],
+    fallback: &str,
+) -> Result<Method, ComputerError> {
     match pick_action(&facts.actions, prefs) {
         Some((index, name)) => Ok(Method::DoAction { index, name }),
         None => Err(not_actionable(
@@ -159,7 +166,7 @@ fn keyboard_or(
     text: &str,
     replace: bool,
     why: &str,
-) -> Result<Method, DriverError> {
+) -> Result<Method, ComputerError> {
     if facts.states.has(atspi::State::Focusable) {
         Ok(Method::Keyboard {
             text: text.to_string(),
@@ -174,7 +181,7 @@ fn keyboard_or(
 /// missing or malformed value, `COMPUTER_ELEMENT_NOT_ACTIONABLE` when no path
 /// exists (naming the fallback), `COMPUTER_PLATFORM_UNSUPPORTED` for Android's
 /// navigation keys.
-pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, DriverError> {
+pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, ComputerError> {
     let role = map_role_code(facts.role);
     let has = |i| facts.ifaces.has(i);
     let expanded = facts.states.has(atspi::State::Expanded);
@@ -183,7 +190,7 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Driv
         && !facts.states.has(atspi::State::Enabled)
         && !facts.states.has(atspi::State::Sensitive)
     {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::ElementNotActionable,
             format!(
                 "cannot {op}: the element is disabled; observe again to see when it becomes enabled"
@@ -209,7 +216,7 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Driv
         || facts.states.has(atspi::State::Selectable)
         || pick_action(&facts.actions, &["select"]).is_some();
     let kind_error = |what: &str| {
-        Err(DriverError::new(
+        Err(ComputerError::new(
             ErrorCode::ElementNotActionable,
             format!("cannot {op}: the element is not {what}; use click for a plain button"),
         ))
@@ -300,7 +307,7 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Driv
                 "AT-SPI has no scroll-by-page method",
                 "input.pointer scroll_up/scroll_down over the element, or input.keys Page_Up/Page_Down",
             )),
-            other => Err(DriverError::new(
+            other => Err(ComputerError::new(
                 ErrorCode::InvalidArgument,
                 format!("scroll value {other:?} is not one of up, down, left, right, into_view"),
             )),
@@ -310,11 +317,11 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Driv
             "AT-SPI has no drag method",
             "input.pointer drag",
         )),
-        Op::Back | Op::Home | Op::Recents => Err(DriverError::new(
+        Op::Back | Op::Home | Op::Recents => Err(ComputerError::new(
             ErrorCode::PlatformUnsupported,
             format!("{op} is an Android navigation key; desktop windows have no such key"),
         )),
-        _ => Err(DriverError::new(
+        _ => Err(ComputerError::new(
             ErrorCode::PlatformUnsupported,
             format!("{op} is not supported by the Linux driver"),
         )),
@@ -325,7 +332,7 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Driv
 ///
 /// Errors: `COMPUTER_ELEMENT_NOT_FOUND` when the element is gone;
 /// `COMPUTER_NOT_RESPONDING` on a timeout.
-pub async fn facts(bus: &Bus, obj: &ObjRef, op: Op) -> Result<Facts, DriverError> {
+pub async fn facts(bus: &Bus, obj: &ObjRef, op: Op) -> Result<Facts, ComputerError> {
     let a = iface::ACCESSIBLE;
     let base = tokio::try_join!(
         bus.call::<_, u32>(obj, a, "GetRole", &()),
@@ -374,9 +381,9 @@ pub async fn facts(bus: &Bus, obj: &ObjRef, op: Op) -> Result<Facts, DriverError
     })
 }
 
-fn gone_as_not_found(e: CallError, obj: &ObjRef) -> DriverError {
+fn gone_as_not_found(e: CallError, obj: &ObjRef) -> ComputerError {
     if e.is_gone() {
-        DriverError::new(
+        ComputerError::new(
             ErrorCode::ElementNotFound,
             format!("element {obj} no longer exists; observe again to get current refs"),
         )
@@ -420,7 +427,7 @@ fn from_bool(ok: bool, what: &str) -> Outcome {
 }
 
 /// Turns a failed dispatch into a status (timeouts) or an error (gone, unsupported).
-fn dispatch_error(e: CallError, obj: &ObjRef, what: &str) -> Result<Outcome, DriverError> {
+fn dispatch_error(e: CallError, obj: &ObjRef, what: &str) -> Result<Outcome, ComputerError> {
     match e {
         CallError::Timeout { timeout_ms, .. } => Ok(Outcome {
             status: ActStatus::TimedOut,
@@ -449,7 +456,7 @@ fn dispatch_error(e: CallError, obj: &ObjRef, what: &str) -> Result<Outcome, Dri
 }
 
 /// Performs a semantic method (not [`Method::Keyboard`]) on `obj`.
-pub async fn perform(bus: &Bus, obj: &ObjRef, method: &Method) -> Result<Outcome, DriverError> {
+pub async fn perform(bus: &Bus, obj: &ObjRef, method: &Method) -> Result<Outcome, ComputerError> {
     let what = method.describe().1;
     let r: Result<Outcome, CallError> = async {
         Ok(match method {

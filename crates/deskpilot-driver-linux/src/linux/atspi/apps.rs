@@ -17,7 +17,7 @@
 
 use deskpilot_core::Bounds;
 use deskpilot_protocol::types::{AppInfo, AppStatus, WindowInfo};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use futures_util::future::join_all;
 
 use super::connection::{Bus, CallError, iface};
@@ -167,13 +167,13 @@ pub async fn app_info(bus: &Bus, root: ObjRef) -> AppInfo {
 /// concurrently.
 ///
 /// Errors: `COMPUTER_NOT_RESPONDING` when the registry daemon itself does not answer.
-pub async fn list_apps(bus: &Bus) -> Result<Vec<AppInfo>, DriverError> {
+pub async fn list_apps(bus: &Bus) -> Result<Vec<AppInfo>, ComputerError> {
     let desktop = ObjRef::new(REGISTRY_BUS, ROOT_PATH);
     let roots = get_children(bus, &desktop).await.map_err(|e| {
         if e.is_timeout() {
             e.to_driver()
         } else {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::AccessibilityDisabled,
                 format!(
                     "the accessibility registry cannot list applications: {e}. Run \
@@ -186,7 +186,7 @@ pub async fn list_apps(bus: &Bus) -> Result<Vec<AppInfo>, DriverError> {
 }
 
 /// `windows.list`: the windows of every responsive application.
-pub async fn list_windows(bus: &Bus) -> Result<Vec<WindowInfo>, DriverError> {
+pub async fn list_windows(bus: &Bus) -> Result<Vec<WindowInfo>, ComputerError> {
     Ok(list_apps(bus)
         .await?
         .into_iter()

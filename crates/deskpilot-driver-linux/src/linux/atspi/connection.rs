@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::de::DeserializeOwned;
 use zbus::zvariant::{DynamicType, OwnedObjectPath, OwnedValue, Value};
 
@@ -79,7 +79,7 @@ pub enum CallError {
 
 impl CallError {
     /// The wire error for a call that the caller cannot do without.
-    pub fn to_driver(&self) -> DriverError {
+    pub fn to_driver(&self) -> ComputerError {
         let (code, message) = match self {
             CallError::Timeout { timeout_ms, .. } => (
                 ErrorCode::NotResponding,
@@ -103,7 +103,7 @@ impl CallError {
                 format!("accessibility call {method} failed: {source}"),
             ),
         };
-        DriverError::new(code, message).with_detail(serde_json::json!({
+        ComputerError::new(code, message).with_detail(serde_json::json!({
             "call_error": self.to_string(),
         }))
     }
@@ -186,8 +186,8 @@ pub struct Bus {
     pub call_timeout: Duration,
 }
 
-fn disabled(message: String) -> DriverError {
-    DriverError::new(ErrorCode::AccessibilityDisabled, message)
+fn disabled(message: String) -> ComputerError {
+    ComputerError::new(ErrorCode::AccessibilityDisabled, message)
 }
 
 const FIX_HINT: &str =
@@ -195,7 +195,7 @@ const FIX_HINT: &str =
 
 /// Maps a failure to open a bus socket: permission problems are the OS's, the rest
 /// mean the bus is not there.
-fn connect_error(what: &str, address: &str, e: &zbus::Error) -> DriverError {
+fn connect_error(what: &str, address: &str, e: &zbus::Error) -> ComputerError {
     let denied = matches!(e, zbus::Error::InputOutput(io) | zbus::Error::Connection(io, _)
         if io.kind() == std::io::ErrorKind::PermissionDenied);
     let code = if denied {
@@ -203,7 +203,7 @@ fn connect_error(what: &str, address: &str, e: &zbus::Error) -> DriverError {
     } else {
         ErrorCode::AccessibilityDisabled
     };
-    DriverError::new(
+    ComputerError::new(
         code,
         format!("cannot connect to the {what} at {address}: {e}. {FIX_HINT}"),
     )
@@ -218,7 +218,7 @@ impl Bus {
     /// `org.a11y.Bus` service on it, or no accessibility bus behind it;
     /// `COMPUTER_OS_PERMISSION_MISSING` when a bus socket refuses us. Every message
     /// says how to fix it.
-    pub async fn connect(opts: &ConnectOptions) -> Result<Bus, DriverError> {
+    pub async fn connect(opts: &ConnectOptions) -> Result<Bus, ComputerError> {
         let t = opts.call_timeout.max(Duration::from_secs(2));
         let session = match &opts.session_bus {
             Some(addr) => Some(Self::open(addr, "session bus", t).await?),
@@ -273,7 +273,11 @@ impl Bus {
         Ok(bus)
     }
 
-    async fn open(address: &str, what: &str, t: Duration) -> Result<zbus::Connection, DriverError> {
+    async fn open(
+        address: &str,
+        what: &str,
+        t: Duration,
+    ) -> Result<zbus::Connection, ComputerError> {
         let builder = zbus::connection::Builder::address(address)
             .map_err(|e| connect_error(what, address, &e))?;
         match tokio::time::timeout(t, builder.build()).await {
@@ -287,7 +291,7 @@ impl Bus {
     }
 
     /// Registers [`REGISTERED_EVENTS`] with the registry daemon.
-    async fn register_events(&self) -> Result<(), DriverError> {
+    async fn register_events(&self) -> Result<(), ComputerError> {
         let registry = ObjRef::new(REGISTRY_BUS, "/org/a11y/atspi/registry");
         for ev in REGISTERED_EVENTS {
             let r: Result<(), CallError> = self

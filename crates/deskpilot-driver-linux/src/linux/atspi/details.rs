@@ -9,7 +9,7 @@
 //! never reads more than the text cap of any text.
 
 use deskpilot_core::{Bounds, Role};
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::ComputerError;
 use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 
@@ -177,7 +177,7 @@ pub async fn read_details(
     root: &ObjRef,
     concurrency: usize,
     text_cap: usize,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let mut jobs: Vec<(ObjRef, u8)> = Vec::new();
     for (obj, info) in &parts.infos {
         let n = plan(info, obj == root);

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use deskpilot_protocol::types::{Event, EventBatch, EventKind, SubscribeParams};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use futures_util::StreamExt;
 use futures_util::stream::select_all;
 use zbus::MatchRule;
@@ -150,7 +150,7 @@ impl Subscriptions {
     /// Starts a subscription; returns its id.
     ///
     /// Errors: `COMPUTER_INTERNAL` when the bus refuses the match rules.
-    pub async fn subscribe(&self, bus: &Bus, p: &SubscribeParams) -> Result<u64, DriverError> {
+    pub async fn subscribe(&self, bus: &Bus, p: &SubscribeParams) -> Result<u64, ComputerError> {
         let mut streams = Vec::new();
         for i in EVENT_INTERFACES {
             let rule = MatchRule::builder()
@@ -239,7 +239,7 @@ impl Subscriptions {
         bus: &Bus,
         id: u64,
         timeout_ms: u64,
-    ) -> Result<EventBatch, DriverError> {
+    ) -> Result<EventBatch, ComputerError> {
         let sub = self
             .subs
             .lock()
@@ -247,7 +247,7 @@ impl Subscriptions {
             .get(&id)
             .cloned()
             .ok_or_else(|| {
-                DriverError::new(
+                ComputerError::new(
                     ErrorCode::InvalidArgument,
                     format!("no event subscription {id}; call events.subscribe first"),
                 )
@@ -316,11 +316,8 @@ async fn resolve(bus: &Bus, sub: &Sub, sender: &str) -> Option<String> {
     n
 }
 
-fn internal(e: &zbus::Error) -> DriverError {
-    DriverError::new(
-        ErrorCode::Internal,
-        format!("cannot subscribe to accessibility events: {e}"),
-    )
+fn internal(e: &zbus::Error) -> ComputerError {
+    ComputerError::internal(format!("cannot subscribe to accessibility events: {e}"))
 }
 
 #[cfg(test)]

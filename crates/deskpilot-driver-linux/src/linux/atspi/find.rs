@@ -7,7 +7,7 @@
 //! reads a window it does not search.
 
 use deskpilot_core::{Node, Role};
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::ComputerError;
 use deskpilot_protocol::types::{AppStatus, FindMatch, FindParams, FindResult, SnapshotParams};
 
 use super::apps::list_apps;
@@ -51,7 +51,7 @@ pub async fn find(
     bus: &Bus,
     opts: &ConnectOptions,
     p: &FindParams,
-) -> Result<FindResult, DriverError> {
+) -> Result<FindResult, ComputerError> {
     let limit = p.limit.unwrap_or(DEFAULT_LIMIT) as usize;
     let mut matches = Vec::new();
     let windows = match &p.window {

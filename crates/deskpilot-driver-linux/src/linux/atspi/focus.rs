@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::connection::{Bus, iface};
 use super::handle::ObjRef;
@@ -45,14 +45,14 @@ pub fn matches(top: &TopLevel, target: &Target) -> bool {
 }
 
 /// Reads the window's pid (from the bus daemon) and title.
-pub async fn target_of(bus: &Bus, window: &ObjRef) -> Result<Target, DriverError> {
+pub async fn target_of(bus: &Bus, window: &ObjRef) -> Result<Target, ComputerError> {
     let (pid, title) = tokio::join!(
         bus.pid_of(&window.bus),
         bus.prop::<String>(window, iface::ACCESSIBLE, "Name")
     );
     let title = title.map_err(|e| {
         if e.is_gone() {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::ElementNotFound,
                 format!("window {window} no longer exists; list windows again"),
             )
@@ -68,22 +68,22 @@ pub async fn target_of(bus: &Bus, window: &ObjRef) -> Result<Target, DriverError
 
 async fn blocking<T: Send + 'static>(
     x: &Arc<XInput>,
-    f: impl FnOnce(&XInput) -> Result<T, DriverError> + Send + 'static,
-) -> Result<T, DriverError> {
+    f: impl FnOnce(&XInput) -> Result<T, ComputerError> + Send + 'static,
+) -> Result<T, ComputerError> {
     let x = x.clone();
     tokio::task::spawn_blocking(move || f(&x))
         .await
-        .map_err(|e| DriverError::new(ErrorCode::Internal, format!("input task failed: {e}")))?
+        .map_err(|e| ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}")))?
 }
 
 /// The focused X top-level, off the async threads.
-pub async fn focused(x: &Arc<XInput>) -> Result<Option<TopLevel>, DriverError> {
+pub async fn focused(x: &Arc<XInput>) -> Result<Option<TopLevel>, ComputerError> {
     blocking(x, |x| x.focused_toplevel()).await
 }
 
-fn refusal(target: &Target, focused: Option<&TopLevel>, tried: bool) -> DriverError {
+fn refusal(target: &Target, focused: Option<&TopLevel>, tried: bool) -> ComputerError {
     let now = focused.map_or("nothing".to_string(), |t| format!("{:?}", t.title));
-    DriverError::new(
+    ComputerError::new(
         ErrorCode::InputUnavailable,
         format!(
             "window {:?} does not have keyboard focus ({now} has it){}; synthetic input would \
@@ -113,7 +113,7 @@ pub async fn ensure_focused(
     x: &Arc<XInput>,
     window: &ObjRef,
     activate: bool,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let target = target_of(bus, window).await?;
     let now = focused(x).await?;
     if now.as_ref().is_some_and(|t| matches(t, &target)) {

@@ -5,7 +5,7 @@
 //! bus: whether the object still exists is for the caller to find out.
 
 use deskpilot_core::Handle;
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 /// The registry daemon's well-known name; its root object lists the applications.
 pub const REGISTRY_BUS: &str = "org.a11y.atspi.Registry";
@@ -51,13 +51,13 @@ impl ObjRef {
     ///
     /// Errors: `COMPUTER_INVALID_ARGUMENT` when the text is not of that form (a handle
     /// from another driver, or a ref such as `e5` passed where a handle belongs).
-    pub fn from_handle(h: &Handle) -> Result<ObjRef, DriverError> {
+    pub fn from_handle(h: &Handle) -> Result<ObjRef, ComputerError> {
         let text = h.as_str();
         match text.split_once('|') {
             Some((bus, path)) if !bus.is_empty() && path.starts_with('/') => {
                 Ok(ObjRef::new(bus, path))
             }
-            _ => Err(DriverError::new(
+            _ => Err(ComputerError::new(
                 ErrorCode::InvalidArgument,
                 format!(
                     "{text:?} is not a Linux accessibility handle; handles look like \

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use deskpilot_core::Handle;
 use deskpilot_protocol::types::{AppStatus, LaunchParams, LaunchResult, WindowInfo};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::apps::list_apps;
 use super::connection::Bus;
@@ -75,9 +75,9 @@ pub async fn launch(
     bus: &Bus,
     opts: &ConnectOptions,
     p: &LaunchParams,
-) -> Result<LaunchResult, DriverError> {
+) -> Result<LaunchResult, ComputerError> {
     let Some((program, args)) = p.command.split_first() else {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             "apps.launch needs a command: [program, args…]",
         ));
@@ -96,7 +96,7 @@ pub async fn launch(
         .process_group(0)
         .kill_on_drop(false);
     let mut child = cmd.spawn().map_err(|e| {
-        DriverError::new(
+        ComputerError::new(
             ErrorCode::InvalidArgument,
             format!("cannot start {program:?}: {e}"),
         )

@@ -1,4 +1,4 @@
-//! AT-SPI2 reading and semantic actions (ARCHITECTURE.md §3, §5, §6).
+//! AT-SPI2 reading and semantic actions (docs/ARCHITECTURE.md §3, §5, §6).
 //!
 //! Owns everything the Linux driver does over the accessibility bus: connecting,
 //! listing applications and windows, reading a window into a [`deskpilot_core::Node`]

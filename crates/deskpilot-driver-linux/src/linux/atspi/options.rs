@@ -15,7 +15,7 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_millis(1_500);
 /// Measured here: mousepad 322 objects in ~6 ms, LibreOffice Calc ~1,850 objects in
 /// 80–135 ms; the ceiling covers apps with ten times as many objects.
 pub const DEFAULT_BULK_TIMEOUT: Duration = Duration::from_millis(5_000);
-/// Default cap on children read per node (ARCHITECTURE.md §6): 500.
+/// Default cap on children read per node (docs/ARCHITECTURE.md §6): 500.
 pub const DEFAULT_CHILD_CAP: u32 = 500;
 /// Default cap on nodes per snapshot: 5,000 (the protocol's `max_nodes` default).
 pub const DEFAULT_MAX_NODES: u32 = 5_000;

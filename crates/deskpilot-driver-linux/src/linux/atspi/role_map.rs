@@ -1,4 +1,4 @@
-//! The one AT-SPI role → deskpilot [`Role`] table (ARCHITECTURE.md §3).
+//! The one AT-SPI role → deskpilot [`Role`] table (docs/ARCHITECTURE.md §3).
 //!
 //! Owns the mapping of every AT-SPI role code (0 ..= 129 in at-spi2-core 2.46, the
 //! codes of `atspi::Role`) onto the unified vocabulary. A code this table does not

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use deskpilot_core::Node;
 use deskpilot_protocol::types::{SnapshotParams, TreeSnapshot, WalkStats, WindowInfo};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::apps::{app_name, window_info};
 use super::cache::get_items;
@@ -24,8 +24,8 @@ use super::table::read_tables;
 use super::tree::assemble;
 use super::walk::{WalkLimits, walk};
 
-fn not_found(what: &ObjRef) -> DriverError {
-    DriverError::new(
+fn not_found(what: &ObjRef) -> ComputerError {
+    ComputerError::new(
         ErrorCode::ElementNotFound,
         format!(
             "{what} is not an element of a running application (closed, or the app rebuilt \
@@ -51,7 +51,7 @@ pub async fn read(
     bus: &Bus,
     opts: &ConnectOptions,
     p: &SnapshotParams,
-) -> Result<Read, DriverError> {
+) -> Result<Read, ComputerError> {
     let started = Instant::now();
     let window = ObjRef::from_handle(&p.window)?;
     let root = match &p.scope {
@@ -59,7 +59,7 @@ pub async fn read(
         None => window.clone(),
     };
     if root.bus != window.bus {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             format!("scope {root} is not in window {window}'s application"),
         ));
@@ -180,7 +180,7 @@ pub async fn snapshot(
     bus: &Bus,
     opts: &ConnectOptions,
     p: &SnapshotParams,
-) -> Result<TreeSnapshot, DriverError> {
+) -> Result<TreeSnapshot, ComputerError> {
     let r = read(bus, opts, p).await?;
     Ok(TreeSnapshot {
         window: r.window,

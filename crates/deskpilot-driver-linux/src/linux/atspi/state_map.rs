@@ -1,4 +1,4 @@
-//! AT-SPI state sets → deskpilot [`StateSet`] (ARCHITECTURE.md §3).
+//! AT-SPI state sets → deskpilot [`StateSet`] (docs/ARCHITECTURE.md §3).
 //!
 //! Owns the decoding of the two-word AT-SPI state set (`au`, bit *n* = state code *n*)
 //! and the single mapping onto the unified states. A state with no counterpart is

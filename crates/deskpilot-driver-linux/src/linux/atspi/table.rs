@@ -9,7 +9,7 @@
 //! the container for its children.
 
 use deskpilot_core::{Bounds, TableInfo};
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::ComputerError;
 use futures_util::{StreamExt, stream};
 
 use super::connection::{Bus, CallError, iface, obj_from_wire};
@@ -197,7 +197,7 @@ async fn read_table(
     concurrency: usize,
     text_cap: usize,
     max_cells: u64,
-) -> Result<(), DriverError> {
+) -> Result<(), ComputerError> {
     let dims: Result<(i32, i32), CallError> = async {
         let rows: i32 = bus.prop(table, iface::TABLE, "NRows").await?;
         let cols: i32 = bus.prop(table, iface::TABLE, "NColumns").await?;
@@ -327,7 +327,7 @@ pub async fn read_tables(
     text_cap: usize,
     max_cells: u64,
     viewport: Option<Bounds>,
-) -> Result<u64, DriverError> {
+) -> Result<u64, ComputerError> {
     let tables: Vec<(ObjRef, Bounds)> = parts
         .infos
         .values()

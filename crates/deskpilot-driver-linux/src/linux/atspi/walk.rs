@@ -23,7 +23,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::ComputerError;
 use futures_util::{StreamExt, stream};
 
 use super::connection::{Bus, CallError, iface, obj_from_wire};
@@ -252,7 +252,7 @@ pub fn take_children(
 }
 
 /// Turns a failed call into "skip this object" or "stop the snapshot".
-fn absorb(e: CallError, obj: &ObjRef, vanished: &mut HashSet<ObjRef>) -> Result<(), DriverError> {
+fn absorb(e: CallError, obj: &ObjRef, vanished: &mut HashSet<ObjRef>) -> Result<(), ComputerError> {
     if e.is_timeout() {
         return Err(e.to_driver());
     }
@@ -271,7 +271,7 @@ pub async fn walk(
     root: &ObjRef,
     cache: Option<Vec<NodeInfo>>,
     limits: &WalkLimits,
-) -> Result<Walk, DriverError> {
+) -> Result<Walk, ComputerError> {
     let mut pool: HashMap<ObjRef, NodeInfo> = HashMap::new();
     let mut by_parent: HashMap<ObjRef, Vec<ObjRef>> = HashMap::new();
     let mut trust_showing = cache.iter().flatten().any(sets_showing);

@@ -4,7 +4,7 @@
 //! separated by whitespace; the keys of one chord by `+`. A literal plus is written
 //! `plus`, or as the last key (`ctrl++`, or `+` alone).
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::ComputerError;
 
 use super::keysym::{Keysym, keysym_from_name};
 
@@ -34,15 +34,15 @@ pub struct Chord {
 /// Errors: `InvalidArgument` for an empty string, an empty key (`ctrl+`), an unknown
 /// name (the message lists accepted forms), or more than [`MAX_KEYS_PER_CHORD`] keys
 /// or [`MAX_CHORDS`] chords.
-pub fn parse_chords(chords: &str) -> Result<Vec<Chord>, DriverError> {
+pub fn parse_chords(chords: &str) -> Result<Vec<Chord>, ComputerError> {
     let tokens: Vec<&str> = chords.split_whitespace().collect();
     if tokens.is_empty() {
-        return Err(invalid(
+        return Err(ComputerError::invalid(
             "no keys given; send chords such as \"ctrl+s\", \"shift+Tab\" or \"Return\"",
         ));
     }
     if tokens.len() > MAX_CHORDS {
-        return Err(invalid(format!(
+        return Err(ComputerError::invalid(format!(
             "{} chords in one call; at most {MAX_CHORDS} are accepted",
             tokens.len()
         )));
@@ -50,7 +50,7 @@ pub fn parse_chords(chords: &str) -> Result<Vec<Chord>, DriverError> {
     tokens.into_iter().map(parse_chord).collect()
 }
 
-fn parse_chord(token: &str) -> Result<Chord, DriverError> {
+fn parse_chord(token: &str) -> Result<Chord, ComputerError> {
     let names: Vec<&str> = if token == "+" {
         vec!["+"]
     } else if let Some(head) = token.strip_suffix("++") {
@@ -61,12 +61,12 @@ fn parse_chord(token: &str) -> Result<Chord, DriverError> {
         token.split('+').collect()
     };
     if names.iter().any(|n| n.is_empty()) {
-        return Err(invalid(format!(
+        return Err(ComputerError::invalid(format!(
             "chord \"{token}\" has an empty key; join keys with '+' (\"ctrl+s\") and write a plus key as \"plus\""
         )));
     }
     if names.len() > MAX_KEYS_PER_CHORD {
-        return Err(invalid(format!(
+        return Err(ComputerError::invalid(format!(
             "chord \"{token}\" has {} keys; at most {MAX_KEYS_PER_CHORD} are accepted",
             names.len()
         )));
@@ -104,8 +104,8 @@ fn fold_letter(name: &str) -> String {
     }
 }
 
-fn unknown_key(name: &str, chord: &str) -> DriverError {
-    invalid(format!(
+fn unknown_key(name: &str, chord: &str) -> ComputerError {
+    ComputerError::invalid(format!(
         "unknown key name \"{name}\" in chord \"{chord}\"; use X keysym names or aliases \
          such as ctrl, shift, alt, super, Return (enter), Tab, Escape (esc), BackSpace, \
          Delete (del), Home, End, Left, Page_Up (pgup), F1..F35, a single character \
@@ -114,14 +114,11 @@ fn unknown_key(name: &str, chord: &str) -> DriverError {
     .with_detail(serde_json::json!({ "key": name, "chord": chord }))
 }
 
-fn invalid(message: impl Into<String>) -> DriverError {
-    DriverError::new(ErrorCode::InvalidArgument, message)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::keysym::{XK_ALT_L, XK_CONTROL_L, XK_RETURN, XK_SHIFT_L, XK_TAB};
     use super::*;
+    use deskpilot_protocol::ErrorCode;
 
     fn keys(s: &str) -> Vec<Vec<Keysym>> {
         parse_chords(s)

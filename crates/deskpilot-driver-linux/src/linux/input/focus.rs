@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use deskpilot_core::Bounds;
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use x11rb::errors::ReplyError;
 use x11rb::protocol::ErrorKind;
 use x11rb::protocol::res::{ClientIdMask, ClientIdSpec, ConnectionExt as _};
@@ -60,7 +60,7 @@ impl XInput {
     /// nothing or on the root window.
     ///
     /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
-    pub fn focused_toplevel(&self) -> Result<Option<TopLevel>, DriverError> {
+    pub fn focused_toplevel(&self) -> Result<Option<TopLevel>, ComputerError> {
         if let Some(active) = self.active_window()?
             && let Some(top) = self.describe(active)?
         {
@@ -76,7 +76,7 @@ impl XInput {
     /// tooltips), as client windows, bottom to top in stacking order.
     ///
     /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
-    pub fn toplevels(&self) -> Result<Vec<TopLevel>, DriverError> {
+    pub fn toplevels(&self) -> Result<Vec<TopLevel>, ComputerError> {
         let tree = self
             .conn
             .query_tree(self.root)
@@ -119,7 +119,7 @@ impl XInput {
     /// Errors: `ElementNotFound` when `xid` does not exist; `ElementNotActionable`
     /// when it is not mapped and no WM can map it; `Timeout` when focus did not
     /// arrive; `InputUnavailable`/`Internal` on connection or X errors.
-    pub fn activate(&self, xid: u32) -> Result<(), DriverError> {
+    pub fn activate(&self, xid: u32) -> Result<(), ComputerError> {
         let _serial = self.lock();
         let attrs = gone_is_none(
             self.conn
@@ -129,7 +129,7 @@ impl XInput {
         )
         .x11("GetWindowAttributes")?
         .ok_or_else(|| {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::ElementNotFound,
                 format!("X window 0x{xid:x} does not exist (closed?)"),
             )
@@ -177,7 +177,7 @@ impl XInput {
             } else {
                 "is"
             };
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::ElementNotActionable,
                 format!(
                     "X window 0x{xid:x} {was} not mapped (minimized or hidden), so it cannot take keyboard focus"
@@ -200,7 +200,7 @@ impl XInput {
         if self.wait_for_focus(target)? {
             return Ok(());
         }
-        Err(DriverError::new(
+        Err(ComputerError::new(
             ErrorCode::Timeout,
             format!(
                 "X window 0x{xid:x} did not take keyboard focus within {ACTIVATE_TIMEOUT_MS} ms"
@@ -211,7 +211,7 @@ impl XInput {
 
     /// Polls until the X input focus resolves to `client`, up to
     /// [`ACTIVATE_TIMEOUT_MS`]. Returns whether it did.
-    fn wait_for_focus(&self, client: Window) -> Result<bool, DriverError> {
+    fn wait_for_focus(&self, client: Window) -> Result<bool, ComputerError> {
         let deadline = Instant::now() + Duration::from_millis(ACTIVATE_TIMEOUT_MS);
         loop {
             if self.input_focus_client()? == Some(client) {
@@ -225,7 +225,7 @@ impl XInput {
     }
 
     /// The X input focus resolved to a client top-level, if any.
-    fn input_focus_client(&self) -> Result<Option<Window>, DriverError> {
+    fn input_focus_client(&self) -> Result<Option<Window>, ComputerError> {
         let focus = self
             .conn
             .get_input_focus()
@@ -258,7 +258,7 @@ impl XInput {
     }
 
     /// `_NET_ACTIVE_WINDOW` when a live EWMH window manager sets it to a window.
-    fn active_window(&self) -> Result<Option<Window>, DriverError> {
+    fn active_window(&self) -> Result<Option<Window>, ComputerError> {
         if self.wm_check_window()?.is_none() {
             return Ok(None);
         }
@@ -279,9 +279,9 @@ impl XInput {
 
     /// The EWMH window-manager check window, when a WM is running (the root's
     /// `_NET_SUPPORTING_WM_CHECK` names a window whose own property names itself).
-    fn wm_check_window(&self) -> Result<Option<Window>, DriverError> {
+    fn wm_check_window(&self) -> Result<Option<Window>, ComputerError> {
         let check = self.atoms._NET_SUPPORTING_WM_CHECK;
-        let first = |w: Window| -> Result<Option<Window>, DriverError> {
+        let first = |w: Window| -> Result<Option<Window>, ComputerError> {
             Ok(self
                 .property(w, check, AtomEnum::WINDOW.into(), 1)?
                 .and_then(|p| p.value32().and_then(|mut v| v.next())))
@@ -293,7 +293,7 @@ impl XInput {
     }
 
     /// True when a live window manager lists `atom` in `_NET_SUPPORTED`.
-    fn wm_supports(&self, atom: Atom) -> Result<bool, DriverError> {
+    fn wm_supports(&self, atom: Atom) -> Result<bool, ComputerError> {
         if self.wm_check_window()?.is_none() {
             return Ok(false);
         }
@@ -310,7 +310,7 @@ impl XInput {
 
     /// The root child containing `window` (a WM frame, or the window itself without
     /// a WM); `None` for the root or a window that vanished.
-    fn frame_of(&self, window: Window) -> Result<Option<Window>, DriverError> {
+    fn frame_of(&self, window: Window) -> Result<Option<Window>, ComputerError> {
         let mut current = window;
         // Bounded: X window trees are shallow; 64 levels is far beyond any real one.
         for _ in 0..64 {
@@ -333,7 +333,7 @@ impl XInput {
     /// The client window inside a root child: the first window with `WM_STATE`
     /// (breadth-first, [`CLIENT_SEARCH_DEPTH`] levels), else the root child itself
     /// (no window manager).
-    fn client_of(&self, frame: Window) -> Result<Window, DriverError> {
+    fn client_of(&self, frame: Window) -> Result<Window, ComputerError> {
         let mut level = vec![frame];
         for _ in 0..=CLIENT_SEARCH_DEPTH {
             let mut next = Vec::new();
@@ -356,7 +356,7 @@ impl XInput {
     }
 
     /// Pid, title and root-relative bounds of a client window; `None` if it vanished.
-    fn describe(&self, xid: Window) -> Result<Option<TopLevel>, DriverError> {
+    fn describe(&self, xid: Window) -> Result<Option<TopLevel>, ComputerError> {
         let Some(geometry) = gone_is_none(self.conn.get_geometry(xid).x11("GetGeometry")?.reply())
             .x11("GetGeometry")?
         else {
@@ -385,7 +385,7 @@ impl XInput {
         }))
     }
 
-    fn pid_of(&self, xid: Window) -> Result<Option<u32>, DriverError> {
+    fn pid_of(&self, xid: Window) -> Result<Option<u32>, ComputerError> {
         let from_prop = self
             .property(xid, self.atoms._NET_WM_PID, AtomEnum::CARDINAL.into(), 1)?
             .and_then(|p| p.value32().and_then(|mut v| v.next()))
@@ -413,7 +413,7 @@ impl XInput {
             .filter(|&pid| pid != 0))
     }
 
-    fn title_of(&self, xid: Window) -> Result<String, DriverError> {
+    fn title_of(&self, xid: Window) -> Result<String, ComputerError> {
         if let Some(p) = self.property(
             xid,
             self.atoms._NET_WM_NAME,
@@ -445,7 +445,7 @@ impl XInput {
         property: Atom,
         type_: Atom,
         long_length: u32,
-    ) -> Result<Option<GetPropertyReply>, DriverError> {
+    ) -> Result<Option<GetPropertyReply>, ComputerError> {
         let reply = self
             .conn
             .get_property(false, window, property, type_, 0, long_length)

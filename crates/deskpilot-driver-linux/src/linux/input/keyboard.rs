@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::ComputerError;
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{ConnectionExt as _, KeyButMask};
 
@@ -32,7 +32,7 @@ impl XInput {
     /// Errors: `InvalidArgument` for an unknown name or malformed chord (nothing is
     /// sent); `InputUnavailable` for a modifier the map lacks, a missing key with no
     /// spare keycode, or a lost connection.
-    pub fn send_chords(&self, chords: &str) -> Result<u64, DriverError> {
+    pub fn send_chords(&self, chords: &str) -> Result<u64, ComputerError> {
         let chords = parse_chords(chords)?;
         let _serial = self.lock();
         let keymap = self.keymap()?;
@@ -52,7 +52,7 @@ impl XInput {
     /// [`MAX_TEXT_CHARS`](super::MAX_TEXT_CHARS) characters; `InputUnavailable` when a
     /// character is missing and no spare keycode exists, or the connection is lost.
     /// Nothing is typed when planning fails.
-    pub fn type_text(&self, text: &str) -> Result<u64, DriverError> {
+    pub fn type_text(&self, text: &str) -> Result<u64, ComputerError> {
         if text.is_empty() {
             return Ok(0);
         }
@@ -63,7 +63,7 @@ impl XInput {
     }
 
     /// True when the server's Lock modifier (Caps Lock) is on.
-    fn caps_lock_on(&self) -> Result<bool, DriverError> {
+    fn caps_lock_on(&self) -> Result<bool, ComputerError> {
         let mask = self
             .conn
             .query_pointer(self.root)
@@ -75,7 +75,7 @@ impl XInput {
     }
 
     /// The server's current core keyboard map and modifier keycodes.
-    pub(crate) fn keymap(&self) -> Result<Keymap, DriverError> {
+    pub(crate) fn keymap(&self) -> Result<Keymap, ComputerError> {
         let setup = self.conn.setup();
         let (min, max) = (setup.min_keycode, setup.max_keycode);
         let map = self
@@ -98,7 +98,7 @@ impl XInput {
         ))
     }
 
-    fn run(&self, keymap: &Keymap, plan: &Plan) -> Result<u64, DriverError> {
+    fn run(&self, keymap: &Keymap, plan: &Plan) -> Result<u64, ComputerError> {
         let already_down = self.keys_down()?;
         if !already_down.is_empty() {
             tracing::warn!(

@@ -1,5 +1,5 @@
 //! X11 XTest input: the declared fallback channel for keyboard and pointer input
-//! (ARCHITECTURE.md §1, §6 "Fallback input").
+//! (docs/ARCHITECTURE.md §1, §6 "Fallback input").
 //!
 //! Owns the X connection used for synthetic input, window focus queries and
 //! activation, key-name parsing, keyboard-map lookups and the temporary borrowing of
@@ -28,7 +28,7 @@ mod xtest;
 
 use std::sync::{Mutex, MutexGuard};
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use x11rb::connection::{Connection, RequestConnection};
 use x11rb::errors::{ConnectionError, ReplyError};
 use x11rb::protocol::Event;
@@ -88,11 +88,11 @@ impl XInput {
     /// Errors: `InputUnavailable` when no display is named and `$DISPLAY` is unset (a
     /// Wayland-only session says so: synthetic input needs X11), when the display
     /// cannot be reached, or when it lacks XTEST.
-    pub fn connect(display: Option<&str>) -> Result<XInput, DriverError> {
+    pub fn connect(display: Option<&str>) -> Result<XInput, ComputerError> {
         let env = |name: &str| std::env::var(name).ok();
         let display = resolve_display(display, env("DISPLAY"), env("WAYLAND_DISPLAY"))?;
         let (conn, screen_num) = RustConnection::connect(Some(&display)).map_err(|e| {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::InputUnavailable,
                 format!("cannot connect to the X display {display}: {e}"),
             )
@@ -102,7 +102,7 @@ impl XInput {
             .extension_information(x11rb::protocol::xtest::X11_EXTENSION_NAME)
             .x11("QueryExtension XTEST")?;
         if ext.is_none() {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::InputUnavailable,
                 format!(
                     "the X display {display} has no XTEST extension, which synthetic keyboard and pointer input needs"
@@ -122,7 +122,7 @@ impl XInput {
             .reply()
             .x11("InternAtom")?;
         let screen = conn.setup().roots.get(screen_num).ok_or_else(|| {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::InputUnavailable,
                 format!("the X display {display} has no screen {screen_num}"),
             )
@@ -161,7 +161,7 @@ impl XInput {
 
     /// Keycodes the server currently considers pressed (`QueryKeymap`), ascending.
     /// Empty after every method of this type returns, unless a real keyboard is held.
-    pub fn keys_down(&self) -> Result<Vec<u8>, DriverError> {
+    pub fn keys_down(&self) -> Result<Vec<u8>, ComputerError> {
         let reply = self
             .conn
             .query_keymap()
@@ -178,7 +178,7 @@ impl XInput {
     }
 
     /// Round trip that guarantees the server processed every request sent so far.
-    fn sync(&self) -> Result<(), DriverError> {
+    fn sync(&self) -> Result<(), ComputerError> {
         sync_conn(&self.conn)
     }
 }
@@ -186,7 +186,7 @@ impl XInput {
 /// `GetInputFocus` round trip, then drains queued events (this connection selects
 /// none, but receives `MappingNotify` and errors of unchecked requests, which would
 /// otherwise pile up). Errors: the first X error found, as `Internal`.
-pub(crate) fn sync_conn(conn: &RustConnection) -> Result<(), DriverError> {
+pub(crate) fn sync_conn(conn: &RustConnection) -> Result<(), ComputerError> {
     conn.get_input_focus()
         .x11("GetInputFocus")?
         .reply()
@@ -200,7 +200,7 @@ pub(crate) fn sync_conn(conn: &RustConnection) -> Result<(), DriverError> {
     }
     match first_error {
         None => Ok(()),
-        Some(e) => Err(DriverError::new(
+        Some(e) => Err(ComputerError::new(
             ErrorCode::Internal,
             format!(
                 "the X server refused a request ({:?}, major opcode {})",
@@ -215,7 +215,7 @@ fn resolve_display(
     explicit: Option<&str>,
     env_display: Option<String>,
     env_wayland: Option<String>,
-) -> Result<String, DriverError> {
+) -> Result<String, ComputerError> {
     if let Some(d) = explicit.filter(|d| !d.trim().is_empty()) {
         return Ok(d.to_owned());
     }
@@ -223,7 +223,7 @@ fn resolve_display(
         return Ok(d);
     }
     match env_wayland.filter(|w| !w.trim().is_empty()) {
-        Some(wayland) => Err(DriverError::new(
+        Some(wayland) => Err(ComputerError::new(
             ErrorCode::InputUnavailable,
             format!(
                 "synthetic keyboard and pointer input needs X11 (XTest), but this is a \
@@ -232,7 +232,7 @@ fn resolve_display(
             ),
         )
         .with_detail(serde_json::json!({ "wayland_display": wayland }))),
-        None => Err(DriverError::new(
+        None => Err(ComputerError::new(
             ErrorCode::InputUnavailable,
             "synthetic keyboard and pointer input needs an X11 display, and none is set \
              (DISPLAY is empty); start a sandbox desktop or set DISPLAY",
@@ -255,20 +255,20 @@ fn pressed_keycodes(keys: &[u8]) -> Vec<u8> {
 /// Maps x11rb errors to driver errors: a lost connection is `InputUnavailable`, an X
 /// protocol error is `Internal`; both name the request.
 pub(crate) trait X11Context<T> {
-    fn x11(self, what: &str) -> Result<T, DriverError>;
+    fn x11(self, what: &str) -> Result<T, ComputerError>;
 }
 
 impl<T> X11Context<T> for Result<T, ConnectionError> {
-    fn x11(self, what: &str) -> Result<T, DriverError> {
+    fn x11(self, what: &str) -> Result<T, ComputerError> {
         self.map_err(|e| connection_lost(what, &e))
     }
 }
 
 impl<T> X11Context<T> for Result<T, ReplyError> {
-    fn x11(self, what: &str) -> Result<T, DriverError> {
+    fn x11(self, what: &str) -> Result<T, ComputerError> {
         self.map_err(|e| match e {
             ReplyError::ConnectionError(e) => connection_lost(what, &e),
-            ReplyError::X11Error(e) => DriverError::new(
+            ReplyError::X11Error(e) => ComputerError::new(
                 ErrorCode::Internal,
                 format!("X request {what} failed: {:?}", e.error_kind),
             ),
@@ -276,8 +276,8 @@ impl<T> X11Context<T> for Result<T, ReplyError> {
     }
 }
 
-fn connection_lost(what: &str, e: &ConnectionError) -> DriverError {
-    DriverError::new(
+fn connection_lost(what: &str, e: &ConnectionError) -> ComputerError {
+    ComputerError::new(
         ErrorCode::InputUnavailable,
         format!("lost the X connection during {what}: {e}"),
     )

@@ -10,7 +10,7 @@
 //! group needs more borrowed keysyms than spares remain, so a text with fewer
 //! distinct missing characters than spare keycodes needs one borrow and one restore.
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::chord::Chord;
 use super::keymap::{Keymap, Level};
@@ -140,7 +140,7 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn add_group(&mut self, keys: &[Key]) -> Result<(), DriverError> {
+    fn add_group(&mut self, keys: &[Key]) -> Result<(), ComputerError> {
         // Rows this group needs to borrow that the current batch has not borrowed.
         let mut missing: Vec<(Keysym, Keysym)> = Vec::new();
         for key in keys {
@@ -163,7 +163,7 @@ impl<'a> Planner<'a> {
                 return Err(no_spare(first));
             }
             if missing.len() > self.spares.len() {
-                return Err(DriverError::new(
+                return Err(ComputerError::new(
                     ErrorCode::InvalidArgument,
                     format!(
                         "one chord needs {} keys the keyboard map lacks but only {} spare keycodes exist",
@@ -236,10 +236,10 @@ impl<'a> Planner<'a> {
 /// Errors: `InvalidArgument` for other control characters or more than
 /// [`MAX_TEXT_CHARS`] characters; `InputUnavailable` when a character is missing from
 /// the map and no spare keycode exists to borrow.
-pub fn plan_text(keymap: &Keymap, text: &str, caps_lock: bool) -> Result<Plan, DriverError> {
+pub fn plan_text(keymap: &Keymap, text: &str, caps_lock: bool) -> Result<Plan, ComputerError> {
     let count = text.chars().count();
     if count > MAX_TEXT_CHARS {
-        return Err(DriverError::new(
+        return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             format!(
                 "text has {count} characters; at most {MAX_TEXT_CHARS} are typed per call, split it"
@@ -254,7 +254,7 @@ pub fn plan_text(keymap: &Keymap, text: &str, caps_lock: bool) -> Result<Plan, D
             chars.next();
         }
         let keysym = char_to_keysym(c).ok_or_else(|| {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::InvalidArgument,
                 format!(
                     "text contains the control character U+{:04X}, which no key types; only \
@@ -277,7 +277,7 @@ pub fn plan_text(keymap: &Keymap, text: &str, caps_lock: bool) -> Result<Plan, D
 ///
 /// Errors: `InputUnavailable` when a modifier has no key in the map, or a key is
 /// missing and no spare keycode exists.
-pub fn plan_chords(keymap: &Keymap, chords: &[Chord]) -> Result<Plan, DriverError> {
+pub fn plan_chords(keymap: &Keymap, chords: &[Chord]) -> Result<Plan, ComputerError> {
     let mut planner = Planner::new(keymap);
     for chord in chords {
         let keys: Vec<Key> = chord
@@ -290,7 +290,7 @@ pub fn plan_chords(keymap: &Keymap, chords: &[Chord]) -> Result<Plan, DriverErro
             .collect();
         planner.add_group(&keys).map_err(|e| {
             let message = format!("chord \"{}\": {}", chord.text, e.message);
-            DriverError { message, ..e }
+            ComputerError { message, ..e }
         })?;
     }
     Ok(planner.finish())
@@ -305,8 +305,8 @@ pub fn describe_keysym(keysym: Keysym) -> String {
     }
 }
 
-fn no_spare(keysym: Keysym) -> DriverError {
-    DriverError::new(
+fn no_spare(keysym: Keysym) -> ComputerError {
+    ComputerError::new(
         ErrorCode::InputUnavailable,
         format!(
             "cannot type {}: the keyboard map has no key for it and no spare keycode is free to borrow",
@@ -316,8 +316,8 @@ fn no_spare(keysym: Keysym) -> DriverError {
     .with_detail(serde_json::json!({ "keysym": keysym }))
 }
 
-fn no_modifier(keysym: Keysym) -> DriverError {
-    DriverError::new(
+fn no_modifier(keysym: Keysym) -> ComputerError {
+    ComputerError::new(
         ErrorCode::InputUnavailable,
         format!(
             "the keyboard map has no modifier key for {}; it cannot be pressed",

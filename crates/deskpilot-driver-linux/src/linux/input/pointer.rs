@@ -3,12 +3,12 @@
 //!
 //! Owns the event sequence of each gesture. It moves the real pointer (the caller
 //! says so in its result) and never leaves a button pressed. Coordinates outside the
-//! screen are refused, never clamped (ARCHITECTURE.md §8).
+//! screen are refused, never clamped (docs/ARCHITECTURE.md §8).
 
 use std::time::Duration;
 
 use deskpilot_protocol::types::{PointerAction, PointerParams};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::XInput;
 use super::xtest::Held;
@@ -41,12 +41,12 @@ impl XInput {
     ///
     /// Errors: `InvalidArgument` for a point outside the screen or a drag without
     /// `to`; `InputUnavailable`/`Internal` on connection or X errors.
-    pub fn pointer(&self, p: &PointerParams) -> Result<u64, DriverError> {
+    pub fn pointer(&self, p: &PointerParams) -> Result<u64, ComputerError> {
         let (x, y) = self.on_screen(p.x, p.y)?;
         let to = match (p.action, p.to) {
             (PointerAction::Drag, Some((tx, ty))) => Some(self.on_screen(tx, ty)?),
             (PointerAction::Drag, None) => {
-                return Err(DriverError::new(
+                return Err(ComputerError::new(
                     ErrorCode::InvalidArgument,
                     "a drag needs a destination: give `to` as [x, y] in screen pixels",
                 ));
@@ -94,10 +94,10 @@ impl XInput {
     }
 
     /// Checks that `(x, y)` lies on the screen and narrows it to the wire type.
-    fn on_screen(&self, x: i32, y: i32) -> Result<(i16, i16), DriverError> {
+    fn on_screen(&self, x: i32, y: i32) -> Result<(i16, i16), ComputerError> {
         let (w, h) = (i32::from(self.screen_width), i32::from(self.screen_height));
         if !(0..w).contains(&x) || !(0..h).contains(&y) {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::InvalidArgument,
                 format!("point ({x}, {y}) is outside the {w}x{h} screen; it is not clamped"),
             )
@@ -107,7 +107,7 @@ impl XInput {
         // screen is wider than 32767 px, which X coordinates cannot address anyway.
         let narrow = |v: i32| {
             i16::try_from(v).map_err(|_| {
-                DriverError::new(
+                ComputerError::new(
                     ErrorCode::InvalidArgument,
                     format!("coordinate {v} exceeds the X protocol's 16-bit range"),
                 )
@@ -117,7 +117,7 @@ impl XInput {
     }
 }
 
-fn click(held: &mut Held<'_>, button: u8) -> Result<(), DriverError> {
+fn click(held: &mut Held<'_>, button: u8) -> Result<(), ComputerError> {
     held.button_down(button)?;
     held.release_all()
 }

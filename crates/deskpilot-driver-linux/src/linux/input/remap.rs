@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use deskpilot_protocol::DriverError;
+use deskpilot_protocol::ComputerError;
 use x11rb::protocol::xproto::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
@@ -67,7 +67,7 @@ impl<'c> Borrowed<'c> {
         &mut self,
         keymap: &Keymap,
         borrow: &[Borrow],
-    ) -> Result<(), DriverError> {
+    ) -> Result<(), ComputerError> {
         let mut rows: Vec<(u8, Vec<Keysym>)> = Vec::with_capacity(borrow.len());
         for b in borrow {
             if !self.originals.iter().any(|(k, _)| *k == b.keycode) {
@@ -83,7 +83,7 @@ impl<'c> Borrowed<'c> {
     }
 
     /// Puts every original row back.
-    pub(crate) fn restore(&mut self) -> Result<(), DriverError> {
+    pub(crate) fn restore(&mut self) -> Result<(), ComputerError> {
         if self.originals.is_empty() {
             return Ok(());
         }
@@ -97,7 +97,7 @@ impl<'c> Borrowed<'c> {
 
     /// One `ChangeKeyboardMapping` per run of consecutive keycodes, so clients get as
     /// few `MappingNotify` events as possible; each is checked.
-    fn change(&self, rows: &[(u8, Vec<Keysym>)]) -> Result<(), DriverError> {
+    fn change(&self, rows: &[(u8, Vec<Keysym>)]) -> Result<(), ComputerError> {
         let mut sorted: Vec<&(u8, Vec<Keysym>)> = rows.iter().collect();
         sorted.sort_by_key(|(k, _)| *k);
         for run in runs(&sorted) {

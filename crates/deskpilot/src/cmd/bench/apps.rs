@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use deskpilot_core::{Op, Role};
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 /// Lines in mousepad's file.
 pub const TEXT_LINES: usize = 2_000;
@@ -128,7 +128,7 @@ pub const APPS: [AppSpec; 5] = [
 /// when the list is empty.
 ///
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for an unknown key (the message lists the keys).
-pub fn select(keys: &[String]) -> Result<Vec<AppSpec>, DriverError> {
+pub fn select(keys: &[String]) -> Result<Vec<AppSpec>, ComputerError> {
     let wanted: Vec<String> = keys
         .iter()
         .map(|k| k.trim().to_lowercase())
@@ -138,21 +138,28 @@ pub fn select(keys: &[String]) -> Result<Vec<AppSpec>, DriverError> {
         return Ok(APPS.to_vec());
     }
     for k in &wanted {
-        if !APPS.iter().any(|a| a.key == k) {
-            return Err(DriverError::new(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "--apps: {k:?} is not a bench app; choose from {}",
-                    APPS.iter().map(|a| a.key).collect::<Vec<_>>().join(", ")
-                ),
-            ));
-        }
+        app_key(k).map_err(|m| ComputerError::new(ErrorCode::InvalidArgument, m))?;
     }
     Ok(APPS
         .iter()
         .filter(|a| wanted.iter().any(|k| k == a.key))
         .copied()
         .collect())
+}
+
+/// One `--apps` key (any case, blank allowed), as given; a clap value parser.
+///
+/// Errors: the message for an unknown key, listing the keys.
+pub fn app_key(k: &str) -> Result<String, String> {
+    let key = k.trim().to_lowercase();
+    if key.is_empty() || APPS.iter().any(|a| a.key == key) {
+        Ok(k.to_string())
+    } else {
+        Err(format!(
+            "--apps: {key:?} is not a bench app; choose from {}",
+            APPS.iter().map(|a| a.key).collect::<Vec<_>>().join(", ")
+        ))
+    }
 }
 
 /// Files the apps open, written into one temporary directory.
@@ -205,17 +212,17 @@ const LIBREOFFICE_SETTINGS: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
 </oor:items>
 "#;
 
-fn write(path: &Path, text: &str) -> Result<(), DriverError> {
+fn write(path: &Path, text: &str) -> Result<(), ComputerError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| {
-            DriverError::new(
+            ComputerError::new(
                 ErrorCode::Internal,
                 format!("cannot create {}: {e}", dir.display()),
             )
         })?;
     }
     std::fs::write(path, text).map_err(|e| {
-        DriverError::new(
+        ComputerError::new(
             ErrorCode::Internal,
             format!("cannot write {}: {e}", path.display()),
         )
@@ -226,7 +233,7 @@ fn write(path: &Path, text: &str) -> Result<(), DriverError> {
 /// will use under `config_home` (the sandbox's `XDG_CONFIG_HOME`).
 ///
 /// Errors: `COMPUTER_INTERNAL` when a file cannot be written.
-pub fn write_fixtures(dir: &Path, config_home: &Path) -> Result<Fixtures, DriverError> {
+pub fn write_fixtures(dir: &Path, config_home: &Path) -> Result<Fixtures, ComputerError> {
     let f = Fixtures {
         text_file: dir.join("lines.txt"),
         page: dir.join("page.html"),

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use deskpilot_protocol::{DriverError, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -70,8 +70,8 @@ pub struct Peer {
     stderr_log: PathBuf,
 }
 
-fn failed(msg: impl Into<String>) -> DriverError {
-    DriverError::new(ErrorCode::Internal, msg)
+fn failed(msg: impl Into<String>) -> ComputerError {
+    ComputerError::new(ErrorCode::Internal, msg)
 }
 
 fn log_tail(path: &Path) -> String {
@@ -93,9 +93,9 @@ impl Peer {
     /// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when `/usr/bin/python3` is missing or
     /// cannot import pyatspi (the message names the Debian package);
     /// `COMPUTER_INTERNAL` when the process cannot be started or does not answer.
-    pub async fn start(dir: &Path, env: &BTreeMap<String, String>) -> Result<Peer, DriverError> {
+    pub async fn start(dir: &Path, env: &BTreeMap<String, String>) -> Result<Peer, ComputerError> {
         if !Path::new(PYTHON).is_file() {
-            return Err(DriverError::new(
+            return Err(ComputerError::new(
                 ErrorCode::PlatformUnsupported,
                 format!(
                     "{PYTHON} is missing; the bench compares against a pyatspi walk run by Debian's python3: install python3 and python3-pyatspi (scripts/install-deps does)"
@@ -148,7 +148,7 @@ impl Peer {
         }
     }
 
-    async fn read_reply(&mut self, timeout: Duration) -> Result<Reply, DriverError> {
+    async fn read_reply(&mut self, timeout: Duration) -> Result<Reply, ComputerError> {
         let line = match tokio::time::timeout(timeout, self.lines.next_line()).await {
             Err(_) => {
                 return Err(failed(format!(
@@ -186,7 +186,7 @@ impl Peer {
     ///
     /// Errors: `COMPUTER_INTERNAL` when the walker fails, exits or takes longer than
     /// two minutes.
-    pub async fn walk(&mut self, bus: &str, tsv: bool) -> Result<Walk, DriverError> {
+    pub async fn walk(&mut self, bus: &str, tsv: bool) -> Result<Walk, ComputerError> {
         let mut req = serde_json::to_string(&serde_json::json!({ "bus": bus, "tsv": tsv }))
             .map_err(|e| failed(format!("cannot encode a walk request: {e}")))?;
         req.push('\n');

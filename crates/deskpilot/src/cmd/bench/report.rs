@@ -123,7 +123,7 @@ pub struct Target {
 pub const OBSERVE_SPEEDUP_GOAL: f64 = 10.0;
 /// Mousepad observe median ceiling, ms.
 pub const MOUSEPAD_OBSERVE_GOAL_MS: f64 = 50.0;
-/// Snapshot budget every app must fit, tokens (ARCHITECTURE.md §4).
+/// Snapshot budget every app must fit, tokens (docs/ARCHITECTURE.md §4).
 pub const SNAPSHOT_BUDGET: f64 = 2_000.0;
 /// Calculator click round-trip median ceiling, ms.
 pub const CALCULATOR_ACT_GOAL_MS: f64 = 400.0;

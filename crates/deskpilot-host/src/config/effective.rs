@@ -1,0 +1,144 @@
+//! Resolving every key for one context (own desktop or sandbox) from the layers
+//! and the defaults.
+
+use std::collections::BTreeMap;
+
+use deskpilot_policy::grant::{Capture, DEFAULT_ACTION_BUDGET, DEFAULT_IDLE_EXPIRY_MS};
+use deskpilot_policy::mode::Mode;
+
+use super::{Config, Effective, Settings};
+
+impl Config {
+    /// Resolves every key for a context: on a sandbox desktop (`in_sandbox`) the
+    /// `[sandbox]` table wins over the top level, which wins over the sandbox
+    /// defaults; elsewhere the top level wins over the defaults.
+    pub fn effective(&self, in_sandbox: bool) -> Effective {
+        let mut sources = BTreeMap::new();
+        let empty = Settings::default();
+        let sb = if in_sandbox { &self.sandbox } else { &empty };
+        let default_src = if in_sandbox {
+            "sandbox default"
+        } else {
+            "default"
+        };
+        // Picks the first set layer; `sandbox_specific` says whether the default
+        // differs inside a sandbox (for the source label).
+        let mut pick = |key: &str, a: bool, b: bool, sandbox_specific: bool| -> u8 {
+            let (src, which) = if a {
+                ("sandbox table", 0)
+            } else if b {
+                ("file", 1)
+            } else if sandbox_specific {
+                (default_src, 2)
+            } else {
+                ("default", 2)
+            };
+            sources.insert(key.to_string(), src.to_string());
+            which
+        };
+        fn choose<T: Clone>(which: u8, a: &Option<T>, b: &Option<T>, d: T) -> T {
+            match which {
+                0 => a.clone().unwrap_or(d),
+                1 => b.clone().unwrap_or(d),
+                _ => d,
+            }
+        }
+        let t = &self.top;
+
+        let w = pick("enabled", sb.enabled.is_some(), t.enabled.is_some(), true);
+        let enabled = choose(w, &sb.enabled, &t.enabled, in_sandbox);
+
+        let w = pick("mode", sb.mode.is_some(), t.mode.is_some(), true);
+        let mode_default = if in_sandbox {
+            Mode::AcceptEdits
+        } else {
+            Mode::Default
+        };
+        let mode = choose(w, &sb.mode, &t.mode, mode_default);
+
+        let w = pick(
+            "allow_apps",
+            sb.allow_apps.is_some(),
+            t.allow_apps.is_some(),
+            true,
+        );
+        let allow_apps = choose(w, &sb.allow_apps, &t.allow_apps, Vec::new());
+        let allow_all_apps = w == 2 && in_sandbox;
+
+        pick(
+            "deny_apps",
+            sb.deny_apps.is_some(),
+            t.deny_apps.is_some(),
+            false,
+        );
+        // Refusal lists only ever grow: inside a sandbox the `[sandbox]` list adds to
+        // the top-level one instead of replacing it.
+        let mut deny_apps: Vec<String> = t.deny_apps.clone().unwrap_or_default();
+        if in_sandbox {
+            for x in sb.deny_apps.iter().flatten() {
+                if !deny_apps.contains(x) {
+                    deny_apps.push(x.clone());
+                }
+            }
+        }
+
+        pick(
+            "self_apps",
+            sb.self_apps.is_some(),
+            t.self_apps.is_some(),
+            false,
+        );
+        // Refusal lists only ever grow: inside a sandbox the `[sandbox]` list adds to
+        // the top-level one instead of replacing it.
+        let mut self_apps: Vec<String> = t.self_apps.clone().unwrap_or_default();
+        if in_sandbox {
+            for x in sb.self_apps.iter().flatten() {
+                if !self_apps.contains(x) {
+                    self_apps.push(x.clone());
+                }
+            }
+        }
+
+        let w = pick(
+            "action_budget",
+            sb.action_budget.is_some(),
+            t.action_budget.is_some(),
+            false,
+        );
+        let action_budget = choose(
+            w,
+            &sb.action_budget,
+            &t.action_budget,
+            DEFAULT_ACTION_BUDGET,
+        );
+
+        let w = pick(
+            "idle_expiry_minutes",
+            sb.idle_expiry_minutes.is_some(),
+            t.idle_expiry_minutes.is_some(),
+            false,
+        );
+        let idle_expiry_ms = match w {
+            0 | 1 => {
+                choose(w, &sb.idle_expiry_minutes, &t.idle_expiry_minutes, 0).saturating_mul(60_000)
+            }
+            _ => DEFAULT_IDLE_EXPIRY_MS,
+        };
+
+        let w = pick("capture", sb.capture.is_some(), t.capture.is_some(), false);
+        let capture = choose(w, &sb.capture, &t.capture, Capture::A11yOnly);
+
+        Effective {
+            enabled,
+            mode,
+            allow_apps,
+            allow_all_apps,
+            deny_apps,
+            self_apps,
+            action_budget,
+            idle_expiry_ms,
+            capture,
+            sources,
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! Enumeration and binding, and the reads: `apps`, `observe`, `find`, `wait`
+//! (docs/ARCHITECTURE.md §7). Reads bind the grant (a rebind re-runs every refusal
+//! on a fresh enumeration and bumps the revision); actions never do.
+
+use std::time::Duration;
+
+use deskpilot_core::{Handle, Role};
+use deskpilot_policy::audit::AuditEvent;
+use deskpilot_policy::grant::Candidate;
+use deskpilot_policy::refusal::TargetFacts;
+use deskpilot_protocol::types::WindowInfo;
+use deskpilot_protocol::{ComputerError, ErrorCode};
+
+use super::{Basis, Enumeration, Host, ListedApp, ListedWindow, fail, refused};
+use crate::control;
+use crate::session::{FindHit, Observation, ObserveOptions, Target, WaitFor, WaitOutcome};
+
+impl Host {
+    /// Lists windows with their facts, frontmost (active) first.
+    pub(super) async fn enumerate(&mut self) -> Result<Enumeration, ComputerError> {
+        let apps = self.session.driver().apps().await?;
+        let mut candidates = Vec::new();
+        for app in &apps {
+            let uid = app.uid.or_else(|| app.pid.and_then(control::process_uid));
+            // The executable as the kernel resolved it: a renamed link to a
+            // binary changes the app name and `comm`, not this.
+            let exe = app
+                .pid
+                .and_then(|p| control::process_exe(p).or_else(|| control::process_comm(p)));
+            for w in &app.windows {
+                let facts = TargetFacts {
+                    app: app.name.clone(),
+                    title: w.title.clone(),
+                    pid: w.pid.or(app.pid),
+                    uid,
+                    exe: exe.clone(),
+                    focused_password: false,
+                };
+                candidates.push((
+                    w.clone(),
+                    Candidate {
+                        handle: w.handle.0.clone(),
+                        facts,
+                    },
+                ));
+            }
+        }
+        // Frontmost first: the active window, then the driver's order.
+        candidates.sort_by_key(|(w, _)| !w.active);
+        Ok(Enumeration { apps, candidates })
+    }
+
+    /// Preflight, grant, enumeration, and keeping the binding on a live window.
+    /// Returns the enumeration and, when the bound window vanished, the revision the
+    /// caller's refs were taken under.
+    pub(super) async fn begin(&mut self) -> Result<(Enumeration, Option<u64>), ComputerError> {
+        let now = control::now_ms();
+        self.preflight(now)?;
+        self.ensure_grant(now)?;
+        let en = self.enumerate().await?;
+        let (target, old_rev) = {
+            let g = self.policy().authority.active().expect("ensured");
+            (g.target.clone(), g.revision)
+        };
+        let mut vanished = None;
+        match target {
+            Some(t) if en.find(&t).is_none() => {
+                vanished = Some(old_rev);
+                let before = self.policy().authority.active().cloned();
+                let rules = self.rules.clone();
+                let fell = self
+                    .policy_mut()
+                    .authority
+                    .window_vanished(&en.list(), &rules, now);
+                match (fell, self.policy().authority.active().cloned()) {
+                    (Some(_), Some(g)) => self.audit_bound(&g, &en),
+                    (None, Some(g)) => {
+                        // A desktop grant with no permitted window left: still
+                        // active, bound to nothing until a permitted window appears.
+                        self.audit_grant(AuditEvent::GrantRebound, &g, None, None);
+                    }
+                    (_, None) => {
+                        self.policy_mut().issued_ms = None;
+                        if let Some(g) = before {
+                            let mut rec = Self::grant_record(
+                                AuditEvent::GrantRevoked,
+                                &g,
+                                g.target_app.as_deref(),
+                                None,
+                            );
+                            rec.status = Some("window closed".into());
+                            self.audit(rec);
+                        }
+                        self.release_lock();
+                    }
+                }
+            }
+            Some(_) => {}
+            None => {
+                let rules = self.rules.clone();
+                let bound = self
+                    .policy_mut()
+                    .authority
+                    .bind_frontmost(&en.list(), &rules, now);
+                match bound {
+                    Ok(_) => {
+                        let g = self.policy().authority.active().cloned().expect("bound");
+                        self.audit_bound(&g, &en);
+                    }
+                    Err(r) => {
+                        // Nothing to bind: reads of the listing still work; the
+                        // caller's target decides whether this is an error.
+                        tracing::debug!(reason = %r.reason, "no permitted window to bind");
+                    }
+                }
+            }
+        }
+        if let Some(t) = self.bound_handle() {
+            // Every bound window has a `wN` the caller can be told about.
+            self.session.window_ref(&Handle(t));
+        }
+        if self.policy().authority.active().is_none() {
+            let e = fail(
+                ErrorCode::NoGrant,
+                "the grant was revoked: its window closed (a window grant ends with its window). The next call issues a new grant",
+            );
+            return Err(self.refuse(e, None, None));
+        }
+        Ok((en, vanished))
+    }
+
+    pub(super) fn bound_handle(&self) -> Option<String> {
+        self.policy()
+            .authority
+            .active()
+            .and_then(|g| g.target.clone())
+    }
+
+    /// Resolves `target` and binds the grant to it (a rebind re-runs every refusal
+    /// and bumps the revision). `Target::Current` means the bound window.
+    pub(super) async fn bind_target(
+        &mut self,
+        target: &Target,
+        en: &Enumeration,
+    ) -> Result<WindowInfo, ComputerError> {
+        let now = control::now_ms();
+        let window = match target {
+            Target::Current => match self.bound_handle() {
+                Some(h) => en
+                    .find(&h)
+                    .map(|(w, _)| w.clone())
+                    .ok_or_else(|| fail(ErrorCode::ElementNotFound, "the bound window is gone"))?,
+                None => {
+                    let rules = self.rules.clone();
+                    let e = self
+                        .policy_mut()
+                        .authority
+                        .bind_frontmost(&en.list(), &rules, now)
+                        .map_err(refused)
+                        .err()
+                        .unwrap_or_else(|| {
+                            fail(ErrorCode::ScopeViolation, "no window is permitted")
+                        });
+                    return Err(self.refuse(e, None, None));
+                }
+            },
+            other => self.session.resolve_window(other).await?,
+        };
+        let Some((_, cand)) = en.find(window.handle.as_str()) else {
+            return Err(fail(
+                ErrorCode::ElementNotFound,
+                "the window closed while it was being bound; run `deskpilot apps`",
+            ));
+        };
+        let cand = cand.clone();
+        if self.bound_handle().as_deref() == Some(window.handle.as_str()) {
+            // Already bound: the refusals still run on every call (the config or
+            // the window's owner may have changed since it was bound).
+            if let Some(r) = self.rules.check_window(&cand.facts) {
+                let app = cand.facts.app.clone();
+                return Err(self.refuse(refused(r), Some("read"), Some(&app)));
+            }
+            return Ok(window);
+        }
+        let rules = self.rules.clone();
+        match self.policy_mut().authority.bind(&cand, &rules, now) {
+            Ok(_) => {
+                let g = self.policy().authority.active().cloned().expect("bound");
+                self.audit_grant(
+                    AuditEvent::GrantRebound,
+                    &g,
+                    Some(&cand.facts.app),
+                    cand.facts.pid,
+                );
+                Ok(window)
+            }
+            Err(r) => {
+                let app = cand.facts.app.clone();
+                Err(self.refuse(refused(r), Some("bind"), Some(&app)))
+            }
+        }
+    }
+
+    /// Stamps the refs of `window` with the current revision and fills the grant
+    /// view and basis of an observation.
+    pub(super) fn stamp(&mut self, window: &WindowInfo, obs: Option<&mut Observation>) {
+        let rev = self
+            .policy()
+            .authority
+            .active()
+            .map(|g| g.revision)
+            .unwrap_or_default();
+        if let Some(ws) = self
+            .session
+            .state_mut()
+            .per_window
+            .get_mut(window.handle.as_str())
+        {
+            ws.revision = rev;
+        }
+        if let Some(obs) = obs {
+            obs.grant = self.grant_view();
+            obs.basis = window.bounds.map(|b| {
+                Basis {
+                    revision: rev,
+                    x: b.x,
+                    y: b.y,
+                    width: b.width,
+                    height: b.height,
+                    scale: 1.0,
+                }
+                .to_string()
+            });
+        }
+    }
+
+    pub(super) fn after_call(&mut self) -> Result<(), ComputerError> {
+        if let Some(h) = self.bound_handle() {
+            self.session.state_mut().current = Some(h);
+        }
+        self.session.save()
+    }
+
+    /// Applications and windows, each window with its refusal (never dropped).
+    pub async fn apps(&mut self) -> Result<Vec<ListedApp>, ComputerError> {
+        let (en, _) = self.begin().await?;
+        let bound = self.bound_handle();
+        let mut out = Vec::new();
+        for app in &en.apps {
+            let mut windows = Vec::new();
+            for w in &app.windows {
+                let refusal = en
+                    .find(w.handle.as_str())
+                    .and_then(|(_, c)| self.rules.check_window(&c.facts));
+                windows.push(ListedWindow {
+                    ref_: self.session.window_ref(&w.handle),
+                    window: w.clone(),
+                    bound: bound.as_deref() == Some(w.handle.as_str()),
+                    refused: refusal,
+                });
+            }
+            out.push(ListedApp {
+                name: app.name.clone(),
+                pid: app.pid,
+                status: app.status,
+                windows,
+            });
+        }
+        self.after_call()?;
+        Ok(out)
+    }
+
+    /// Observes `target` (binding the grant to it); the observation carries the
+    /// grant view and a coordinate basis.
+    pub async fn observe(
+        &mut self,
+        target: &Target,
+        opts: &ObserveOptions,
+    ) -> Result<Observation, ComputerError> {
+        let (en, _) = self.begin().await?;
+        let window = self.bind_target(target, &en).await?;
+        let mut obs = self
+            .session
+            .observe(&Target::Handle(window.handle.clone()), opts)
+            .await?;
+        self.stamp(&window, Some(&mut obs));
+        self.after_call()?;
+        Ok(obs)
+    }
+
+    /// Finds elements in `target` (binding the grant to it).
+    pub async fn find(
+        &mut self,
+        target: &Target,
+        text: &str,
+        role: Option<Role>,
+        limit: usize,
+    ) -> Result<Vec<FindHit>, ComputerError> {
+        let (en, _) = self.begin().await?;
+        let window = self.bind_target(target, &en).await?;
+        let hits = self
+            .session
+            .find(&Target::Handle(window.handle.clone()), text, role, limit)
+            .await?;
+        self.stamp(&window, None);
+        self.after_call()?;
+        Ok(hits)
+    }
+
+    /// Waits for `cond` in `target` (binding the grant to it). A stop ends the wait
+    /// with `COMPUTER_STOPPED_BY_USER`.
+    pub async fn wait(
+        &mut self,
+        target: &Target,
+        cond: &WaitFor,
+        timeout: Duration,
+    ) -> Result<WaitOutcome, ComputerError> {
+        let (en, _) = self.begin().await?;
+        let window = match cond {
+            WaitFor::Window(_) => None,
+            _ => Some(self.bind_target(target, &en).await?),
+        };
+        let t = match &window {
+            Some(w) => Target::Handle(w.handle.clone()),
+            None => target.clone(),
+        };
+        let stop = self.o.stop.clone();
+        let out = tokio::select! {
+            r = self.session.wait(&t, cond, timeout) => r,
+            () = stop.stopped() => Err(fail(
+                ErrorCode::StoppedByUser,
+                "the user pressed stop: the wait was aborted and the grant revoked",
+            )),
+        };
+        if let Some(w) = &window {
+            self.stamp(w, None);
+        }
+        if out
+            .as_ref()
+            .is_err_and(|e| e.code == ErrorCode::StoppedByUser)
+        {
+            self.apply_stop();
+        }
+        self.after_call()?;
+        out
+    }
+}

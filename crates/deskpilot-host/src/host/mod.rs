@@ -1,0 +1,259 @@
+//! The host: a [`Session`] with the user's policy around it (docs/ARCHITECTURE.md §7–§8).
+//!
+//! Every call goes through here, in this order: the feature switch
+//! (`COMPUTER_FEATURE_DISABLED`), a stop the user pressed since the last call (the
+//! grant is revoked; agent grants are refused for 30 s, `COMPUTER_STOPPED_BY_USER`),
+//! idle expiry, the one-grant-per-desktop lock (`COMPUTER_NO_GRANT` while another
+//! session's live process holds it), and the binding: the first call binds the grant
+//! to the frontmost window no refusal covers; `observe`/`find`/`wait` with `--app` or
+//! `--window` rebind it, re-running every refusal on a fresh enumeration and bumping
+//! the revision, which makes every ref shown before stale. `act`, `keys` and pointer
+//! actions never bind: they work in the bound window only, with refs shown under the
+//! current revision, and pass the mode (plan, default, accept-edits, bypass,
+//! unattended), the irreversible-action rules and — when asked — the user's
+//! confirmation, judged on the element as it is at dispatch. A bound window that
+//! vanished moves a desktop grant to the frontmost permitted window (the action in
+//! flight fails `COMPUTER_STALE_REVISION`) and revokes a window grant.
+//!
+//! Each grant event, action and refusal is appended to the audit log
+//! ([`crate::audit`]); typed text appears there as a length only. An audit write that
+//! fails never fails the action: it is reported in [`Host::warnings`].
+//!
+//! Nothing a tool argument, a model's answer or a window's text says widens any of
+//! this: the inputs are the user's config, the user's own channels (`deskpilot
+//! approve`, `deskpilot grant --user`, `deskpilot stop`, a TTY prompt) and facts the
+//! host measures.
+//!
+//! The code is laid out by step: preflight, the grant and its lock, budget and
+//! audit in `grant.rs`; enumeration, binding and the reads (`apps`,
+//! `observe`, `find`, `wait`) in `bind.rs`; the one action pipeline every effect on
+//! the desktop passes through ([`Host::act`], [`Host::keys`], [`Host::pointer`]) in
+//! `pipeline.rs`; confirmations and the approvals file in `approvals.rs`; `launch` in
+//! `launch.rs`. The rules themselves are pure functions of `deskpilot-policy`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use deskpilot_core::Handle;
+use deskpilot_policy::approval::stable_hash;
+use deskpilot_policy::grant::Candidate;
+use deskpilot_policy::refusal::{Refusal, Refusals, SelfFacts};
+use deskpilot_protocol::types::{AppInfo, WindowInfo};
+use deskpilot_protocol::{ComputerError, ErrorCode};
+use serde::Serialize;
+
+use crate::audit::AuditLog;
+use crate::config::Effective;
+use crate::control::{self, StopSignal};
+use crate::session::Session;
+use crate::store::state_dir;
+
+pub use approvals::{approve, pending_approval};
+pub use deskpilot_policy::view::{Basis, GrantView, PolicyState};
+
+mod approvals;
+mod bind;
+mod grant;
+mod launch;
+mod pipeline;
+
+/// Asks the user (on a terminal) whether to allow an action described by the string;
+/// `true` means yes.
+pub type Prompt = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// How a host is set up.
+#[derive(Clone)]
+pub struct HostOptions {
+    /// The desktop's key (see [`crate::store::desktop_key`]): the grant lock is per desktop.
+    pub desktop_key: String,
+    /// Session name (`cli` by default; an MCP server or a run has its own).
+    pub session: String,
+    /// `cli`, `mcp`, `run` or `demo`, for the audit and `deskpilot stop`.
+    pub kind: String,
+    /// The effective config for this desktop.
+    pub settings: Effective,
+    pub audit: AuditLog,
+    /// A terminal prompt, when a user is at one; otherwise confirmations go through
+    /// `deskpilot approve ID`.
+    pub prompt: Option<Prompt>,
+    /// The approvals file (default `state_dir()/approvals.json`).
+    pub approvals_path: PathBuf,
+    /// Raised by `deskpilot stop` (through the control socket of a long-lived host).
+    pub stop: StopSignal,
+    /// Where the desktop's shared records live (the grant lock, the spent-budget
+    /// record): the runtime directory for the user's own desktop; a sandbox's own
+    /// directory for a sandbox, so they go with it and a later sandbox on the same
+    /// display starts clean.
+    pub desktop_dir: PathBuf,
+    /// The user's runtime directory, where `deskpilot stop` writes its record (every
+    /// host of the user reads it): [`state_dir`] unless a test passes its own.
+    pub runtime_dir: PathBuf,
+}
+
+impl HostOptions {
+    /// Options for `session` on the desktop `desktop_key`, with the audit log and
+    /// approvals file at their default paths and no prompt.
+    pub fn new(desktop_key: &str, session: &str, kind: &str, settings: Effective) -> Self {
+        HostOptions {
+            desktop_key: desktop_key.into(),
+            session: session.into(),
+            kind: kind.into(),
+            settings,
+            audit: AuditLog::at_default_path(),
+            prompt: None,
+            approvals_path: state_dir().join("approvals.json"),
+            stop: StopSignal::new(),
+            desktop_dir: state_dir(),
+            runtime_dir: state_dir(),
+        }
+    }
+}
+
+/// A window as the host enumerated it, with the refusal that covers it, if any.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ListedWindow {
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    #[serde(flatten)]
+    pub window: WindowInfo,
+    /// The grant is bound to this window.
+    pub bound: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Refusal>,
+}
+
+/// An application and its windows as the host lists them.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ListedApp {
+    pub name: String,
+    pub pid: Option<u32>,
+    pub status: deskpilot_protocol::types::AppStatus,
+    pub windows: Vec<ListedWindow>,
+}
+
+/// The windows of one enumeration, frontmost first, with their facts.
+struct Enumeration {
+    apps: Vec<AppInfo>,
+    candidates: Vec<(WindowInfo, Candidate)>,
+}
+
+impl Enumeration {
+    fn find(&self, handle: &str) -> Option<&(WindowInfo, Candidate)> {
+        self.candidates
+            .iter()
+            .find(|(w, _)| w.handle.as_str() == handle)
+    }
+    fn list(&self) -> Vec<Candidate> {
+        self.candidates.iter().map(|(_, c)| c.clone()).collect()
+    }
+}
+
+fn refused(r: Refusal) -> ComputerError {
+    ComputerError::new(r.code, r.reason)
+}
+
+fn fail(code: ErrorCode, msg: impl Into<String>) -> ComputerError {
+    ComputerError::new(code, msg)
+}
+
+/// 16 hex digits from the OS random source (a time-and-pid hash if it is unreadable).
+fn random_hex() -> String {
+    let mut buf = [0u8; 8];
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut buf))
+        .is_ok();
+    if ok {
+        return buf.iter().map(|b| format!("{b:02x}")).collect();
+    }
+    let seed = format!("{}-{}", control::now_ms(), std::process::id());
+    format!("{:016x}", stable_hash(&seed))
+}
+
+/// The measured facts deskpilot refuses on: its own process tree, its uid, and the
+/// user's lists from the config.
+pub fn refusals_for(settings: &Effective) -> Refusals {
+    let me = std::process::id();
+    Refusals {
+        me: SelfFacts {
+            pids: control::ancestors(me),
+            uid: deskpilot_os::current_uid(),
+            names: settings.self_apps.clone(),
+        },
+        user_denylist: settings.deny_apps.clone(),
+    }
+}
+
+/// A session with the host's policy around it.
+pub struct Host {
+    session: Session,
+    o: HostOptions,
+    rules: Refusals,
+    warnings: Vec<String>,
+}
+
+impl Host {
+    /// Wraps `session` with the policy of `opts`.
+    pub fn new(session: Session, opts: HostOptions) -> Host {
+        let rules = refusals_for(&opts.settings);
+        Host {
+            session,
+            o: opts,
+            rules,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The session under the policy (reads only: acting through it would bypass the
+    /// policy).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The options this host runs with.
+    pub fn options(&self) -> &HostOptions {
+        &self.o
+    }
+
+    /// The refusal rules in force.
+    pub fn rules(&self) -> &Refusals {
+        &self.rules
+    }
+
+    /// Problems that did not fail the call but must be reported (an audit write that
+    /// failed).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    fn policy(&self) -> &PolicyState {
+        &self.session.state().policy
+    }
+
+    fn policy_mut(&mut self) -> &mut PolicyState {
+        &mut self.session.state_mut().policy
+    }
+
+    /// The active grant as callers see it.
+    pub fn grant_view(&self) -> Option<GrantView> {
+        let g = self.policy().authority.active()?;
+        let window_ref = g
+            .target
+            .as_ref()
+            .and_then(|t| self.session.state().windows.ref_of(&Handle(t.clone())));
+        Some(GrantView {
+            grant_id: g.grant_id.clone(),
+            scope: g.scope,
+            issuer: g.issuer,
+            window_ref,
+            app: g.target_app.clone(),
+            revision: g.revision,
+            actions_left: g.action_budget,
+            idle_expiry_ms: g.idle_expiry_ms,
+            mode: self.o.settings.mode,
+            capture: g.capture,
+            input_policy: g.input_policy,
+        })
+    }
+}

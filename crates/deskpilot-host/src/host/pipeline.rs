@@ -1,0 +1,762 @@
+//! The one action pipeline: every effect on the desktop — `act`, `keys`, a pointer
+//! gesture, and every future kind — passes through [`Host::perform`], with the
+//! policy's steps in one place and in one order (docs/ARCHITECTURE.md §7.11):
+//!
+//! 1. preflight (feature switch, boot, stop, idle expiry), the grant and its lock,
+//!    plan mode, the bound window (a vanished one fails `COMPUTER_STALE_REVISION`)
+//!    and its refusals, re-run on a fresh enumeration ([`Host::action_target`]);
+//! 2. what the effect was aimed with is current: refs shown under this revision for
+//!    `act`, the bound window for `keys`, a basis of this revision and geometry for a
+//!    pointer gesture ([`Host::check_aim`]);
+//! 3. the action budget;
+//! 4. on the window as it is now (the element as resolved just before dispatch, for
+//!    `act`): the input refusals (password fields), what the effect activates
+//!    (irreversible or not), the approval key and the mode's gate ([`Judge`]);
+//! 5. dispatch through the session;
+//! 6. a failure is audited as a refusal (a policy code) or a failed action; a success
+//!    spends the budget, remembers a first-use approval, is audited, notes the
+//!    refusal of each window it opened and a closed bound window, re-stamps the
+//!    window's refs, and the state is saved.
+//!
+//! The entry points ([`Host::act`], [`Host::keys`], [`Host::pointer`]) only build an
+//! [`Effect`].
+
+use deskpilot_core::{Handle, Node, Op};
+use deskpilot_policy::allow::app_identity;
+use deskpilot_policy::approval::{ActionKey, element_fingerprint, payload_preview, screen_hash};
+use deskpilot_policy::audit::{AuditEvent, AuditRecord};
+use deskpilot_policy::grant::Candidate;
+use deskpilot_policy::input::{
+    focused, input_may_reach_password, is_password, keys_irreversible, offscreen_refuses,
+};
+use deskpilot_policy::irreversible::classify_act;
+use deskpilot_policy::mode::Mode;
+use deskpilot_policy::refusal::{Refusals, TargetFacts};
+use deskpilot_protocol::types::{PointerAction, PointerParams, WindowInfo};
+use deskpilot_protocol::{ComputerError, ErrorCode};
+
+use super::approvals::{Ask, gate};
+use super::{Basis, Host, HostOptions, fail, refused};
+use crate::control;
+use crate::session::{ActOutcome, Change, KeysOutcome, Target};
+
+/// Codes that mean the policy refused an effect, as opposed to an effect that was
+/// tried and failed: audited as `refusal` with status `refused`.
+const REFUSAL_CODES: [ErrorCode; 6] = [
+    ErrorCode::SecureInput,
+    ErrorCode::ConfirmationRequired,
+    ErrorCode::ScopeViolation,
+    ErrorCode::SelfTarget,
+    ErrorCode::Denylisted,
+    ErrorCode::TargetElevated,
+];
+
+/// One effect on the desktop, as the pipeline sees it.
+#[derive(Debug, Clone)]
+pub(super) enum Effect {
+    /// `op` on the element with ref `r` of the bound window; `value` for the ops that
+    /// take one (set_value, type, select, scroll).
+    Act {
+        r: String,
+        op: Op,
+        value: Option<String>,
+    },
+    /// A key chord (`ctrl+s`) or Unicode text typed into the bound window; `target`
+    /// must name the bound window (or be [`Target::Current`]).
+    Keys {
+        target: Target,
+        chord: Option<String>,
+        text: Option<String>,
+    },
+    /// A pointer gesture at (`x`, `y`) capture pixels, relative to the window of
+    /// `basis`.
+    Pointer {
+        basis: Basis,
+        x: f64,
+        y: f64,
+        action: PointerAction,
+    },
+}
+
+impl Effect {
+    /// The op name of the audit and of refusals: the act's op, `keys`, or
+    /// `pointer_<action>`.
+    fn op(&self) -> String {
+        match self {
+            Effect::Act { op, .. } => op.as_str().into(),
+            Effect::Keys { .. } => "keys".into(),
+            Effect::Pointer { action, .. } => format!("pointer_{action:?}").to_lowercase(),
+        }
+    }
+
+    /// The audit event of an effect that was dispatched.
+    fn event(&self) -> AuditEvent {
+        match self {
+            Effect::Keys { .. } => AuditEvent::Keys,
+            _ => AuditEvent::Action,
+        }
+    }
+
+    /// The length of the text it writes, in Unicode scalar values (the audit keeps
+    /// lengths, never text): the value of set_value/type, the chord or text of keys.
+    fn text_len(&self) -> Option<usize> {
+        match self {
+            Effect::Act {
+                op: Op::SetValue | Op::Type,
+                value,
+                ..
+            } => value.as_ref().map(|v| v.chars().count()),
+            Effect::Act { .. } | Effect::Pointer { .. } => None,
+            Effect::Keys { chord, text, .. } => Some(
+                chord
+                    .as_deref()
+                    .or(text.as_deref())
+                    .map_or(0, |s| s.chars().count()),
+            ),
+        }
+    }
+}
+
+/// What an effect did.
+enum Outcome {
+    Act(ActOutcome),
+    Input(KeysOutcome),
+}
+
+impl Outcome {
+    fn change_mut(&mut self) -> &mut Change {
+        match self {
+            Outcome::Act(o) => &mut o.change,
+            Outcome::Input(o) => &mut o.change,
+        }
+    }
+
+    /// Appends a line to the text the model reads and recounts its tokens.
+    fn append(&mut self, line: &str) {
+        let (text, tokens) = match self {
+            Outcome::Act(o) => (&mut o.text, &mut o.tokens),
+            Outcome::Input(o) => (&mut o.text, &mut o.tokens),
+        };
+        text.push_str(line);
+        *tokens = deskpilot_core::tokens::count(text);
+    }
+
+    /// The channel it went through and its status (`executed`, `outcome_unknown`…).
+    fn channel_status(&self) -> (String, String) {
+        match self {
+            Outcome::Act(o) => (
+                o.result.channel.as_str().into(),
+                o.result.status.as_str().into(),
+            ),
+            Outcome::Input(o) => (o.result.channel.as_str().into(), "executed".into()),
+        }
+    }
+}
+
+/// What the judge learned about an effect before dispatch.
+#[derive(Debug, Default)]
+struct GateNote {
+    /// The user confirmed a first use of the app.
+    approved_app: bool,
+    /// The role of the element the effect lands on (the act's element, the focused
+    /// element for keys).
+    role: Option<deskpilot_core::Role>,
+    /// Its [`element_fingerprint`].
+    fingerprint: Option<String>,
+}
+
+/// Step 4 of the pipeline, owned so that it can run inside the session's
+/// `act_checked` (between resolving the element and dispatching).
+struct Judge {
+    o: HostOptions,
+    rules: Refusals,
+    approved_apps: Vec<String>,
+    facts: TargetFacts,
+    /// Approvals are bound to this desktop, session and window.
+    window_key: String,
+}
+
+impl Judge {
+    /// Judges `effect` on the window tree `root` read just before dispatch;
+    /// `element` is the element an `act` resolved to, `point` the screen point of a
+    /// pointer gesture.
+    fn run(
+        &self,
+        effect: &Effect,
+        point: Option<(i32, i32)>,
+        root: &Node,
+        element: Option<&Node>,
+        note: &mut GateNote,
+    ) -> Result<(), ComputerError> {
+        let focus = focused(root);
+        let lands_on = match effect {
+            Effect::Act { .. } => element,
+            Effect::Keys { .. } => focus,
+            Effect::Pointer { .. } => None,
+        };
+        note.role = lands_on.map(|n| n.role);
+        let fingerprint = lands_on.map(|n| element_fingerprint(root, n));
+        note.fingerprint.clone_from(&fingerprint);
+        let app = deskpilot_core::sanitize::one_line(&self.facts.app);
+        let mut facts = self.facts.clone();
+        let op = effect.op();
+        let (summary, key, irreversible) = match effect {
+            Effect::Act { r, op, value } => {
+                let el = element.ok_or_else(|| fail(ErrorCode::Internal, "no element"))?;
+                // An element that is not on screen is not what the model is looking
+                // at: activating it would act out of sight.
+                if offscreen_refuses(*op, el) {
+                    return Err(fail(
+                        ErrorCode::ElementNotActionable,
+                        format!(
+                            "{r} is not on screen (an item of a closed menu, or scrolled out of view); open its menu or `act {r} scroll into_view` first, then observe"
+                        ),
+                    ));
+                }
+                // No text into a password field, and no typing at all while one has
+                // focus (a keyboard fallback could land there).
+                let textual = matches!(op, Op::SetValue | Op::Type | Op::Clear);
+                facts.focused_password = textual && is_password(el)
+                    || matches!(op, Op::Type) && focus.is_some_and(is_password);
+                let name = deskpilot_core::sanitize::one_line(&el.name);
+                let name: String = name.chars().take(60).collect();
+                let named = if name.is_empty() {
+                    el.role.to_string()
+                } else {
+                    format!("{} {name:?}", el.role)
+                };
+                let mut summary = format!("{op} {named} in {app}");
+                if let Some(p) = value {
+                    // The user sees what would be written (secrets masked, one line).
+                    summary.push_str(&format!(" to {:?}", payload_preview(p)));
+                }
+                let key = ActionKey::new(
+                    &self.window_key,
+                    fingerprint.as_deref().unwrap_or_default(),
+                    op.as_str(),
+                    value.as_deref(),
+                );
+                (summary, key, classify_act(*op, el.role, &el.name))
+            }
+            Effect::Keys { chord, text, .. } => {
+                facts.focused_password = input_may_reach_password(root);
+                let what = match (chord, text) {
+                    (Some(c), _) => format!("keys {}", deskpilot_core::sanitize::one_line(c)),
+                    _ => format!(
+                        "type {} chars",
+                        text.as_deref().map_or(0, |t| t.chars().count())
+                    ),
+                };
+                let mut summary = format!("{what} in {app}");
+                if let Some(t) = text {
+                    summary.push_str(&format!(": {:?}", payload_preview(t)));
+                }
+                let key = ActionKey::new(
+                    &self.window_key,
+                    fingerprint.as_deref().unwrap_or_default(),
+                    "keys",
+                    chord.as_deref().or(text.as_deref()),
+                );
+                let irreversible =
+                    keys_irreversible(chord.as_deref(), text.as_deref(), &self.facts.app, focus);
+                (summary, key, irreversible)
+            }
+            Effect::Pointer { x, y, .. } => {
+                facts.focused_password = input_may_reach_password(root);
+                let (sx, sy) = point.unwrap_or_default();
+                let summary = format!("{op} at ({x}, {y}) in {app}");
+                let key = ActionKey::new(&self.window_key, &format!("{sx},{sy}"), &op, None);
+                (summary, key, None)
+            }
+        };
+        if let Some(r) = self.rules.check_input(&facts) {
+            return Err(refused(r));
+        }
+        let ask = Ask {
+            target: &self.facts,
+            key,
+            screen: screen_hash(root),
+            summary,
+            irreversible: irreversible.map(|m| format!("{:?} matched {}", m.matched, m.kind)),
+        };
+        note.approved_app = gate(&self.o, &self.approved_apps, ask)?;
+        Ok(())
+    }
+}
+
+impl Host {
+    /// Performs `op` on ref `r` of the bound window under the policy.
+    ///
+    /// Errors, besides [`crate::Session::act`]'s: `COMPUTER_FEATURE_DISABLED`,
+    /// `COMPUTER_STOPPED_BY_USER`, `COMPUTER_NO_GRANT`, `COMPUTER_SCOPE_VIOLATION`
+    /// (plan mode, allow-list), `COMPUTER_STALE_REVISION` (refs from another binding,
+    /// or the bound window closed), `COMPUTER_BUDGET_EXHAUSTED`,
+    /// `COMPUTER_GRANT_EXPIRED`, `COMPUTER_SECURE_INPUT` (text into a password field),
+    /// `COMPUTER_ELEMENT_NOT_ACTIONABLE` (an off-screen element), refusal codes of the
+    /// window, `COMPUTER_CONFIRMATION_REQUIRED`.
+    pub async fn act(
+        &mut self,
+        r: &str,
+        op: Op,
+        value: Option<String>,
+    ) -> Result<ActOutcome, ComputerError> {
+        let effect = Effect::Act {
+            r: r.into(),
+            op,
+            value,
+        };
+        match self.perform(effect).await? {
+            Outcome::Act(out) => Ok(out),
+            Outcome::Input(_) => Err(fail(ErrorCode::Internal, "act returned input")),
+        }
+    }
+
+    /// Sends keys to the bound window under the policy. `target` must be the bound
+    /// window (keys never bind): another window is `COMPUTER_SCOPE_VIOLATION`.
+    /// Input that could reach a password field refuses with `COMPUTER_SECURE_INPUT`;
+    /// the other errors are [`Host::act`]'s.
+    pub async fn keys(
+        &mut self,
+        target: &Target,
+        chord: Option<String>,
+        text: Option<String>,
+    ) -> Result<KeysOutcome, ComputerError> {
+        let effect = Effect::Keys {
+            target: target.clone(),
+            chord,
+            text,
+        };
+        match self.perform(effect).await? {
+            Outcome::Input(out) => Ok(out),
+            Outcome::Act(_) => Err(fail(ErrorCode::Internal, "keys returned an act")),
+        }
+    }
+
+    /// A pointer gesture at (`x`, `y`) in capture pixels relative to the window of
+    /// `basis` (docs/ARCHITECTURE.md §8). The host re-measures the bound window before
+    /// dispatch: another revision, a moved or resized window, or a window that lost
+    /// focus is `COMPUTER_STALE_BASIS`; a point outside the window is
+    /// `COMPUTER_SCOPE_VIOLATION` (never a clamped click). The other errors are
+    /// [`Host::keys`]'.
+    pub async fn pointer(
+        &mut self,
+        basis: &Basis,
+        x: f64,
+        y: f64,
+        action: PointerAction,
+    ) -> Result<KeysOutcome, ComputerError> {
+        let effect = Effect::Pointer {
+            basis: *basis,
+            x,
+            y,
+            action,
+        };
+        match self.perform(effect).await? {
+            Outcome::Input(out) => Ok(out),
+            Outcome::Act(_) => Err(fail(ErrorCode::Internal, "a pointer returned an act")),
+        }
+    }
+
+    /// The pipeline (see the module documentation): every effect on the desktop
+    /// passes here.
+    async fn perform(&mut self, effect: Effect) -> Result<Outcome, ComputerError> {
+        let op = effect.op();
+        // 1. Preflight, grant, plan mode, the bound window and its refusals.
+        let (window, cand) = self.action_target(&op).await?;
+        let app = cand.facts.app.clone();
+        let revision = self
+            .policy()
+            .authority
+            .active()
+            .map(|g| g.revision)
+            .unwrap_or(0);
+        // 2. What the effect was aimed with is current.
+        let point = self.check_aim(&effect, &op, &window, revision).await?;
+        // 3. Budget.
+        self.check_budget(revision, &op, &app)?;
+        // 4–5. Judge on the window as it is now, then dispatch.
+        let judge = Judge {
+            o: self.o.clone(),
+            rules: self.rules.clone(),
+            approved_apps: self.policy().approved_apps.clone(),
+            facts: cand.facts.clone(),
+            window_key: format!(
+                "{}/{}/{}",
+                self.o.desktop_key, self.o.session, window.handle.0
+            ),
+        };
+        let mut note = GateNote::default();
+        let result = self
+            .dispatch(&effect, &window, point, &judge, &mut note)
+            .await;
+        // 6. Audit, spend, and what the effect changed.
+        let mut rec = AuditRecord {
+            event: Some(effect.event()),
+            app: Some(app.clone()),
+            pid: cand.facts.pid,
+            op: Some(op.clone()),
+            role: note.role.map(|r| r.to_string()),
+            fingerprint: note.fingerprint.clone().filter(|f| !f.is_empty()),
+            text_len: effect.text_len(),
+            ..AuditRecord::default()
+        };
+        let mut out = match result {
+            Ok(out) => out,
+            Err(e) => {
+                let refusal = REFUSAL_CODES.contains(&e.code);
+                if refusal {
+                    rec.event = Some(AuditEvent::Refusal);
+                }
+                rec.status = Some(if refusal { "refused" } else { "failed" }.into());
+                rec.code = Some(e.code.as_str().into());
+                self.audit(rec);
+                self.after_call()?;
+                return Err(e);
+            }
+        };
+        self.policy_mut().authority.spend(control::now_ms());
+        if note.approved_app {
+            self.remember_app(&cand.facts);
+        }
+        let (channel, status) = out.channel_status();
+        rec.channel = Some(channel);
+        rec.status = Some(status);
+        self.audit(rec);
+        self.mark_new_windows(out.change_mut());
+        if let Some(n) = self.bound_closed_note(&window, out.change_mut()) {
+            out.append(&n);
+        }
+        self.stamp(&window, None);
+        self.after_call()?;
+        Ok(out)
+    }
+
+    /// Step 2: the refs, target or basis the effect was aimed with belong to the
+    /// bound window under the current revision. Returns the screen point (pixels) of
+    /// a pointer gesture. A mismatch is a refusal (audited); a driver error is not.
+    async fn check_aim(
+        &mut self,
+        effect: &Effect,
+        op: &str,
+        window: &WindowInfo,
+        revision: u64,
+    ) -> Result<Option<(i32, i32)>, ComputerError> {
+        let app = self.bound_app(window);
+        let e = match effect {
+            Effect::Act { r, .. } => match self.refs_revision(window.handle.as_str()) {
+                None => fail(
+                    ErrorCode::StaleRevision,
+                    format!(
+                        "no refs were shown for the bound window {:?} under revision {revision}; observe it first",
+                        deskpilot_core::sanitize::one_line(&window.title)
+                    ),
+                ),
+                Some(rev) if rev != revision => fail(
+                    ErrorCode::StaleRevision,
+                    format!(
+                        "{r} was shown under revision {rev}, but the grant was rebound since (revision {revision}); observe again and use the new refs"
+                    ),
+                ),
+                Some(_) => match self.ref_elsewhere(r, window.handle.as_str()) {
+                    Some(e) => e,
+                    None => return Ok(None),
+                },
+            },
+            Effect::Keys { target, .. } => {
+                if matches!(target, Target::Current) {
+                    return Ok(None);
+                }
+                let named = self.session.resolve_window(target).await?;
+                if named.handle == window.handle {
+                    return Ok(None);
+                }
+                fail(
+                    ErrorCode::ScopeViolation,
+                    format!(
+                        "keys go to the bound window ({:?}) only; observe the other window first to move the grant there",
+                        deskpilot_core::sanitize::one_line(&window.title)
+                    ),
+                )
+            }
+            Effect::Pointer { basis, x, y, .. } => {
+                match self.check_basis(basis, *x, *y, window, revision).await? {
+                    Ok(point) => return Ok(Some(point)),
+                    Err(e) => e,
+                }
+            }
+        };
+        Err(self.refuse(e, Some(op), Some(&app)))
+    }
+
+    /// The app of the bound window, for audit lines.
+    fn bound_app(&self, window: &WindowInfo) -> String {
+        self.policy()
+            .authority
+            .active()
+            .filter(|g| g.target.as_deref() == Some(window.handle.as_str()))
+            .and_then(|g| g.target_app.clone())
+            .unwrap_or_default()
+    }
+
+    /// A pointer gesture's basis against the window re-measured now: the inner
+    /// result is the screen point, or why the basis is stale or the point outside.
+    async fn check_basis(
+        &mut self,
+        basis: &Basis,
+        x: f64,
+        y: f64,
+        window: &WindowInfo,
+        revision: u64,
+    ) -> Result<Result<(i32, i32), ComputerError>, ComputerError> {
+        if basis.revision != revision {
+            return Ok(Err(fail(
+                ErrorCode::StaleBasis,
+                format!(
+                    "the basis is from revision {} but the grant is at revision {revision}; observe again for a new basis",
+                    basis.revision
+                ),
+            )));
+        }
+        // Re-measure just before dispatch.
+        let now = self
+            .session
+            .driver()
+            .windows()
+            .await?
+            .into_iter()
+            .find(|w| w.handle == window.handle);
+        let Some(now) = now else {
+            return Ok(Err(fail(
+                ErrorCode::StaleBasis,
+                "the basis window is gone; observe again",
+            )));
+        };
+        let geometry = now.bounds.map(|b| (b.x, b.y, b.width, b.height));
+        if geometry != Some((basis.x, basis.y, basis.width, basis.height)) {
+            return Ok(Err(fail(
+                ErrorCode::StaleBasis,
+                format!(
+                    "the window moved or was resized since the basis was taken (basis {basis}, now {}); observe again for a new basis",
+                    geometry.map_or("unknown".into(), |(x, y, w, h)| format!("{x},{y},{w}x{h}"))
+                ),
+            )));
+        }
+        if !now.active {
+            return Ok(Err(fail(
+                ErrorCode::StaleBasis,
+                "the window lost focus since the basis was taken; observe again (pointer input would land on whatever is on top)",
+            )));
+        }
+        let (cw, ch) = (
+            f64::from(basis.width) * basis.scale,
+            f64::from(basis.height) * basis.scale,
+        );
+        if !(x.is_finite() && y.is_finite() && x >= 0.0 && y >= 0.0 && x < cw && y < ch) {
+            return Ok(Err(fail(
+                ErrorCode::ScopeViolation,
+                format!(
+                    "({x}, {y}) is outside the window ({cw}×{ch} capture pixels); coordinates are relative to the window's top-left corner and are never clamped"
+                ),
+            )));
+        }
+        // In range: x < width × scale, so the screen point is inside the window.
+        let sx = basis.x + (x / basis.scale).floor() as i32;
+        let sy = basis.y + (y / basis.scale).floor() as i32;
+        Ok(Ok((sx, sy)))
+    }
+
+    /// Steps 4–5: the judge on the window as it is now, then the session's dispatch.
+    async fn dispatch(
+        &mut self,
+        effect: &Effect,
+        window: &WindowInfo,
+        point: Option<(i32, i32)>,
+        judge: &Judge,
+        note: &mut GateNote,
+    ) -> Result<Outcome, ComputerError> {
+        if let Effect::Act { r, op, value } = effect {
+            // The session acts in its current window: the bound one.
+            self.session.state_mut().current = Some(window.handle.0.clone());
+            return self
+                .session
+                .act_checked(r, *op, value.clone(), |root, el| {
+                    judge.run(effect, None, root, Some(el), note)
+                })
+                .await
+                .map(Outcome::Act);
+        }
+        let root = self.session.peek(window).await?;
+        judge.run(effect, point, &root, None, note)?;
+        match effect {
+            Effect::Keys { chord, text, .. } => self
+                .session
+                .keys(
+                    &Target::Handle(window.handle.clone()),
+                    chord.clone(),
+                    text.clone(),
+                )
+                .await
+                .map(Outcome::Input),
+            Effect::Pointer { action, .. } => {
+                let (x, y) = point.ok_or_else(|| fail(ErrorCode::Internal, "no point"))?;
+                let params = PointerParams {
+                    window: window.handle.clone(),
+                    action: *action,
+                    x,
+                    y,
+                    to: None,
+                };
+                self.session
+                    .pointer(window, params)
+                    .await
+                    .map(Outcome::Input)
+            }
+            Effect::Act { .. } => Err(fail(ErrorCode::Internal, "act dispatched twice")),
+        }
+    }
+
+    /// Checks the grant for an action in the bound window with refs from `window`:
+    /// the window is the bound one, its refs were shown under the current revision,
+    /// budget and expiry allow it. Returns the bound window and its facts.
+    pub(super) async fn action_target(
+        &mut self,
+        op: &str,
+    ) -> Result<(WindowInfo, Candidate), ComputerError> {
+        if self.o.settings.mode == Mode::Plan {
+            // Plan mode refuses before anything is read or bound.
+            self.preflight(control::now_ms())?;
+            let e = fail(
+                ErrorCode::ScopeViolation,
+                "plan mode is read-only: observe, find and wait work, actions do not. Change it with `deskpilot config set mode default`",
+            );
+            return Err(self.refuse(e, Some(op), None));
+        }
+        let (en, vanished) = self.begin().await?;
+        let g = self
+            .policy()
+            .authority
+            .active()
+            .cloned()
+            .expect("begin ensures a grant");
+        if let Some(old) = vanished {
+            let now_on = match (&g.target, self.grant_view()) {
+                (Some(_), Some(v)) => format!(
+                    "the grant moved to [{}] {}",
+                    v.window_ref.unwrap_or_default(),
+                    deskpilot_core::sanitize::one_line(v.app.as_deref().unwrap_or_default())
+                ),
+                _ => "no other window is permitted".into(),
+            };
+            let e = fail(
+                ErrorCode::StaleRevision,
+                format!(
+                    "the bound window closed; {now_on} (revision {}, your refs are from revision {old}). Observe before acting",
+                    g.revision
+                ),
+            );
+            return Err(self.refuse(e, Some(op), g.target_app.as_deref()));
+        }
+        let Some(bound) = g.target.clone() else {
+            let e = fail(
+                ErrorCode::NoGrant,
+                "the grant is bound to no window (none is permitted); observe a permitted window first",
+            );
+            return Err(self.refuse(e, Some(op), None));
+        };
+        let (window, cand) = en
+            .find(&bound)
+            .cloned()
+            .expect("begin keeps the binding live");
+        if let Some(r) = self.rules.check_window(&cand.facts) {
+            let app = cand.facts.app.clone();
+            return Err(self.refuse(refused(r), Some(op), Some(&app)));
+        }
+        Ok((window, cand))
+    }
+
+    /// The user confirmed a first use of this app in this session.
+    pub(super) fn remember_app(&mut self, facts: &TargetFacts) {
+        let id = app_identity(facts);
+        if !self.policy().approved_apps.contains(&id) {
+            self.policy_mut().approved_apps.push(id);
+        }
+    }
+
+    pub(super) fn refs_revision(&self, handle: &str) -> Option<u64> {
+        self.session
+            .state()
+            .per_window
+            .get(handle)
+            .filter(|ws| ws.last.is_some())
+            .map(|ws| ws.revision)
+    }
+
+    /// `COMPUTER_STALE_REVISION` when `r` is not a ref of the bound window but was
+    /// shown for another window (refs are numbered across the session, so it cannot
+    /// be both): the grant moved since, and acting on it needs a rebind first.
+    pub(super) fn ref_elsewhere(&self, r: &str, bound: &str) -> Option<ComputerError> {
+        let st = self.session.state();
+        if st
+            .per_window
+            .get(bound)
+            .is_some_and(|ws| ws.registry.resolve(r).is_ok())
+        {
+            return None;
+        }
+        let (handle, ws) = st
+            .per_window
+            .iter()
+            .find(|(h, ws)| h.as_str() != bound && ws.registry.resolve(r).is_ok())?;
+        let wref = st
+            .windows
+            .ref_of(&Handle(handle.clone()))
+            .unwrap_or_else(|| "another window".into());
+        let title = ws
+            .info
+            .as_ref()
+            .map(|i| deskpilot_core::sanitize::one_line(&i.title))
+            .unwrap_or_default();
+        Some(fail(
+            ErrorCode::StaleRevision,
+            format!(
+                "{} was shown for window {wref} {title:?}, but the grant is bound to another window now; observe --window {wref} to move the grant back (its refusals are checked again), then act",
+                deskpilot_core::sanitize::one_line(r)
+            ),
+        ))
+    }
+
+    /// When the action closed the bound window, says what happens to the grant (the
+    /// next call moves it; refs of the closed window are gone).
+    pub(super) fn bound_closed_note(
+        &mut self,
+        window: &WindowInfo,
+        change: &Change,
+    ) -> Option<String> {
+        let wref = self.session.window_ref(&window.handle);
+        change.closed_windows.contains(&wref).then(|| {
+            format!(
+                "\nthe grant's window [{wref}] closed: the next call moves the grant to the frontmost permitted window under a new revision; observe before acting"
+            )
+        })
+    }
+
+    /// Notes the refusal of each window an action opened.
+    pub(super) fn mark_new_windows(&mut self, change: &mut Change) {
+        if change.new_windows.is_empty() {
+            return;
+        }
+        for w in &mut change.new_windows {
+            let facts = TargetFacts {
+                app: w.app.clone(),
+                title: w.title.clone(),
+                ..TargetFacts::default()
+            };
+            // Process facts are re-measured when the window is observed; names and
+            // titles already decide the deny-lists.
+            w.refused = self
+                .rules
+                .check_window(&facts)
+                .map(|r| format!("{} ({})", r.code.as_str(), r.reason));
+        }
+    }
+}

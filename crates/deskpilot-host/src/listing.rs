@@ -1,0 +1,121 @@
+//! The application list as text: what `deskpilot apps` prints and what the
+//! `computer_apps` tool shows the model, one block per application.
+
+use deskpilot_core::sanitize::one_line;
+use deskpilot_protocol::types::AppStatus;
+
+use crate::host::ListedApp;
+
+/// What the list says when the desktop has no application at all.
+pub const NO_APPS: &str = "no applications on the accessibility bus";
+
+/// One application's block, without a trailing newline: `app NAME pid=N [status]`
+/// (the status only when it is not `ok`), then one line per window, `  [wN] ROLE
+/// "TITLE"` followed by ` active`, ` · bound` and ` · refused CODE: REASON` as they
+/// apply. Names and titles are made one line.
+pub fn render_app(app: &ListedApp) -> String {
+    let status = match app.status {
+        AppStatus::Ok => "",
+        AppStatus::NotResponding => " [not_responding]",
+        AppStatus::AccessibilityDisabled => " [accessibility_disabled]",
+    };
+    let pid = app.pid.map(|p| format!(" pid={p}")).unwrap_or_default();
+    let mut text = format!("app {}{pid}{status}", one_line(&app.name));
+    for w in &app.windows {
+        text.push_str(&format!(
+            "\n  [{}] {} \"{}\"{}{}",
+            w.ref_,
+            w.window.role,
+            one_line(&w.window.title),
+            if w.window.active { " active" } else { "" },
+            if w.bound { " · bound" } else { "" },
+        ));
+        if let Some(r) = &w.refused {
+            text.push_str(&format!(" · refused {}: {}", r.code.as_str(), r.reason));
+        }
+    }
+    text
+}
+
+/// Every application's block ([`render_app`]), each followed by a newline; [`NO_APPS`]
+/// and a newline when there is none.
+pub fn render_apps(apps: &[ListedApp]) -> String {
+    if apps.is_empty() {
+        return format!("{NO_APPS}\n");
+    }
+    let mut text = String::new();
+    for app in apps {
+        text.push_str(&render_app(app));
+        text.push('\n');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use deskpilot_core::{Handle, Role};
+    use deskpilot_policy::refusal::Refusal;
+    use deskpilot_protocol::ErrorCode;
+    use deskpilot_protocol::types::WindowInfo;
+
+    use super::*;
+    use crate::host::ListedWindow;
+
+    fn window(ref_: &str, title: &str, active: bool, bound: bool) -> ListedWindow {
+        ListedWindow {
+            ref_: ref_.into(),
+            window: WindowInfo {
+                handle: Handle::new(format!(":1.5|/{ref_}")),
+                app: "mousepad".into(),
+                pid: Some(42),
+                title: title.into(),
+                role: Role::Window,
+                active,
+                bounds: None,
+            },
+            bound,
+            refused: None,
+        }
+    }
+
+    #[test]
+    fn each_app_is_a_block_with_its_windows() {
+        let mut refused = window("w3", "Unlock keyring", false, false);
+        refused.window.role = Role::Dialog;
+        refused.refused = Some(Refusal {
+            code: ErrorCode::Denylisted,
+            reason: "gcr-prompter is on the built-in deny-list".into(),
+        });
+        let apps = [
+            ListedApp {
+                name: "mousepad".into(),
+                pid: Some(42),
+                status: AppStatus::Ok,
+                windows: vec![
+                    window("w1", "notes.txt\nsecond line", true, true),
+                    window("w2", "Untitled", false, false),
+                ],
+            },
+            ListedApp {
+                name: "gcr-prompter".into(),
+                pid: None,
+                status: AppStatus::NotResponding,
+                windows: vec![refused],
+            },
+        ];
+        assert_eq!(
+            render_app(&apps[0]),
+            "app mousepad pid=42\n  [w1] window \"notes.txt\\nsecond line\" active · bound\n  [w2] window \"Untitled\""
+        );
+        assert_eq!(
+            render_apps(&apps),
+            "app mousepad pid=42\n  [w1] window \"notes.txt\\nsecond line\" active · bound\n  [w2] window \"Untitled\"\n\
+             app gcr-prompter [not_responding]\n  [w3] dialog \"Unlock keyring\" · refused COMPUTER_DENYLISTED: gcr-prompter is on the built-in deny-list\n"
+        );
+    }
+
+    #[test]
+    fn an_empty_desktop_says_so() {
+        assert_eq!(render_apps(&[]), format!("{NO_APPS}\n"));
+    }
+}

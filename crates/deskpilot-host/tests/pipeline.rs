@@ -1,0 +1,547 @@
+//! The one action pipeline (docs/ARCHITECTURE.md §7.11), driven through each of its
+//! entry points — `act`, `keys` and a pointer click (`click-at`) — on the fixture
+//! desktop, one failing step at a time. For every step the three entry points must
+//! fail with the same code and the same sentence, dispatch nothing, and leave the
+//! same audit line (event, status, code, app, pid; the op names the entry point).
+//! The one step whose code depends on what the effect was aimed with (refs, a
+//! target window, a basis) says so in its row.
+//!
+//! Every test passes its directories explicitly (state, audit, approvals, grant
+//! lock, stop record): nothing here reads or changes the process environment.
+
+mod common;
+
+use common::{editor, observe, ref_of, rt, settings};
+
+use std::sync::Arc;
+
+use deskpilot_core::fixture;
+use deskpilot_host::audit::AuditLog;
+use deskpilot_host::config::{Config, Effective};
+use deskpilot_host::host::{Basis, Host, HostOptions};
+use deskpilot_host::{Observation, Session, StateStore, Target};
+use deskpilot_policy::audit::{AuditEvent, AuditRecord};
+use deskpilot_policy::mode::Mode;
+use deskpilot_protocol::fixture_driver::FixtureDriver;
+use deskpilot_protocol::types::PointerAction;
+use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
+
+/// Fixture pids above Linux's PID_MAX_LIMIT, so no real process is looked up.
+const EDITOR_PID: u32 = 4_600_812;
+const CALC_PID: u32 = 4_600_901;
+
+/// The entry points of the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Entry {
+    Act,
+    Keys,
+    ClickAt,
+}
+
+const ENTRIES: [Entry; 3] = [Entry::Act, Entry::Keys, Entry::ClickAt];
+
+impl Entry {
+    /// The op its audit lines carry.
+    fn op(self, typing: bool) -> &'static str {
+        match (self, typing) {
+            (Entry::Act, false) => "click",
+            (Entry::Act, true) => "type",
+            (Entry::Keys, _) => "keys",
+            (Entry::ClickAt, _) => "pointer_click",
+        }
+    }
+}
+
+/// One test's desktop and directories.
+struct Env {
+    dir: tempfile::TempDir,
+    driver: Arc<FixtureDriver>,
+    key: String,
+}
+
+impl Env {
+    fn new(name: &str) -> Env {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("deskpilot-pipeline-{name}-"))
+            .tempdir()
+            .unwrap();
+        let driver = Arc::new(FixtureDriver::desktop());
+        let uid = deskpilot_os::current_uid();
+        driver.mutate(|apps| {
+            for a in apps.iter_mut() {
+                a.info.uid = Some(uid);
+                a.info.pid = Some(if a.info.name == "editor" {
+                    EDITOR_PID
+                } else {
+                    CALC_PID
+                });
+            }
+        });
+        Env {
+            dir,
+            driver,
+            key: format!("pipeline-{name}"),
+        }
+    }
+
+    fn audit_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("audit.jsonl")
+    }
+
+    /// A host over this desktop with `settings`; its audit log at `audit`.
+    fn host_with_audit(&self, settings: Effective, audit: std::path::PathBuf) -> Host {
+        let store = StateStore::open_in(&self.dir.path().join("state"), "fixture").unwrap();
+        let mut o = HostOptions::new(&self.key, "test", "test", settings);
+        o.audit = AuditLog::new(audit);
+        o.approvals_path = self.dir.path().join("approvals.json");
+        o.desktop_dir = self.dir.path().join("desktop");
+        o.runtime_dir = self.dir.path().join("runtime");
+        Host::new(
+            Session::new(self.driver.clone() as Arc<dyn Driver>, store),
+            o,
+        )
+    }
+
+    fn host(&self, settings: Effective) -> Host {
+        self.host_with_audit(settings, self.audit_path())
+    }
+
+    fn audit(&self) -> Vec<AuditRecord> {
+        std::fs::read_to_string(self.audit_path())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+            .collect()
+    }
+}
+
+/// Performs `entry` in the bound window, aimed with what `obs` showed: the first
+/// button of the window (or, `typing`, text into the editor's body) for `act`; the
+/// chord `ctrl+s` (or the text) for `keys`; a click at (5, 5) of `obs`'s basis.
+async fn perform(
+    h: &mut Host,
+    entry: Entry,
+    obs: &Observation,
+    typing: bool,
+) -> Result<(), ComputerError> {
+    match entry {
+        Entry::Act if typing => {
+            let body = ref_of(&obs.text, &["textbox \"Body\""]);
+            h.act(&body, deskpilot_core::Op::Type, Some("x".into()))
+                .await
+                .map(drop)
+        }
+        Entry::Act => {
+            let button = ref_of(&obs.text, &["button \""]);
+            h.act(&button, deskpilot_core::Op::Click, None)
+                .await
+                .map(drop)
+        }
+        Entry::Keys if typing => h
+            .keys(&Target::Current, None, Some("x".into()))
+            .await
+            .map(drop),
+        Entry::Keys => h
+            .keys(&Target::Current, Some("ctrl+s".into()), None)
+            .await
+            .map(drop),
+        Entry::ClickAt => {
+            let basis = Basis::parse(obs.basis.as_deref().expect("a basis")).unwrap();
+            h.pointer(&basis, 5.0, 5.0, PointerAction::Click)
+                .await
+                .map(drop)
+        }
+    }
+}
+
+/// The failure of one entry point at one step, as the caller and the audit saw it.
+#[derive(Debug)]
+struct Seen {
+    code: ErrorCode,
+    message: String,
+    /// The last audit line.
+    line: AuditRecord,
+    /// Actions the driver recorded after the setup.
+    dispatched: usize,
+}
+
+/// Runs `entry` through one step's failure: `setup` brings the desktop and host
+/// to the step (and returns the observation the entry is aimed with), then the entry
+/// is performed once.
+fn run_step(
+    name: &str,
+    entry: Entry,
+    mode: Mode,
+    typing: bool,
+    tweak: &dyn Fn(&mut Effective),
+    setup: &impl AsyncFn(&Env, &mut Host) -> Observation,
+) -> Seen {
+    let env = Env::new(&format!("{name}-{entry:?}").to_lowercase());
+    let mut s = settings(mode);
+    tweak(&mut s);
+    let mut h = env.host(s);
+    let e = rt().block_on(async {
+        let obs = setup(&env, &mut h).await;
+        env.driver.take_actions();
+        match perform(&mut h, entry, &obs, typing).await {
+            Ok(()) => panic!("{name}: {entry:?} succeeded but must fail"),
+            Err(e) => e,
+        }
+    });
+    let line = env.audit().pop().expect("an audit line");
+    Seen {
+        code: e.code,
+        message: e.message,
+        line,
+        dispatched: env.driver.actions().len(),
+    }
+}
+
+/// Asserts one row: each entry point's expected code, a sentence every message
+/// contains, and the audit line of a refusal in `app` (pid `pid`).
+#[track_caller]
+fn assert_row(
+    step: &str,
+    seen: &[(Entry, Seen)],
+    codes: [ErrorCode; 3],
+    sentence: &str,
+    app: Option<&str>,
+    pid: Option<u32>,
+    typing: bool,
+) {
+    for ((entry, s), code) in seen.iter().zip(codes) {
+        assert_eq!(
+            s.code,
+            code,
+            "{step}: {entry:?}: {}: {}",
+            s.code.as_str(),
+            s.message
+        );
+        assert!(
+            s.message.contains(sentence),
+            "{step}: {entry:?}: {sentence:?} not in {:?}",
+            s.message
+        );
+        assert_eq!(s.dispatched, 0, "{step}: {entry:?} dispatched");
+        let l = &s.line;
+        assert_eq!(
+            l.event,
+            Some(AuditEvent::Refusal),
+            "{step}: {entry:?}: {l:?}"
+        );
+        assert_eq!(l.status.as_deref(), Some("refused"), "{step}: {entry:?}");
+        assert_eq!(l.code.as_deref(), Some(code.as_str()), "{step}: {entry:?}");
+        assert_eq!(l.op.as_deref(), Some(entry.op(typing)), "{step}: {entry:?}");
+        assert_eq!(l.app.as_deref(), app, "{step}: {entry:?}");
+        if pid.is_some() {
+            assert_eq!(l.pid, pid, "{step}: {entry:?}");
+        }
+        assert!(l.grant_id.is_some(), "{step}: {entry:?}: no grant id");
+    }
+}
+
+fn each(
+    step: &str,
+    mode: Mode,
+    typing: bool,
+    tweak: impl Fn(&mut Effective),
+    setup: impl AsyncFn(&Env, &mut Host) -> Observation,
+) -> Vec<(Entry, Seen)> {
+    ENTRIES
+        .iter()
+        .map(|&entry| (entry, run_step(step, entry, mode, typing, &tweak, &setup)))
+        .collect()
+}
+
+#[test]
+fn a_closed_bound_window_fails_every_entry_point_alike() {
+    let seen = each(
+        "closed",
+        Mode::Bypass,
+        false,
+        |_| {},
+        async |env: &Env, h: &mut Host| {
+            let obs = observe(h, &Target::App("calculator".into())).await;
+            env.driver
+                .mutate(|apps| apps.retain(|a| a.info.name != "gnome-calculator"));
+            obs
+        },
+    );
+    assert_row(
+        "closed bound window",
+        &seen,
+        [ErrorCode::StaleRevision; 3],
+        "the bound window closed; the grant moved to",
+        Some("editor"),
+        None,
+        false,
+    );
+}
+
+#[test]
+fn a_rebind_since_the_aim_was_taken_fails_every_entry_point() {
+    // Aimed at the editor, then the grant moved to the calculator: refs are stale
+    // (`act`), a basis is stale (`click-at`), and keys aimed at the editor by name
+    // may not follow the grant (`keys` has no refs; it names its window).
+    let env_seen: Vec<(Entry, Seen)> = ENTRIES
+        .iter()
+        .map(|&entry| {
+            let env = Env::new(&format!("stale-{entry:?}").to_lowercase());
+            let mut h = env.host(settings(Mode::Bypass));
+            let e = rt().block_on(async {
+                let obs = observe(&mut h, &editor()).await;
+                observe(&mut h, &Target::App("calculator".into())).await;
+                env.driver.take_actions();
+                let r = match entry {
+                    Entry::Keys => h
+                        .keys(&editor(), Some("ctrl+s".into()), None)
+                        .await
+                        .map(drop),
+                    _ => perform(&mut h, entry, &obs, false).await,
+                };
+                r.expect_err("a stale aim must fail")
+            });
+            let line = env.audit().pop().unwrap();
+            let dispatched = env.driver.actions().len();
+            (
+                entry,
+                Seen {
+                    code: e.code,
+                    message: e.message,
+                    line,
+                    dispatched,
+                },
+            )
+        })
+        .collect();
+    assert_row(
+        "stale aim",
+        &env_seen,
+        [
+            ErrorCode::StaleRevision,
+            ErrorCode::ScopeViolation,
+            ErrorCode::StaleBasis,
+        ],
+        "",
+        Some("gnome-calculator"),
+        None,
+        false,
+    );
+    assert!(env_seen[0].1.message.contains("observe --window"));
+    assert!(
+        env_seen[1]
+            .1
+            .message
+            .contains("observe the other window first")
+    );
+    assert!(
+        env_seen[2]
+            .1
+            .message
+            .contains("observe again for a new basis")
+    );
+}
+
+#[test]
+fn a_spent_budget_fails_every_entry_point_alike() {
+    let seen = each(
+        "budget",
+        Mode::Bypass,
+        false,
+        |s| s.action_budget = 1,
+        async |_env: &Env, h: &mut Host| {
+            let obs = observe(h, &editor()).await;
+            // Spend the one action on something else.
+            h.keys(&Target::Current, Some("Tab".into()), None)
+                .await
+                .unwrap();
+            obs
+        },
+    );
+    assert_row(
+        "spent budget",
+        &seen,
+        [ErrorCode::BudgetExhausted; 3],
+        "action budget",
+        Some("editor"),
+        None,
+        false,
+    );
+}
+
+#[test]
+fn input_that_could_reach_a_password_field_fails_every_entry_point_alike() {
+    let seen = each(
+        "secure",
+        Mode::Bypass,
+        true,
+        |_| {},
+        async |env: &Env, h: &mut Host| {
+            let obs = observe(h, &editor()).await;
+            // The user clicked into the password field.
+            env.driver.mutate(|apps| {
+                let root = apps
+                    .iter_mut()
+                    .flat_map(|a| a.windows.iter_mut())
+                    .find(|w| w.handle.as_str() == "h:1")
+                    .unwrap();
+                fixture::move_focus(root, "h:24");
+            });
+            obs
+        },
+    );
+    assert_row(
+        "secure input",
+        &seen,
+        [ErrorCode::SecureInput; 3],
+        "password",
+        Some("editor"),
+        Some(EDITOR_PID),
+        true,
+    );
+    for (entry, s) in &seen {
+        if *entry != Entry::ClickAt {
+            assert_eq!(
+                s.line.text_len,
+                Some(1),
+                "{entry:?}: the length, never the text"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_refusal_that_applies_since_the_bind_fails_every_entry_point_alike() {
+    let seen = each(
+        "denied",
+        Mode::Bypass,
+        false,
+        |_| {},
+        async |env: &Env, h: &mut Host| {
+            let obs = observe(h, &editor()).await;
+            // Since the bind, the editor's process became one on the built-in
+            // deny-list (the refusals run again on every call).
+            env.driver.mutate(|apps| {
+                for a in apps.iter_mut().filter(|a| a.info.name == "editor") {
+                    a.info.name = "keepassxc".into();
+                }
+            });
+            obs
+        },
+    );
+    assert_row(
+        "window refusal",
+        &seen,
+        [ErrorCode::Denylisted; 3],
+        "\"keepassxc\"",
+        Some("keepassxc"),
+        None,
+        false,
+    );
+}
+
+#[test]
+fn a_needed_confirmation_stops_every_entry_point_alike() {
+    let seen = each(
+        "confirm",
+        Mode::Default,
+        false,
+        |_| {},
+        async |_env: &Env, h: &mut Host| observe(h, &editor()).await,
+    );
+    assert_row(
+        "confirmation",
+        &seen,
+        [ErrorCode::ConfirmationRequired; 3],
+        "needs the user's confirmation. Ask them to run `deskpilot approve",
+        Some("editor"),
+        Some(EDITOR_PID),
+        false,
+    );
+}
+
+#[test]
+fn plan_mode_refuses_every_entry_point_alike() {
+    let seen = each(
+        "plan",
+        Mode::Plan,
+        false,
+        |_| {},
+        async |_env: &Env, h: &mut Host| observe(h, &editor()).await,
+    );
+    assert_row(
+        "plan mode",
+        &seen,
+        [ErrorCode::ScopeViolation; 3],
+        "plan mode is read-only",
+        // Plan mode refuses before a window is read.
+        None,
+        None,
+        false,
+    );
+}
+
+#[test]
+fn an_audit_that_cannot_be_written_is_reported_and_never_fails_the_effect() {
+    for entry in ENTRIES {
+        let env = Env::new(&format!("audit-{entry:?}").to_lowercase());
+        // The log's path is a directory: every append fails.
+        let bad = env.dir.path().join("audit-is-a-dir");
+        std::fs::create_dir_all(&bad).unwrap();
+        let mut h = env.host_with_audit(settings(Mode::Bypass), bad);
+        rt().block_on(async {
+            let obs = observe(&mut h, &editor()).await;
+            env.driver.take_actions();
+            perform(&mut h, entry, &obs, false)
+                .await
+                .unwrap_or_else(|e| panic!("{entry:?}: {} {}", e.code.as_str(), e.message));
+        });
+        assert_eq!(env.driver.actions().len(), 1, "{entry:?} was dispatched");
+        let w = h.warnings().join("\n");
+        assert!(
+            w.contains("audit log not written") && w.contains("the action itself was not affected"),
+            "{entry:?}: {w:?}"
+        );
+        assert_eq!(
+            h.grant_view().unwrap().actions_left,
+            199,
+            "{entry:?} spent one"
+        );
+    }
+}
+
+#[test]
+fn every_entry_point_that_succeeds_is_audited_spent_and_re_stamped_alike() {
+    for entry in ENTRIES {
+        let env = Env::new(&format!("ok-{entry:?}").to_lowercase());
+        let mut h = env.host(settings(Mode::Bypass));
+        let rev = rt().block_on(async {
+            let obs = observe(&mut h, &editor()).await;
+            perform(&mut h, entry, &obs, false)
+                .await
+                .unwrap_or_else(|e| panic!("{entry:?}: {} {}", e.code.as_str(), e.message));
+            obs.grant.unwrap().revision
+        });
+        let line = env.audit().pop().unwrap();
+        let event = if entry == Entry::Keys {
+            AuditEvent::Keys
+        } else {
+            AuditEvent::Action
+        };
+        assert_eq!(line.event, Some(event), "{entry:?}");
+        assert_eq!(line.status.as_deref(), Some("executed"), "{entry:?}");
+        assert_eq!(line.op.as_deref(), Some(entry.op(false)), "{entry:?}");
+        assert_eq!(line.app.as_deref(), Some("editor"), "{entry:?}");
+        assert_eq!(line.pid, Some(EDITOR_PID), "{entry:?}");
+        assert!(line.channel.is_some(), "{entry:?}: the channel is named");
+        assert_eq!(line.code, None, "{entry:?}");
+        let g = h.grant_view().unwrap();
+        assert_eq!(g.actions_left, 199, "{entry:?}");
+        assert_eq!(g.revision, rev, "{entry:?}: an effect never rebinds");
+        // The refs shown stay usable: a second act under the same revision works.
+        rt().block_on(async {
+            let obs = observe(&mut h, &Target::Current).await;
+            perform(&mut h, Entry::Act, &obs, false).await.unwrap();
+        });
+    }
+}

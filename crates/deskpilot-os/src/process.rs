@@ -1,0 +1,433 @@
+//! Process facts (alive, uid, executable, command name, start time, ancestors), this
+//! boot's id, this process's uids, and signals to and reaping of processes.
+//!
+//! Facts are read from `/proc` and are Linux-only: elsewhere they are `None` (or
+//! empty), which every caller treats as "unknown". Pids are `u32` as
+//! `std::process::id` gives them; a pid that does not fit a positive `pid_t` names no
+//! process.
+
+use std::path::Path;
+
+/// Converts a pid to a positive `pid_t`; 0 and values beyond `i32::MAX` give `None`.
+#[cfg(unix)]
+fn positive(pid: u32) -> Option<libc::pid_t> {
+    libc::pid_t::try_from(pid).ok().filter(|&p| p > 0)
+}
+
+/// Whether process `pid` is alive: it exists — `kill(pid, 0)` succeeds, or fails with
+/// `EPERM` because it belongs to another user — and, on Linux, is not a zombie (state
+/// `Z`: it has exited and only waits for its parent to reap it) nor dead (`X`). A
+/// zombie is not alive: it runs no code and holds nothing but its pid.
+///
+/// pid 0 and pids beyond `i32::MAX` → false; always false off Unix. When the state
+/// cannot be read (the process is hidden by `hidepid`, or exited in between) the
+/// answer of `kill` stands.
+pub fn pid_alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Some(p) = positive(pid) else {
+            return false;
+        };
+        // SAFETY: signal 0 only checks for existence and permission; nothing is sent
+        // and no memory is touched.
+        let exists = unsafe { libc::kill(p, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        exists
+            && !proc_read(pid, "stat")
+                .is_some_and(|s| matches!(parse_stat_state(&s), Some('Z' | 'X')))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
+/// Reads `/proc/PID/<file>`; `None` for pid 0, when unreadable, or off Linux.
+fn proc_read(pid: u32, file: &str) -> Option<String> {
+    if !cfg!(target_os = "linux") || pid == 0 {
+        return None;
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok()
+}
+
+/// The fields of `/proc/PID/stat` after the command name (field 2, which may itself
+/// contain spaces and parentheses): field 3 (state) first.
+fn stat_tail(stat: &str) -> Option<&str> {
+    Some(&stat[stat.rfind(')')? + 1..])
+}
+
+/// Process state letter (field 3 of `/proc/PID/stat`: `R`, `S`, `Z`…).
+fn parse_stat_state(stat: &str) -> Option<char> {
+    stat_tail(stat)?.split_whitespace().next()?.chars().next()
+}
+
+/// Parent pid from the text of `/proc/PID/stat` (field 4).
+fn parse_stat_ppid(stat: &str) -> Option<u32> {
+    stat_tail(stat)?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Start time from the text of `/proc/PID/stat` (field 22).
+fn parse_stat_start(stat: &str) -> Option<u64> {
+    // Fields after the name start at 3 (state); 22 is the 20th of them.
+    stat_tail(stat)?.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The real uid: the first number of the `Uid:` line of `/proc/PID/status`.
+fn parse_status_uid(status: &str) -> Option<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Real uid of `pid`, from the first number of the `Uid:` line of
+/// `/proc/PID/status`; `None` when unreadable or not on Linux.
+pub fn process_uid(pid: u32) -> Option<u32> {
+    parse_status_uid(&proc_read(pid, "status")?)
+}
+
+/// Command name of `pid` (`/proc/PID/comm`, trimmed, at most 15 bytes as the kernel
+/// keeps it); `None` when unreadable or not on Linux.
+pub fn process_comm(pid: u32) -> Option<String> {
+    Some(proc_read(pid, "comm")?.trim().to_string())
+}
+
+/// Start time of `pid` in clock ticks since boot (`/proc/PID/stat` field 22): with
+/// the pid, it names one process even after the pid is reused. `None` when
+/// unreadable or not on Linux.
+pub fn process_start(pid: u32) -> Option<u64> {
+    parse_stat_start(&proc_read(pid, "stat")?)
+}
+
+/// File name of the executable `pid` runs, with symlinks resolved
+/// (`/proc/PID/exe`): unlike the app name or `comm`, a renamed link to a binary
+/// does not change it; a replaced binary's ` (deleted)` suffix is dropped. `None`
+/// when unreadable (another user's process) or not on Linux.
+pub fn process_exe(pid: u32) -> Option<String> {
+    if !cfg!(target_os = "linux") || pid == 0 {
+        return None;
+    }
+    let path = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let name = path.file_name()?.to_string_lossy().to_string();
+    Some(name.trim_end_matches(" (deleted)").to_string())
+}
+
+/// `pid`, its parent, grandparent… up to but excluding pid 1 (and pid 0), from
+/// `/proc/PID/stat`. Empty when `pid` is 0 or 1, its stat is unreadable, or not on
+/// Linux; the chain stops early where a stat becomes unreadable. At most 1 024
+/// entries (a guard against a cycle seen across racing reads).
+pub fn ancestors(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut cur = pid;
+    while cur > 1 && out.len() < 1_024 && !out.contains(&cur) {
+        let Some(stat) = proc_read(cur, "stat") else {
+            break;
+        };
+        out.push(cur);
+        match parse_stat_ppid(&stat) {
+            Some(p) => cur = p,
+            None => break,
+        }
+    }
+    out
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`, trimmed: a 36-character
+/// UUID); `None` when unreadable or not on Linux.
+pub fn boot_id() -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let s = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// Every pid listed in `/proc`, in directory order; empty when unreadable or not on
+/// Linux.
+pub fn process_ids() -> Vec<u32> {
+    if !cfg!(target_os = "linux") {
+        return Vec::new();
+    }
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .collect()
+}
+
+/// Whether the environment `pid` started with (`/proc/PID/environ`) holds exactly
+/// `name=value`. False when unreadable (another user's process, or gone) or not on
+/// Linux.
+pub fn process_env_contains(pid: u32, name: &str, value: &str) -> bool {
+    if !cfg!(target_os = "linux") || pid == 0 {
+        return false;
+    }
+    let needle = format!("{name}={value}");
+    std::fs::read(Path::new("/proc").join(pid.to_string()).join("environ"))
+        .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+}
+
+/// The real uid of this process (`getuid`); 0 off Unix.
+pub fn current_uid() -> u32 {
+    #[cfg(unix)]
+    {
+        // SAFETY: getuid has no preconditions, touches no memory and cannot fail.
+        unsafe { libc::getuid() }
+    }
+    #[cfg(not(unix))]
+    {
+        0
+    }
+}
+
+/// The effective uid of this process (`geteuid`; 0 means root privileges); 0 off
+/// Unix.
+pub fn effective_uid() -> u32 {
+    #[cfg(unix)]
+    {
+        // SAFETY: geteuid has no preconditions, touches no memory and cannot fail.
+        unsafe { libc::geteuid() }
+    }
+    #[cfg(not(unix))]
+    {
+        0
+    }
+}
+
+/// A signal [`signal_group_or_pid`] sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// `SIGTERM`: asks the process to end.
+    Term,
+    /// `SIGKILL`: ends it at once.
+    Kill,
+}
+
+/// Sends `sig` to the process group led by `pid`, or, when there is no such group
+/// (or it may not be signalled), to the process `pid` alone. Returns whether one of
+/// the two was delivered. pids 0 and 1 and pids beyond `i32::MAX` are refused
+/// (false): negated they would name our own group or every process. Always false off
+/// Unix.
+pub fn signal_group_or_pid(pid: u32, sig: Signal) -> bool {
+    #[cfg(unix)]
+    {
+        let Some(p) = positive(pid).filter(|&p| p > 1) else {
+            return false;
+        };
+        let sig = match sig {
+            Signal::Term => libc::SIGTERM,
+            Signal::Kill => libc::SIGKILL,
+        };
+        // SAFETY: kill with a pid > 1 (or its negated process group) only sends a
+        // signal; it has no memory-safety preconditions.
+        unsafe { libc::kill(-p, sig) == 0 || libc::kill(p, sig) == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (pid, sig);
+        false
+    }
+}
+
+/// Reaps `pid` if it is an exited child of this process (`waitpid` with `WNOHANG`),
+/// so it does not linger as a zombie; returns whether it was reaped. Never blocks;
+/// false for a child still running, a pid that is not our child, pid 0 or one beyond
+/// `i32::MAX`, and off Unix. A `std::process::Child` of a reaped pid can no longer
+/// be waited for.
+pub fn reap_if_exited(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Some(p) = positive(pid) else {
+            return false;
+        };
+        let mut status = 0;
+        // SAFETY: waitpid writes the exit status into `status`, a live local; with a
+        // positive pid and WNOHANG it only reaps that one child, if it has exited.
+        unsafe { libc::waitpid(p, &mut status, libc::WNOHANG) == p }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
+/// Uid of the process at the other end of the connected Unix socket `fd`
+/// (`SO_PEERCRED`, as it was when the peer connected); `None` when the query fails.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn peer_uid(fd: std::os::fd::BorrowedFd<'_>) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let size = size_of::<libc::ucred>();
+    let mut len = libc::socklen_t::try_from(size).ok()?;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`, a live local of
+    // exactly that size, and the new length into `len`; the descriptor stays open for
+    // the call because `fd` borrows it.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && usize::try_from(len).ok() == Some(size)).then_some(cred.uid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn process_facts_of_self() {
+        let me = std::process::id();
+        assert!(pid_alive(me));
+        assert!(!pid_alive(0));
+        assert!(!pid_alive(u32::MAX));
+        if cfg!(target_os = "linux") {
+            let chain = ancestors(me);
+            assert_eq!(chain.first(), Some(&me));
+            #[cfg(unix)]
+            {
+                let parent = std::os::unix::process::parent_id();
+                if parent > 1 {
+                    assert_eq!(chain.get(1), Some(&parent));
+                }
+                assert_eq!(process_uid(me), Some(current_uid()));
+            }
+            assert!(!chain.contains(&1));
+            assert!(process_comm(me).is_some_and(|c| !c.is_empty() && c.len() <= 15));
+            assert!(boot_id().is_some_and(|b| b.len() == 36));
+        }
+        assert_eq!(ancestors(0), Vec::<u32>::new());
+        assert_eq!(ancestors(1), Vec::<u32>::new());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn start_time_executable_and_pid_list_of_self() {
+        let me = std::process::id();
+        assert!(process_start(me).is_some());
+        assert!(process_exe(me).is_some());
+        assert!(process_ids().contains(&me));
+        assert_eq!(process_start(0), None);
+        assert_eq!(process_exe(0), None);
+    }
+
+    #[test]
+    fn proc_text_parsing() {
+        let stat = "4242 (we ird) name)) S 17 4242 4242 0 -1 4194560";
+        assert_eq!(parse_stat_ppid(stat), Some(17));
+        assert_eq!(parse_stat_ppid("garbage"), None);
+        let status = "Name:\tx\nUmask:\t0022\nUid:\t1000\t1001\t1002\t1003\nGid:\t5\t5\t5\t5\n";
+        assert_eq!(parse_status_uid(status), Some(1000));
+        assert_eq!(parse_status_uid("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn stat_state_and_start_time_parsing() {
+        let stat = "4242 (we ird) name)) S 17 4242 4242 0 -1 4194560";
+        assert_eq!(parse_stat_state(stat), Some('S'));
+        assert_eq!(parse_stat_state("1 (z) Z 0"), Some('Z'));
+        let long = "7 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 99 20";
+        assert_eq!(parse_stat_start(long), Some(99));
+        assert_eq!(parse_stat_start(stat), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_reaped_child_is_not_alive() {
+        let gone = dead_pid();
+        assert!(!pid_alive(gone));
+        assert!(!reap_if_exited(gone));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_zombie_is_not_alive_and_is_reaped() {
+        let child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // Not waited for: once it exits it stays a zombie until reaped.
+        while proc_read(pid, "stat").and_then(|s| parse_stat_state(&s)) != Some('Z') {
+            assert!(std::time::Instant::now() < deadline, "child never exited");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // kill(0) still answers for a zombie; pid_alive does not count it.
+        // SAFETY: signal 0 sends nothing.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, 0) }, 0);
+        assert!(!pid_alive(pid));
+        assert!(reap_if_exited(pid));
+        assert!(proc_read(pid, "stat").is_none());
+        drop(child);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_running_child_is_alive_until_signalled() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(pid_alive(pid));
+        assert!(!reap_if_exited(pid), "still running");
+        // Not a group leader: the group signal fails and the pid itself is signalled.
+        assert!(signal_group_or_pid(pid, Signal::Term));
+        let status = child.wait().unwrap();
+        assert!(!status.success());
+        assert!(!pid_alive(pid));
+        assert!(!signal_group_or_pid(0, Signal::Term));
+        assert!(!signal_group_or_pid(1, Signal::Term));
+        assert!(!signal_group_or_pid(u32::MAX, Signal::Kill));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_environment_of_a_child_is_readable() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("DESKPILOT_OS_TEST_MARK", "a=b")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Until the child has called exec, /proc shows the environment it was forked
+        // with.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !process_env_contains(pid, "DESKPILOT_OS_TEST_MARK", "a=b") {
+            assert!(std::time::Instant::now() < deadline, "marker never seen");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!process_env_contains(pid, "DESKPILOT_OS_TEST_MARK", "a"));
+        assert!(!process_env_contains(0, "PATH", ""));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_peer_of_a_socket_pair_is_ourselves() {
+        use std::os::fd::AsFd;
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(peer_uid(a.as_fd()), Some(current_uid()));
+    }
+}

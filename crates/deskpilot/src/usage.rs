@@ -1,0 +1,200 @@
+//! Bad usage: checks of the command line alone (never the desktop, the config or any
+//! state). A value that fails one of these is rejected while parsing, like an unknown
+//! flag, so it exits 2 (one JSON document with `--json`) before anything runs; a
+//! failure once a command runs exits 1 with its `COMPUTER_*` code.
+//!
+//! The functions taking `&str` are clap value parsers; [`check`] holds the rules that
+//! involve several arguments.
+
+use clap::CommandFactory;
+use clap::error::ErrorKind;
+use deskpilot_core::{Op, Role};
+use deskpilot_host::host::Basis;
+
+use crate::{Cli, Command};
+
+/// The rules across arguments, checked once clap has parsed them.
+///
+/// Errors: a clap error of kind `ArgumentConflict` or `MissingRequiredArgument`,
+/// printed and mapped to exit 2 like any other parse error.
+pub fn check(cli: Cli) -> Result<Cli, clap::Error> {
+    let fail = |kind: ErrorKind, msg: &str| Err(Cli::command().error(kind, msg));
+    if cli.sandbox.as_deref() == Some("new") && !matches!(cli.command, Command::Mcp { .. }) {
+        return fail(
+            ErrorKind::ArgumentConflict,
+            "--sandbox without a number starts a new sandbox only for `deskpilot mcp`; give the sandbox's display number (see `deskpilot sandbox list`)",
+        );
+    }
+    match &cli.command {
+        Command::Grant { scope, target, .. }
+            if scope == "window" && target.app.is_none() && target.window.is_none() =>
+        {
+            fail(
+                ErrorKind::MissingRequiredArgument,
+                "--scope window needs --app or --window to name the window",
+            )
+        }
+        Command::Wait {
+            text: None,
+            gone: None,
+            role: None,
+            window_title: None,
+            ..
+        } => fail(
+            ErrorKind::MissingRequiredArgument,
+            "say what to wait for: --text T, --gone T, --role R --name N, or --window-title T",
+        ),
+        _ => Ok(cli),
+    }
+}
+
+/// `--role`: a role name, any case.
+pub fn role(s: &str) -> Result<Role, String> {
+    s.parse::<Role>().map_err(|e| e.to_string())
+}
+
+/// An op name, any case, `-` for `_`.
+pub fn op(s: &str) -> Result<Op, String> {
+    Op::from_name(&s.to_lowercase().replace('-', "_")).ok_or_else(|| {
+        format!(
+            "{s:?} is not an op; ops: {}",
+            Op::ALL
+                .iter()
+                .map(|o| o.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+/// `--basis`: well-formed `rREV:X,Y,WxH@SCALE` (whether it still holds is the host's
+/// check when the click runs).
+pub fn basis(s: &str) -> Result<String, String> {
+    Basis::parse(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.message)
+}
+
+/// `--session`: 1 to 40 letters, digits, `-` or `_`.
+pub fn session_name(s: &str) -> Result<String, String> {
+    let valid = !s.is_empty()
+        && s.len() <= 40
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if valid {
+        Ok(s.to_string())
+    } else {
+        Err("--session takes 1 to 40 letters, digits, '-' or '_' (e.g. --session agent-2)".into())
+    }
+}
+
+/// `--sandbox`: a display number, `new` (what a bare `--sandbox` means; only for
+/// `deskpilot mcp`, see [`check`]), or empty (none).
+pub fn sandbox(s: &str) -> Result<String, String> {
+    if s.is_empty() || s == "new" || s.parse::<u32>().is_ok() {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "--sandbox {s:?}: give the sandbox's display number (see `deskpilot sandbox list`); only `deskpilot mcp --sandbox` starts a new one"
+        ))
+    }
+}
+
+/// A count that must be at least 1 (`--max-steps`, `--runs`).
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `observe --max-tokens`: at least 50, so a snapshot can say what it cut.
+pub fn max_tokens(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n < 50 => {
+            Err("--max-tokens must be at least 50 so a snapshot can say what it cut".into())
+        }
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `run`'s instruction: not blank.
+pub fn instruction(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        Err("say what to do, e.g. deskpilot run \"type Hello into the editor\"".into())
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("deskpilot").chain(args.iter().copied()))
+            .and_then(check)
+    }
+
+    #[test]
+    fn bad_values_and_combinations_are_parse_errors() {
+        for args in [
+            &["find", "x", "--role", "spaceship"][..],
+            &["act", "e1", "fly"],
+            &["click-at", "5", "5", "--basis", "top-left-ish"],
+            &[
+                "click-at",
+                "5",
+                "5",
+                "--basis",
+                "r1:0,0,10x10@1",
+                "--button",
+                "middle",
+            ],
+            &["--session", "bad/name", "observe"],
+            &["--sandbox", "abc", "apps"],
+            &["--sandbox", "apps"],
+            &["observe", "--max-tokens", "10"],
+            &["run", "  ", "--max-steps", "3"],
+            &["run", "go", "--max-steps", "0"],
+            &["bench", "--runs", "0"],
+            &["bench", "--apps", "notepad"],
+            &["wait", "--timeout-ms", "10"],
+            &["grant", "--scope", "window"],
+        ] {
+            let e = parse(args)
+                .err()
+                .unwrap_or_else(|| panic!("{args:?} parsed"));
+            assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn good_values_parse() {
+        for args in [
+            &["find", "x", "--role", "Button"][..],
+            &["act", "e1", "double-click"],
+            &[
+                "--session",
+                "agent-2",
+                "--sandbox",
+                "91",
+                "observe",
+                "--max-tokens",
+                "50",
+            ],
+            &["mcp", "--sandbox"],
+            &["bench", "--apps", "mousepad, Calculator"],
+            &["wait", "--role", "button", "--name", "OK"],
+            &["grant", "--scope", "window", "--app", "mousepad"],
+        ] {
+            if let Err(e) = parse(args) {
+                panic!("{args:?}: {e}");
+            }
+        }
+    }
+}
