@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 use deskpilot_core::{Bounds, Handle, Node, Role};
 use deskpilot_host::audit::AuditLog;
@@ -22,41 +22,28 @@ pub const EDITOR_PID: u32 = 4_600_812;
 pub const CALC_PID: u32 = 4_600_901;
 pub const KEEPASS_PID: u32 = 4_600_333;
 
-static RUNTIME: Once = Once::new();
-
-/// Points `DESKPILOT_RUNTIME_DIR` at a directory of this test binary (once).
-pub fn init() {
-    RUNTIME.call_once(|| {
-        let dir =
-            std::env::temp_dir().join(format!("deskpilot-agent-runtime-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        // SAFETY: this runs once, before any test of this binary reads the
-        // environment: every test calls `init` first, and `call_once` holds the
-        // others back until the variable is set.
-        unsafe { std::env::set_var("DESKPILOT_RUNTIME_DIR", &dir) };
-    });
-}
-
 pub fn my_uid() -> u32 {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    unsafe { libc::getuid() }
+    deskpilot_os::current_uid()
 }
 
 /// One test's desktop.
 pub struct Env {
     pub name: String,
+    /// The test's own directory (state, audit, approvals, grant lock, stop record):
+    /// removed when the test ends.
     pub dir: PathBuf,
+    _dir: tempfile::TempDir,
     pub driver: Arc<FixtureDriver>,
 }
 
 impl Env {
     /// The standard fixture desktop, every app owned by our uid.
     pub fn new(name: &str) -> Env {
-        init();
-        let dir =
-            std::env::temp_dir().join(format!("deskpilot-agent-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("deskpilot-agent-{name}-"))
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let driver = Arc::new(FixtureDriver::desktop());
         let uid = my_uid();
         driver.mutate(|apps| {
@@ -71,6 +58,7 @@ impl Env {
         Env {
             name: name.into(),
             dir,
+            _dir: tmp,
             driver,
         }
     }
@@ -81,6 +69,8 @@ impl Env {
         let mut o = HostOptions::new(&format!("agent-{}", self.name), "test", "run", settings);
         o.audit = AuditLog::new(self.dir.join("audit.jsonl"));
         o.approvals_path = self.dir.join("approvals.json");
+        o.desktop_dir = self.dir.join("desktop");
+        o.runtime_dir = self.dir.join("runtime");
         Host::new(
             Session::new(self.driver.clone() as Arc<dyn Driver>, store),
             o,
