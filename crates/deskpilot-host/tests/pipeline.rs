@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use deskpilot_core::fixture;
 use deskpilot_host::audit::AuditLog;
-use deskpilot_host::config::{Config, Effective};
+use deskpilot_host::config::Effective;
 use deskpilot_host::host::{Basis, Host, HostOptions};
 use deskpilot_host::{Observation, Session, StateStore, Target};
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};

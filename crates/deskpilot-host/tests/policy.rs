@@ -17,7 +17,7 @@ use std::time::Duration;
 use deskpilot_core::fixture::{self, PASSWORD};
 use deskpilot_core::{Bounds, Handle, Node, Op, Role};
 use deskpilot_host::audit::AuditLog;
-use deskpilot_host::config::{Config, Effective};
+use deskpilot_host::config::Effective;
 use deskpilot_host::control;
 use deskpilot_host::host::{self, Basis, Host, HostOptions, Prompt};
 use deskpilot_host::session::WaitFor;
