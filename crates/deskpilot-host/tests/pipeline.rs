@@ -511,7 +511,7 @@ fn an_audit_that_cannot_be_written_is_reported_and_never_fails_the_effect() {
 }
 
 #[test]
-fn every_entry_point_that_succeeds_is_audited_spent_and_re_stamped_alike() {
+fn every_entry_point_that_succeeds_is_audited_and_spent_alike() {
     for entry in ENTRIES {
         let env = Env::new(&format!("ok-{entry:?}").to_lowercase());
         let mut h = env.host(settings(Mode::Bypass));
@@ -538,10 +538,97 @@ fn every_entry_point_that_succeeds_is_audited_spent_and_re_stamped_alike() {
         let g = h.grant_view().unwrap();
         assert_eq!(g.actions_left, 199, "{entry:?}");
         assert_eq!(g.revision, rev, "{entry:?}: an effect never rebinds");
-        // The refs shown stay usable: a second act under the same revision works.
+        // The window's refs stay usable: a second act under the same revision works.
         rt().block_on(async {
             let obs = observe(&mut h, &Target::Current).await;
             perform(&mut h, Entry::Act, &obs, false).await.unwrap();
         });
     }
+}
+
+#[test]
+fn keys_and_pointer_input_never_make_stale_refs_current_again() {
+    let env = Env::new("restamp");
+    let mut h = env.host(settings(Mode::Bypass));
+    rt().block_on(async {
+        let obs = observe(&mut h, &editor()).await;
+        let save = ref_of(&obs.text, &["button \"Save\""]);
+        observe(&mut h, &Target::App("calculator".into())).await;
+        // The calculator closes: the grant falls back to the editor, a new revision.
+        env.driver
+            .mutate(|apps| apps.retain(|a| a.info.name != "gnome-calculator"));
+        let e = h.keys(&Target::Current, Some("Tab".into()), None).await;
+        assert_eq!(e.unwrap_err().code, ErrorCode::StaleRevision);
+        for _ in 0..2 {
+            let e = h.act(&save, deskpilot_core::Op::Click, None).await;
+            let e = e.expect_err("refs from an older revision stay stale");
+            assert_eq!(e.code, ErrorCode::StaleRevision, "{}", e.message);
+            h.keys(&Target::Current, Some("Tab".into()), None)
+                .await
+                .unwrap();
+        }
+        // Observing the window again makes them current.
+        observe(&mut h, &Target::Current).await;
+        h.act(&save, deskpilot_core::Op::Click, None).await.unwrap();
+    });
+}
+
+#[test]
+fn an_approval_is_for_one_effect_only() {
+    let env = Env::new("approval-scope");
+    let approvals = env.dir.path().join("approvals.json");
+    let approval_id = |e: &ComputerError| {
+        assert_eq!(e.code, ErrorCode::ConfirmationRequired, "{}", e.message);
+        e.detail.as_ref().unwrap()["approval_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut h = env.host(settings(Mode::Default));
+    rt().block_on(async {
+        observe(&mut h, &editor()).await;
+        // Typed text "Return" approved is not the chord Return.
+        let text = approval_id(
+            &h.keys(&Target::Current, None, Some("Return".into()))
+                .await
+                .unwrap_err(),
+        );
+        deskpilot_host::host::approve(&approvals, &text).unwrap();
+        let chord = approval_id(
+            &h.keys(&Target::Current, Some("Return".into()), None)
+                .await
+                .unwrap_err(),
+        );
+        assert_ne!(chord, text);
+        assert!(env.driver.actions().is_empty(), "nothing ran unapproved");
+        h.keys(&Target::Current, None, Some("Return".into()))
+            .await
+            .unwrap();
+    });
+    assert_eq!(env.driver.actions().len(), 1, "the approved text ran");
+    // A click approved at one point is not a click at another (a fresh session: the
+    // first approved use above made the editor an approved app of that one).
+    let env = Env::new("approval-point");
+    let approvals = env.dir.path().join("approvals.json");
+    let mut h = env.host(settings(Mode::Default));
+    rt().block_on(async {
+        let obs = observe(&mut h, &editor()).await;
+        let basis = Basis::parse(obs.basis.as_deref().unwrap()).unwrap();
+        let here = approval_id(
+            &h.pointer(&basis, 5.0, 5.0, PointerAction::Click)
+                .await
+                .unwrap_err(),
+        );
+        deskpilot_host::host::approve(&approvals, &here).unwrap();
+        let there = approval_id(
+            &h.pointer(&basis, 50.0, 5.0, PointerAction::Click)
+                .await
+                .unwrap_err(),
+        );
+        assert_ne!(here, there);
+        h.pointer(&basis, 5.0, 5.0, PointerAction::Click)
+            .await
+            .unwrap();
+    });
+    assert_eq!(env.driver.actions().len(), 1, "the approved click ran");
 }

@@ -16,7 +16,8 @@
 //! 6. a failure is audited as a refusal (a policy code) or a failed action; a success
 //!    spends the budget, remembers a first-use approval, is audited, notes the
 //!    refusal of each window it opened and a closed bound window, re-stamps the
-//!    window's refs, and the state is saved.
+//!    window's refs (after an `act`, whose refs were current), and the state is
+//!    saved.
 //!
 //! The entry points ([`Host::act`], [`Host::keys`], [`Host::pointer`]) only build an
 //! [`Effect`].
@@ -251,10 +252,17 @@ impl Judge {
                 if let Some(t) = text {
                     summary.push_str(&format!(": {:?}", payload_preview(t)));
                 }
+                // A chord and typed text with the same characters are different
+                // actions: an approval of one is never an approval of the other.
+                let kind = if chord.is_some() {
+                    "keys:chord"
+                } else {
+                    "keys:text"
+                };
                 let key = ActionKey::new(
                     &self.window_key,
                     fingerprint.as_deref().unwrap_or_default(),
-                    "keys",
+                    kind,
                     chord.as_deref().or(text.as_deref()),
                 );
                 let irreversible =
@@ -371,7 +379,9 @@ impl Host {
             .map(|g| g.revision)
             .unwrap_or(0);
         // 2. What the effect was aimed with is current.
-        let point = self.check_aim(&effect, &op, &window, revision).await?;
+        let point = self
+            .check_aim(&effect, &op, &window, revision, &app)
+            .await?;
         // 3. Budget.
         self.check_budget(revision, &op, &app)?;
         // 4–5. Judge on the window as it is now, then dispatch.
@@ -410,7 +420,11 @@ impl Host {
                 rec.status = Some(if refusal { "refused" } else { "failed" }.into());
                 rec.code = Some(e.code.as_str().into());
                 self.audit(rec);
-                self.after_call()?;
+                // The refusal is the answer; a state file that cannot be saved must
+                // not hide it (its approval id, its code).
+                if let Err(save) = self.after_call() {
+                    tracing::warn!(error = %save.message, "state not saved after a refusal");
+                }
                 return Err(e);
             }
         };
@@ -426,7 +440,12 @@ impl Host {
         if let Some(n) = self.bound_closed_note(&window, out.change_mut()) {
             out.append(&n);
         }
-        self.stamp(&window, None);
+        if matches!(effect, Effect::Act { .. }) {
+            // The act's refs were current (step 2): they stay current. Keys and
+            // pointer input never re-stamp: refs of the window not shown under this
+            // revision stay stale until it is observed again.
+            self.stamp(&window, None);
+        }
         self.after_call()?;
         Ok(out)
     }
@@ -440,8 +459,8 @@ impl Host {
         op: &str,
         window: &WindowInfo,
         revision: u64,
+        app: &str,
     ) -> Result<Option<(i32, i32)>, ComputerError> {
-        let app = self.bound_app(window);
         let e = match effect {
             Effect::Act { r, .. } => match self.refs_revision(window.handle.as_str()) {
                 None => fail(
@@ -485,17 +504,7 @@ impl Host {
                 }
             }
         };
-        Err(self.refuse(e, Some(op), Some(&app)))
-    }
-
-    /// The app of the bound window, for audit lines.
-    fn bound_app(&self, window: &WindowInfo) -> String {
-        self.policy()
-            .authority
-            .active()
-            .filter(|g| g.target.as_deref() == Some(window.handle.as_str()))
-            .and_then(|g| g.target_app.clone())
-            .unwrap_or_default()
+        Err(self.refuse(e, Some(op), Some(app)))
     }
 
     /// A pointer gesture's basis against the window re-measured now: the inner
