@@ -600,6 +600,13 @@ fn an_approval_is_for_one_effect_only() {
                 .unwrap_err(),
         );
         assert_ne!(chord, text);
+        // Other text is another action too.
+        let other = approval_id(
+            &h.keys(&Target::Current, None, Some("Returm".into()))
+                .await
+                .unwrap_err(),
+        );
+        assert_ne!(other, text);
         assert!(env.driver.actions().is_empty(), "nothing ran unapproved");
         h.keys(&Target::Current, None, Some("Return".into()))
             .await
@@ -631,4 +638,67 @@ fn an_approval_is_for_one_effect_only() {
             .unwrap();
     });
     assert_eq!(env.driver.actions().len(), 1, "the approved click ran");
+}
+
+#[test]
+fn typing_a_space_or_a_line_break_into_a_focused_irreversible_control_asks_first() {
+    let env = Env::new("activating-text");
+    env.driver.mutate(|apps| {
+        let root = apps
+            .iter_mut()
+            .flat_map(|a| a.windows.iter_mut())
+            .find(|w| w.handle.as_str() == "h:1")
+            .unwrap();
+        root.children.push(
+            deskpilot_core::Node::new("h:40", deskpilot_core::Role::Button, "Delete")
+                .actions(&["click"])
+                .bounds(deskpilot_core::Bounds::new(600, 40, 80, 24)),
+        );
+        root.child_count = root.children.len() as u64;
+        fixture::move_focus(root, "h:40");
+    });
+    let mut s = settings(Mode::AcceptEdits);
+    s.allow_all_apps = true;
+    let mut h = env.host(s);
+    rt().block_on(async {
+        observe(&mut h, &editor()).await;
+        for text in [" ", "a\n", "x\r"] {
+            let e = h
+                .keys(&Target::Current, None, Some(text.into()))
+                .await
+                .expect_err("activating text on Delete must ask");
+            assert_eq!(
+                e.code,
+                ErrorCode::ConfirmationRequired,
+                "{text:?}: {}",
+                e.message
+            );
+            assert!(
+                e.message.contains("irreversible"),
+                "{text:?}: {}",
+                e.message
+            );
+        }
+        for chord in ["space", "Return", "ctrl+KP_Enter"] {
+            let e = h
+                .keys(&Target::Current, Some(chord.into()), None)
+                .await
+                .expect_err("an activating key on Delete must ask");
+            assert_eq!(
+                e.code,
+                ErrorCode::ConfirmationRequired,
+                "{chord}: {}",
+                e.message
+            );
+        }
+        assert!(env.driver.actions().is_empty(), "nothing ran unconfirmed");
+        // Keys that do not activate the control run.
+        h.keys(&Target::Current, Some("Tab".into()), None)
+            .await
+            .unwrap();
+        h.keys(&Target::Current, None, Some("abc".into()))
+            .await
+            .unwrap();
+    });
+    assert_eq!(env.driver.actions().len(), 2);
 }

@@ -68,6 +68,23 @@ fn unknown_key_error(path: &Path, key: &str, in_sandbox_table: bool) -> Computer
     ))
 }
 
+/// The value of key `full`, which must be a scalar or array, not a table.
+///
+/// Errors: `COMPUTER_INVALID_ARGUMENT` naming the file, the key and what it is.
+fn scalar<'a>(path: &Path, full: &str, item: &'a Item) -> Result<&'a Value, ComputerError> {
+    item.as_value()
+        .ok_or_else(|| key_error(path, full, &format!("is {}", describe_item(item))))
+}
+
+/// `COMPUTER_INVALID_ARGUMENT`: key `full` holds `v` but must be `want`.
+fn wrong_type(path: &Path, full: &str, v: &Value, want: &str) -> ComputerError {
+    key_error(
+        path,
+        full,
+        &format!("is {} but must be {want}", describe(v)),
+    )
+}
+
 fn describe(v: &Value) -> &'static str {
     match v {
         Value::String(_) => "a string",
@@ -123,20 +140,8 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
         if !KEYS.contains(&key) {
             return Err(unknown_key_error(path, &full, !prefix.is_empty()));
         }
-        let Some(v) = item.as_value() else {
-            return Err(key_error(
-                path,
-                &full,
-                &format!("is {}", describe_item(item)),
-            ));
-        };
-        let wrong = |want: &str| {
-            key_error(
-                path,
-                &full,
-                &format!("is {} but must be {want}", describe(v)),
-            )
-        };
+        let v = scalar(path, &full, item)?;
+        let wrong = |want: &str| wrong_type(path, &full, v, want);
         match key {
             "enabled" => s.enabled = Some(v.as_bool().ok_or_else(|| wrong("true or false"))?),
             "mode" => {
@@ -262,20 +267,8 @@ fn parse_model_table(path: &Path, table: &dyn TableLike) -> Result<ModelSettings
                 MODEL_KEYS.join(", ")
             )));
         }
-        let Some(v) = item.as_value() else {
-            return Err(key_error(
-                path,
-                &full,
-                &format!("is {}", describe_item(item)),
-            ));
-        };
-        let wrong = |want: &str| {
-            key_error(
-                path,
-                &full,
-                &format!("is {} but must be {want}", describe(v)),
-            )
-        };
+        let v = scalar(path, &full, item)?;
+        let wrong = |want: &str| wrong_type(path, &full, v, want);
         match key {
             "timeout_ms" => {
                 let n = v.as_integer().ok_or_else(|| wrong("an integer"))?;

@@ -52,6 +52,20 @@ const REFUSAL_CODES: [ErrorCode; 6] = [
     ErrorCode::TargetElevated,
 ];
 
+/// `COMPUTER_INTERNAL` for a pipeline state that cannot happen, before dispatch.
+fn not_dispatched(what: &str) -> ComputerError {
+    ComputerError::internal(format!(
+        "deskpilot's action pipeline failed ({what}); nothing was dispatched. Report this; observe and retry meanwhile"
+    ))
+}
+
+/// `COMPUTER_INTERNAL` for an outcome of the wrong kind, after dispatch.
+fn mismatched(entry: &str) -> ComputerError {
+    ComputerError::internal(format!(
+        "deskpilot's action pipeline returned the wrong kind of result for {entry}; the effect was dispatched and audited. Observe to see what changed, and report this"
+    ))
+}
+
 /// One effect on the desktop, as the pipeline sees it.
 #[derive(Debug, Clone)]
 pub(super) enum Effect {
@@ -203,7 +217,9 @@ impl Judge {
         let op = effect.op();
         let (summary, key, irreversible) = match effect {
             Effect::Act { r, op, value } => {
-                let el = element.ok_or_else(|| fail(ErrorCode::Internal, "no element"))?;
+                let el = element.ok_or_else(|| {
+                    not_dispatched("the act reached the judge without its element")
+                })?;
                 // An element that is not on screen is not what the model is looking
                 // at: activating it would act out of sight.
                 if offscreen_refuses(*op, el) {
@@ -315,7 +331,7 @@ impl Host {
         };
         match self.perform(effect).await? {
             Outcome::Act(out) => Ok(out),
-            Outcome::Input(_) => Err(fail(ErrorCode::Internal, "act returned input")),
+            Outcome::Input(_) => Err(mismatched("act")),
         }
     }
 
@@ -336,7 +352,7 @@ impl Host {
         };
         match self.perform(effect).await? {
             Outcome::Input(out) => Ok(out),
-            Outcome::Act(_) => Err(fail(ErrorCode::Internal, "keys returned an act")),
+            Outcome::Act(_) => Err(mismatched("keys")),
         }
     }
 
@@ -361,7 +377,7 @@ impl Host {
         };
         match self.perform(effect).await? {
             Outcome::Input(out) => Ok(out),
-            Outcome::Act(_) => Err(fail(ErrorCode::Internal, "a pointer returned an act")),
+            Outcome::Act(_) => Err(mismatched("a pointer gesture")),
         }
     }
 
@@ -607,7 +623,9 @@ impl Host {
                 .await
                 .map(Outcome::Input),
             Effect::Pointer { action, .. } => {
-                let (x, y) = point.ok_or_else(|| fail(ErrorCode::Internal, "no point"))?;
+                let (x, y) = point.ok_or_else(|| {
+                    not_dispatched("a pointer gesture reached dispatch without its point")
+                })?;
                 let params = PointerParams {
                     window: window.handle.clone(),
                     action: *action,
@@ -620,7 +638,7 @@ impl Host {
                     .await
                     .map(Outcome::Input)
             }
-            Effect::Act { .. } => Err(fail(ErrorCode::Internal, "act dispatched twice")),
+            Effect::Act { .. } => Err(not_dispatched("an act reached the input dispatch")),
         }
     }
 
