@@ -112,6 +112,10 @@ pub struct FindHit {
     pub states: StateSet,
     /// Sanitized, redacted one-line form, as a snapshot shows it.
     pub line: String,
+    /// Extents in screen pixels (AT-SPI `Component`), when the element has them: for
+    /// a pointer fallback, relative to the window's basis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<deskpilot_core::Bounds>,
     pub window_ref: String,
     pub window_title: String,
 }
@@ -598,6 +602,7 @@ impl Session {
                 name: n.name.clone(),
                 states: n.states,
                 line: Self::hit_line(n),
+                bounds: n.bounds,
                 window_ref: wref.clone(),
                 window_title: window.title.clone(),
             })
@@ -636,17 +641,19 @@ impl Session {
         self.act_checked(r, op, value, |_, _| Ok(())).await
     }
 
-    /// As [`Session::act`], with `gate` called once between resolving the ref in a
-    /// fresh read of the window and dispatching: it sees the fresh window tree and the
+    /// As [`Session::act`], with `gate` called between resolving the ref in a fresh
+    /// read of the window and dispatching: it sees the fresh window tree and the
     /// element the ref resolved to, and an error from it stops the action before any
     /// platform call (the host's policy check sits here, so it judges the element as
-    /// it is now, not as it was at the last observe).
+    /// it is now, not as it was at the last observe). When the element died between
+    /// the read and the dispatch, the ref is resolved again and `gate` judges the
+    /// new element before the one retry.
     pub async fn act_checked(
         &mut self,
         r: &str,
         op: Op,
         value: Option<String>,
-        gate: impl FnOnce(&Node, &Node) -> Result<(), ComputerError>,
+        mut gate: impl FnMut(&Node, &Node) -> Result<(), ComputerError>,
     ) -> Result<ActOutcome, ComputerError> {
         if op.needs_value() && value.is_none() {
             return Err(err(
@@ -701,8 +708,16 @@ impl Session {
         gate(&fresh, &element)?;
         let result = match self.driver.act(params(h, value.clone())).await {
             Err(e) if e.code == ErrorCode::ElementNotFound => {
-                // The native object died between the read and the dispatch.
-                let (h, line, _) = self.fresh_handle(&window, r).await?;
+                // The native object died between the read and the dispatch: the
+                // element it resolves to now is judged again before the retry.
+                let (h, line, fresh) = self.fresh_handle(&window, r).await?;
+                let element = fresh.walk().find(|n| n.handle == h).ok_or_else(|| {
+                    err(
+                        ErrorCode::StaleRef,
+                        format!("{r} vanished while it was read"),
+                    )
+                })?;
+                gate(&fresh, element)?;
                 target = line;
                 self.driver.act(params(h, value.clone())).await?
             }
@@ -885,6 +900,23 @@ impl Session {
         chord: Option<String>,
         text: Option<String>,
     ) -> Result<KeysOutcome, ComputerError> {
+        self.keys_checked(target, chord, text, |_, _| Ok(())).await
+    }
+
+    /// As [`Session::keys`], one [`KeyStep`] at a time ([`key_steps`]): before every
+    /// step after the first, the app is given time to settle, the window must still
+    /// exist and hold keyboard focus (else `COMPUTER_SCOPE_VIOLATION`: the input would
+    /// land in whatever window took focus), and `check` judges the step on the window
+    /// as it is now (the host's policy: password focus, what the key activates). A
+    /// stop after some steps were sent is an error whose `detail` says what was sent
+    /// (`sent`, `stopped_before`); observe to see their effect.
+    pub async fn keys_checked(
+        &mut self,
+        target: &Target,
+        chord: Option<String>,
+        text: Option<String>,
+        mut check: impl FnMut(&KeyStep, &Node) -> Result<(), ComputerError>,
+    ) -> Result<KeysOutcome, ComputerError> {
         let started = Instant::now();
         let window = self.resolve_window(target).await?;
         let has_base = self
@@ -910,14 +942,47 @@ impl Session {
             (None, Some(t)) => format!("{} chars of text", t.chars().count()),
             (None, None) => String::new(),
         };
-        let result = self
-            .driver
-            .keys(KeysParams {
-                window: window.handle.clone(),
-                chord,
-                text,
-            })
-            .await?;
+        let steps = key_steps(chord.as_deref(), text.as_deref());
+        let mut result: Option<InputResult> = None;
+        let mut sent: Vec<String> = Vec::new();
+        for (i, step) in steps.iter().enumerate() {
+            if i > 0 {
+                if let Some(sub) = &sub {
+                    self.settle(sub.subscription, STEP_SETTLE).await;
+                }
+                if let Err(e) = self.check_step(&window, step, &mut check).await {
+                    return Err(stopped_after(e, &sent, step));
+                }
+            }
+            let r = self
+                .driver
+                .keys(KeysParams {
+                    window: window.handle.clone(),
+                    chord: step.chord.clone(),
+                    text: step.text.clone(),
+                })
+                .await;
+            let r = match r {
+                Ok(r) => r,
+                Err(e) if i > 0 => return Err(stopped_after(e, &sent, step)),
+                Err(e) => return Err(e),
+            };
+            sent.push(step.describe());
+            result = Some(match result {
+                None => r,
+                Some(acc) => InputResult {
+                    channel: acc.channel,
+                    elapsed_ms: acc.elapsed_ms + r.elapsed_ms,
+                    events_sent: acc.events_sent + r.events_sent,
+                },
+            });
+        }
+        let result = result.ok_or_else(|| {
+            err(
+                ErrorCode::InvalidArgument,
+                "no keys given; send a chord such as \"ctrl+s\" or text",
+            )
+        })?;
         if let Some(sub) = sub {
             self.settle(sub.subscription, Settle::default()).await;
         }
@@ -941,6 +1006,32 @@ impl Session {
             text: out,
             tokens,
         })
+    }
+
+    /// The checks before a later step of a key sequence: the window still exists and
+    /// holds focus, then `check` on its tree as it is now.
+    async fn check_step(
+        &mut self,
+        window: &WindowInfo,
+        step: &KeyStep,
+        check: &mut impl FnMut(&KeyStep, &Node) -> Result<(), ComputerError>,
+    ) -> Result<(), ComputerError> {
+        let now = self
+            .driver
+            .windows()
+            .await?
+            .into_iter()
+            .find(|w| w.handle == window.handle);
+        let why = match now {
+            None => Some("the window closed"),
+            Some(w) if !w.active => Some("the window lost keyboard focus to another window"),
+            Some(_) => None,
+        };
+        if let Some(why) = why {
+            return Err(err(ErrorCode::ScopeViolation, why));
+        }
+        let (root, _) = self.read(window).await?;
+        check(step, &root)
     }
 
     /// Sends one pointer gesture (screen pixels, already checked against a basis by
@@ -1080,5 +1171,86 @@ impl Session {
             }
             tokio::time::sleep(Duration::from_millis(150)).await;
         }
+    }
+}
+
+/// How long the app may settle between the steps of a key sequence: 150 ms of quiet,
+/// at most 1.5 s (a focus move or a dialog opening is announced well within that).
+const STEP_SETTLE: Settle = Settle {
+    quiet_ms: 150,
+    max_ms: 1_500,
+};
+
+/// One dispatch of a key sequence: one chord of a chord list, or a run of text that
+/// ends at a Tab or a line break (keys that move focus or submit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyStep {
+    pub chord: Option<String>,
+    pub text: Option<String>,
+}
+
+impl KeyStep {
+    /// The step as the stop message names it: the chord, or `N chars of text`.
+    pub fn describe(&self) -> String {
+        match (&self.chord, &self.text) {
+            (Some(c), _) => deskpilot_core::sanitize::one_line(c),
+            (None, Some(t)) => format!("{} chars of text", t.chars().count()),
+            (None, None) => String::new(),
+        }
+    }
+}
+
+/// Splits keys into the steps [`Session::keys_checked`] checks one by one: every
+/// whitespace-separated chord, or text cut after each Tab, line feed or carriage
+/// return. Empty input is one empty step (the driver says what is missing).
+pub fn key_steps(chord: Option<&str>, text: Option<&str>) -> Vec<KeyStep> {
+    if let Some(c) = chord {
+        let steps: Vec<KeyStep> = c
+            .split_whitespace()
+            .map(|c| KeyStep {
+                chord: Some(c.to_owned()),
+                text: None,
+            })
+            .collect();
+        if !steps.is_empty() {
+            return steps;
+        }
+    }
+    let Some(t) = text.filter(|t| !t.is_empty()) else {
+        return vec![KeyStep {
+            chord: chord.map(str::to_owned),
+            text: text.map(str::to_owned),
+        }];
+    };
+    t.split_inclusive(['\t', '\n', '\r'])
+        .map(|piece| KeyStep {
+            chord: None,
+            text: Some(piece.to_owned()),
+        })
+        .collect()
+}
+
+/// A stop before `step`: `e`'s code, a message saying what was sent, and the
+/// detail's `sent` / `stopped_before`.
+fn stopped_after(e: ComputerError, sent: &[String], step: &KeyStep) -> ComputerError {
+    let message = format!(
+        "stopped before {:?} after sending {}: {}. Observe to see what the sent keys did",
+        step.describe(),
+        if sent.is_empty() {
+            "nothing".to_owned()
+        } else {
+            sent.join(" ")
+        },
+        e.message
+    );
+    let mut detail = e.detail.clone().unwrap_or_else(|| serde_json::json!({}));
+    if let Some(o) = detail.as_object_mut() {
+        o.insert("sent".into(), serde_json::json!(sent));
+        o.insert("stopped_before".into(), serde_json::json!(step.describe()));
+    }
+    ComputerError {
+        code: e.code,
+        message,
+        detail: Some(detail),
     }
 }

@@ -10,8 +10,9 @@
 //!   control (space, Return) when the control itself is irreversible.
 
 use deskpilot_core::{Node, Op, Role, State};
+use deskpilot_protocol::keys::{Keysym, char_to_keysym, keysym, parse_chords};
 
-use crate::irreversible::{Irreversible, classify_act, classify_keys};
+use crate::irreversible::{Irreversible, classify_act, enter_submits_forms};
 
 /// The element of `root`'s tree that reports keyboard focus, if any.
 pub fn focused(root: &Node) -> Option<&Node> {
@@ -54,18 +55,53 @@ pub fn offscreen_refuses(op: Op, element: &Node) -> bool {
         )
 }
 
-/// Whether keyboard input activates the focused control: a chord whose key (the part
-/// after the last `+`) is space or Return/Enter (ASCII case ignored), or text with a
-/// space or a line break.
+/// Keysyms that activate the focused control in GTK, Qt and browsers: Return,
+/// KP_Enter, ISO_Enter, Linefeed (the Enter family, [`ENTER`]), space, KP_Space and
+/// Select (`keysymdef.h` values).
+const ACTIVATING: [Keysym; 7] = [0xff0d, 0xff8d, 0xfe34, 0xff0a, 0x20, 0xff80, 0xff60];
+
+/// The Enter family: keys that also activate a window's default button or submit a
+/// form from a field.
+const ENTER: [Keysym; 4] = [0xff0d, 0xff8d, 0xfe34, 0xff0a];
+
+/// Every keysym a chord string presses, in order, folded to one keysym per symbol
+/// (`0x0100_0020` and `U0020` are space). `None` when the string does not parse;
+/// the driver refuses such a chord, and the policy judges it as if it activated.
+pub fn chord_keysyms(chord: &str) -> Option<Vec<Keysym>> {
+    let chords = parse_chords(chord).ok()?;
+    Some(
+        chords
+            .into_iter()
+            .flat_map(|c| c.keys)
+            .map(keysym::canonical)
+            .collect(),
+    )
+}
+
+/// The keysyms typing `text` presses (line breaks are Return).
+fn text_keysyms(text: &str) -> impl Iterator<Item = Keysym> + '_ {
+    text.chars()
+        .filter_map(char_to_keysym)
+        .map(keysym::canonical)
+}
+
+/// Whether any key of `chord` or `text` is one of `set`; an unreadable chord counts.
+fn presses_any(chord: Option<&str>, text: Option<&str>, set: &[Keysym]) -> bool {
+    let chord_hits = chord
+        .is_some_and(|c| chord_keysyms(c).is_none_or(|keys| keys.iter().any(|k| set.contains(k))));
+    chord_hits || text.is_some_and(|t| text_keysyms(t).any(|k| set.contains(&k)))
+}
+
+/// Whether keyboard input activates the focused control: any key of it, however
+/// spelled (`Return`, `ret`, `0xff0d`, `KP_Enter`, `space`, `U0020`, `0x20`, a
+/// space or line break in text), is one of the activating keysyms.
 pub fn keys_activate(chord: Option<&str>, text: Option<&str>) -> bool {
-    chord.is_some_and(|c| {
-        c.split_whitespace().any(|k| {
-            matches!(
-                k.rsplit('+').next().map(str::to_lowercase).as_deref(),
-                Some("space" | "return" | "enter" | "kp_enter" | "kp_space")
-            )
-        })
-    }) || text.is_some_and(|t| t.contains([' ', '\n', '\r']))
+    presses_any(chord, text, &ACTIVATING)
+}
+
+/// Whether keyboard input presses a key of the Enter family (any spelling).
+pub fn keys_enter(chord: Option<&str>, text: Option<&str>) -> bool {
+    presses_any(chord, text, &ENTER)
 }
 
 /// Roles whose activation by a key counts as a click for [`classify_act`].
@@ -83,25 +119,99 @@ fn key_activatable(role: Role) -> bool {
     )
 }
 
-/// Whether keyboard input (`chord` or `text`) into a window of `app` whose focused
-/// element is `focused` is irreversible: Enter on a send-like control outside chat
-/// apps ([`classify_keys`]); and any key that activates ([`keys_activate`]) the
-/// focused control when the control itself is irreversible ("Delete", "Pay"), in any
-/// app.
+/// What Enter activates in window `root` when the focus is not a control a key
+/// activates (a field, or nothing): the window's default button, or the form's
+/// submit button — read as the first button on screen, enabled and irreversible by
+/// its label. GTK dialogs and web forms both submit this way.
+pub fn enter_submits(root: &Node) -> Option<Irreversible> {
+    root.walk()
+        .filter(|n| n.role == Role::Button && !n.has(State::Offscreen) && !n.has(State::Disabled))
+        .find_map(|n| classify_act(Op::Click, n, Some(root)))
+        .map(|m| Irreversible {
+            kind: m.kind,
+            matched: format!("Enter submits {:?}", m.matched),
+        })
+}
+
+/// Whether keyboard input (`chord` or `text`) into the window `root` of `app` is
+/// irreversible, judged by what it activates:
+/// - a key that activates ([`keys_activate`]) a focused control that is itself
+///   irreversible ("Delete", "Pay", any spelling of its label), in any app;
+/// - Enter (any spelling, or a line break in text) while the focus is a field or
+///   nothing: what Enter submits there ([`enter_submits`]), outside chat apps.
 pub fn keys_irreversible(
     chord: Option<&str>,
     text: Option<&str>,
     app: &str,
-    focused: Option<&Node>,
+    root: &Node,
 ) -> Option<Irreversible> {
-    let label = focused.map(|n| n.name.as_str()).unwrap_or_default();
-    chord
-        .and_then(|c| classify_keys(c, app, label))
-        .or_else(|| {
-            focused
-                .filter(|n| keys_activate(chord, text) && key_activatable(n.role))
-                .and_then(|n| classify_act(Op::Click, n.role, &n.name))
-        })
+    let focus = focused(root);
+    if let Some(n) = focus.filter(|n| key_activatable(n.role)) {
+        return keys_activate(chord, text)
+            .then(|| classify_act(Op::Click, n, Some(root)))
+            .flatten();
+    }
+    (keys_enter(chord, text) && enter_submits_forms(app))
+        .then(|| enter_submits(root))
+        .flatten()
+}
+
+/// Whether a value written into `el` presses Enter in it: a line break in the value
+/// of a field that is not a multi-line text area (a keyboard fallback types it as
+/// Return). Judged like the key ([`enter_submits`]).
+pub fn value_submits(value: &str, el: &Node, app: &str, root: &Node) -> Option<Irreversible> {
+    let breaks = value.contains(['\n', '\r']);
+    let multiline = el.role == Role::Document;
+    (breaks && !multiline && enter_submits_forms(app))
+        .then(|| enter_submits(root))
+        .flatten()
+}
+
+/// The elements under the screen point (`x`, `y`) pixels, from the deepest up: the
+/// chain of on-screen elements whose bounds contain the point, later siblings first
+/// (they are drawn on top). Elements without bounds are passed through.
+pub fn elements_at(root: &Node, x: i32, y: i32) -> Vec<&Node> {
+    fn contains(n: &Node, x: i32, y: i32) -> Option<bool> {
+        let b = n.bounds.filter(|b| b.width > 0 && b.height > 0)?;
+        Some(x >= b.x && y >= b.y && x < b.x + b.width && y < b.y + b.height)
+    }
+    fn walk<'a>(n: &'a Node, x: i32, y: i32, path: &mut Vec<&'a Node>) -> bool {
+        if n.has(State::Offscreen) {
+            return false;
+        }
+        let here = contains(n, x, y);
+        if here == Some(false) {
+            return false;
+        }
+        let pushed = here == Some(true);
+        if pushed {
+            path.push(n);
+        }
+        let mut found = false;
+        for c in n.children.iter().rev() {
+            if walk(c, x, y, path) {
+                found = true;
+                break;
+            }
+        }
+        if !found && !pushed {
+            return false;
+        }
+        true
+    }
+    let mut path = Vec::new();
+    walk(root, x, y, &mut path);
+    path.reverse();
+    path
+}
+
+/// What a click at the screen point (`x`, `y`) activates in `root`: the first
+/// irreversible element of [`elements_at`], deepest first (a button's label, then the
+/// button).
+pub fn click_irreversible(root: &Node, x: i32, y: i32) -> Option<Irreversible> {
+    elements_at(root, x, y)
+        .into_iter()
+        .find_map(|n| classify_act(Op::Click, n, Some(root)))
 }
 
 #[cfg(test)]
@@ -145,18 +255,83 @@ mod tests {
         assert!(!offscreen_refuses(Op::Click, &on));
     }
 
+    fn window(children: Vec<Node>) -> Node {
+        node(Role::Window, "w", &[]).children(children)
+    }
+
     #[test]
     fn a_key_that_activates_an_irreversible_control_is_irreversible() {
-        let delete = node(Role::Button, "Delete", &[State::Focused]);
-        assert!(keys_irreversible(Some("space"), None, "mousepad", Some(&delete)).is_some());
-        assert!(keys_irreversible(Some("ctrl+Return"), None, "mousepad", Some(&delete)).is_some());
-        assert!(keys_irreversible(None, Some("a b"), "mousepad", Some(&delete)).is_some());
-        assert!(keys_irreversible(Some("Tab"), None, "mousepad", Some(&delete)).is_none());
-        let save = node(Role::Button, "Save", &[State::Focused]);
-        assert!(keys_irreversible(Some("Return"), None, "mousepad", Some(&save)).is_none());
-        let field = node(Role::Textbox, "Delete", &[State::Focused]);
-        assert!(keys_irreversible(Some("space"), None, "mousepad", Some(&field)).is_none());
-        assert!(keys_irreversible(Some("Return"), None, "slack", Some(&field)).is_none());
-        assert!(keys_irreversible(Some("Return"), None, "thunderbird", None).is_none());
+        let delete = window(vec![node(Role::Button, "Delete", &[State::Focused])]);
+        for chord in [
+            "space",
+            "ctrl+Return",
+            "ret",
+            "enter",
+            "0xff0d",
+            "0x20",
+            "U0020",
+            "U+0020",
+            "KP_Enter",
+            "KP_Space",
+            "Tab space",
+        ] {
+            assert!(
+                keys_irreversible(Some(chord), None, "mousepad", &delete).is_some(),
+                "{chord}"
+            );
+        }
+        assert!(keys_irreversible(None, Some("a b"), "mousepad", &delete).is_some());
+        assert!(keys_irreversible(None, Some("a\n"), "mousepad", &delete).is_some());
+        assert!(keys_irreversible(Some("Tab"), None, "mousepad", &delete).is_none());
+        assert!(keys_irreversible(Some("0xff09"), None, "mousepad", &delete).is_none());
+        let cyrillic = window(vec![node(Role::Button, "\u{405}end", &[State::Focused])]);
+        assert!(keys_irreversible(Some("ret"), None, "mousepad", &cyrillic).is_some());
+        let save = window(vec![node(Role::Button, "Save", &[State::Focused])]);
+        assert!(keys_irreversible(Some("Return"), None, "mousepad", &save).is_none());
+    }
+
+    #[test]
+    fn enter_in_a_field_is_judged_by_the_button_it_submits() {
+        let form = window(vec![
+            node(Role::Textbox, "Name", &[State::Focused]),
+            node(Role::Button, "Submit", &[]),
+        ]);
+        for chord in ["Return", "ret", "0xff0d", "KP_Enter", "shift+Return"] {
+            assert!(
+                keys_irreversible(Some(chord), None, "firefox", &form).is_some(),
+                "{chord}"
+            );
+        }
+        assert!(keys_irreversible(None, Some("Bob\n"), "firefox", &form).is_some());
+        assert!(keys_irreversible(Some("space"), None, "firefox", &form).is_none());
+        assert!(keys_irreversible(Some("Return"), None, "slack", &form).is_none());
+        let field = node(Role::Textbox, "Name", &[]);
+        assert!(value_submits("999\n", &field, "chromium", &form).is_some());
+        assert!(value_submits("999", &field, "chromium", &form).is_none());
+        let plain = window(vec![
+            node(Role::Textbox, "Name", &[State::Focused]),
+            node(Role::Button, "Submit", &[State::Disabled]),
+            node(Role::Button, "Cancel", &[]),
+        ]);
+        assert!(keys_irreversible(Some("Return"), None, "firefox", &plain).is_none());
+        assert!(keys_irreversible(Some("Return"), None, "thunderbird", &window(vec![])).is_none());
+    }
+
+    #[test]
+    fn a_click_is_judged_by_the_element_under_the_point() {
+        use deskpilot_core::Bounds;
+        let mut label = node(Role::Label, "Pay", &[]);
+        label.bounds = Some(Bounds::new(110, 110, 20, 10));
+        let mut pay = node(Role::Button, "Pay", &[]).children(vec![label]);
+        pay.bounds = Some(Bounds::new(100, 100, 50, 30));
+        let mut cancel = node(Role::Button, "Cancel", &[]);
+        cancel.bounds = Some(Bounds::new(200, 100, 50, 30));
+        let mut root = window(vec![node(Role::Group, "", &[]).children(vec![pay, cancel])]);
+        root.bounds = Some(Bounds::new(0, 0, 400, 300));
+        assert!(click_irreversible(&root, 101, 101).is_some());
+        assert!(click_irreversible(&root, 115, 112).is_some());
+        assert!(click_irreversible(&root, 210, 110).is_none());
+        assert!(click_irreversible(&root, 10, 10).is_none());
+        assert_eq!(elements_at(&root, 210, 110)[0].name, "Cancel");
     }
 }

@@ -9,8 +9,10 @@
 //! in an app that is not a chat app. Labels are matched as whole words in English and
 //! as substrings in Chinese (which has no spaces).
 
-use deskpilot_core::{Op, Role};
+use deskpilot_core::{Node, Op, Role};
 use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization as _;
+use unicode_security::confusable_detection::skeleton;
 
 /// A matched rule: which word, and what kind of consequence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,13 +88,25 @@ const CHAT_APPS: &[&str] = &[
     "slack", "discord", "element", "telegram", "signal", "teams", "pidgin", "hexchat",
 ];
 
-fn normalize(label: &str) -> String {
-    label
-        .chars()
-        .filter(|c| *c != '_' && *c != '…' && *c != '&')
+/// Folds a label for matching, so that no spelling hides a word from the rules:
+/// NFKC (full-width and compatibility forms to plain ones), every
+/// `Default_Ignorable_Code_Point` and U+FFFC dropped (`S\u{200b}end` is "Send"),
+/// mnemonic underscores, `&` and ellipses dropped, lower case, then the UTS #39
+/// confusable skeleton (Cyrillic `Ѕ` is Latin `S`). Keywords are folded the same way
+/// ([`fold_keyword`]), so both sides meet on one skeleton.
+pub fn fold(label: &str) -> String {
+    let plain: String = label
+        .nfkc()
+        .filter(|c| !deskpilot_core::sanitize::is_invisible(*c) && !matches!(c, '_' | '…' | '&'))
         .collect::<String>()
         .replace("...", "")
-        .to_lowercase()
+        .to_lowercase();
+    skeleton(&plain).collect()
+}
+
+/// A keyword of the tables folded like a label ([`fold`]).
+fn fold_keyword(word: &str) -> String {
+    skeleton(word).collect()
 }
 
 fn whole_word(hay: &str, word: &str) -> bool {
@@ -110,14 +124,16 @@ fn whole_word(hay: &str, word: &str) -> bool {
     false
 }
 
-/// Classifies an element label alone.
+/// Classifies an element label alone, folded first ([`fold`]). Overwrite words
+/// ("Replace" in an "already exists" dialog) are not in the tables: they depend on
+/// the dialog ([`classify_element`]).
 pub fn classify_label(label: &str) -> Option<Irreversible> {
-    let l = normalize(label);
+    let l = fold(label);
     if l.trim().is_empty() {
         return None;
     }
     for (zh, kind) in ZH {
-        if l.contains(zh) {
+        if l.contains(&fold_keyword(zh)) {
             return Some(Irreversible {
                 kind: (*kind).into(),
                 matched: (*zh).into(),
@@ -125,7 +141,7 @@ pub fn classify_label(label: &str) -> Option<Irreversible> {
         }
     }
     for (en, kind) in EN {
-        if whole_word(&l, en) {
+        if whole_word(&l, &fold_keyword(en)) {
             return Some(Irreversible {
                 kind: (*kind).into(),
                 matched: (*en).into(),
@@ -135,46 +151,85 @@ pub fn classify_label(label: &str) -> Option<Irreversible> {
     None
 }
 
+/// Words that overwrite or discard what exists when the dialog around them says a
+/// thing already exists (GTK's "Replace" in "A file named … already exists").
+const OVERWRITE_EN: &[&str] = &["replace", "overwrite", "replace all"];
+const OVERWRITE_ZH: &[&str] = &["替换", "覆盖"];
+/// What a dialog says when a button there overwrites.
+const EXISTS_EN: &[&str] = &["already exists", "overwrite", "replace it", "replacing it"];
+const EXISTS_ZH: &[&str] = &["已存在", "已经存在", "覆盖"];
+
+/// Classifies an element by its name, then its description ("Continue" described as
+/// "Send the money" is a send), then, for an overwrite word ("Replace",
+/// "Overwrite", "替换"), by whether the window `root` says something already exists.
+pub fn classify_element(
+    root: Option<&Node>,
+    name: &str,
+    description: Option<&str>,
+) -> Option<Irreversible> {
+    if let Some(m) = classify_label(name) {
+        return Some(m);
+    }
+    if let Some(m) = description.and_then(classify_label) {
+        return Some(Irreversible {
+            kind: m.kind,
+            matched: format!("{} (in its description)", m.matched),
+        });
+    }
+    let l = fold(name);
+    let word = OVERWRITE_EN
+        .iter()
+        .find(|w| whole_word(&l, &fold_keyword(w)))
+        .or_else(|| OVERWRITE_ZH.iter().find(|w| l.contains(&fold_keyword(w))))?;
+    let says_exists = root?.walk().any(|n| {
+        let t = fold(&n.name);
+        EXISTS_EN.iter().any(|e| t.contains(&fold_keyword(e)))
+            || EXISTS_ZH.iter().any(|e| t.contains(&fold_keyword(e)))
+    });
+    says_exists.then(|| Irreversible {
+        kind: "overwrite".into(),
+        matched: (*word).into(),
+    })
+}
+
+/// Whether `op` activates an element the way a click does: click, double click,
+/// toggle, select, and expand/collapse, which press a button that has no expand
+/// action of its own (`<button aria-expanded>` "Pay now").
+pub fn op_activates(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Click | Op::DoubleClick | Op::Toggle | Op::Select | Op::Expand | Op::Collapse
+    )
+}
+
 /// Whether an action on an element is irreversible.
 ///
-/// `op` on an element of `role` named `name`; activating ops on buttons, links,
-/// menu items, checkboxes and list items are checked against the label rules.
-/// Editing ops (set_value, type, clear, focus, scroll, expand, collapse) never are:
-/// they change text that can be changed back.
-pub fn classify_act(op: Op, role: Role, name: &str) -> Option<Irreversible> {
-    let activating = matches!(
-        op,
-        Op::Click | Op::DoubleClick | Op::Toggle | Op::Select | Op::RightClick
-    );
-    if !activating || op == Op::RightClick {
+/// `op` ([`op_activates`]) on `el` (its role must be one a click can activate) is
+/// checked against the label rules on its name and description
+/// ([`classify_element`], with the window `root` for overwrite words). Editing ops
+/// (set_value, type, clear), focus, scroll and right click never are: they change
+/// text that can be changed back, or open a menu.
+pub fn classify_act(op: Op, el: &Node, root: Option<&Node>) -> Option<Irreversible> {
+    if !op_activates(op) {
         return None;
     }
-    if !(role.is_interactive()
-        || matches!(role, Role::Unknown | Role::Image | Role::Label | Role::Text))
+    if !(el.role.is_interactive()
+        || matches!(
+            el.role,
+            Role::Unknown | Role::Image | Role::Label | Role::Text
+        ))
     {
         return None;
     }
-    classify_label(name)
+    classify_element(root, &el.name, el.description.as_deref())
 }
 
-/// Whether a key chord is irreversible: Enter (or ctrl+Enter) while the focused
-/// element's label is send-like, in an app that is not a chat app.
-pub fn classify_keys(chord: &str, app: &str, focused_label: &str) -> Option<Irreversible> {
-    let c = chord.to_lowercase();
-    let enter = c
-        .split_whitespace()
-        .any(|k| matches!(k.rsplit('+').next(), Some("return" | "enter" | "kp_enter")));
-    if !enter {
-        return None;
-    }
+/// Whether Enter in an app is judged by the window's buttons when the focus is a
+/// field: not in chat apps, where Enter in the message box is how one writes (a
+/// "Send" button there is still confirmed when clicked or pressed with space).
+pub fn enter_submits_forms(app: &str) -> bool {
     let app_l = app.to_lowercase();
-    if CHAT_APPS.iter().any(|a| app_l.contains(a)) {
-        return None;
-    }
-    classify_label(focused_label).map(|m| Irreversible {
-        kind: m.kind,
-        matched: format!("Enter on {:?}", m.matched),
-    })
+    !CHAT_APPS.iter().any(|a| app_l.contains(a))
 }
 
 #[cfg(test)]
@@ -232,21 +287,69 @@ mod tests {
         }
     }
 
-    #[test]
-    fn only_activating_ops_count() {
-        assert!(classify_act(Op::Click, Role::Button, "Delete").is_some());
-        assert!(classify_act(Op::Toggle, Role::Checkbox, "Delete after sending").is_some());
-        assert!(classify_act(Op::SetValue, Role::Textbox, "Delete").is_none());
-        assert!(classify_act(Op::Focus, Role::Button, "Send").is_none());
-        assert!(classify_act(Op::Click, Role::Button, "Save").is_none());
+    fn node(role: Role, name: &str) -> Node {
+        Node::new(format!("h:{name}"), role, name)
     }
 
     #[test]
-    fn enter_on_a_send_like_control_outside_chat_apps() {
-        assert!(classify_keys("Return", "thunderbird", "Send").is_some());
-        assert!(classify_keys("ctrl+Return", "evolution", "发送").is_some());
-        assert!(classify_keys("Return", "slack", "Send").is_none());
-        assert!(classify_keys("Tab", "thunderbird", "Send").is_none());
-        assert!(classify_keys("Return", "mousepad", "Body").is_none());
+    fn only_activating_ops_count() {
+        let delete = node(Role::Button, "Delete");
+        assert!(classify_act(Op::Click, &delete, None).is_some());
+        assert!(classify_act(Op::Expand, &delete, None).is_some());
+        assert!(classify_act(Op::Collapse, &delete, None).is_some());
+        assert!(
+            classify_act(
+                Op::Toggle,
+                &node(Role::Checkbox, "Delete after sending"),
+                None
+            )
+            .is_some()
+        );
+        assert!(classify_act(Op::SetValue, &node(Role::Textbox, "Delete"), None).is_none());
+        assert!(classify_act(Op::Focus, &node(Role::Button, "Send"), None).is_none());
+        assert!(classify_act(Op::Click, &node(Role::Button, "Save"), None).is_none());
+    }
+
+    #[test]
+    fn invisible_confusable_and_full_width_spellings_are_the_word() {
+        for label in [
+            "S\u{200b}end",
+            "\u{405}end",
+            "Ｓｅｎｄ",
+            "De\u{ad}lete",
+            "P\u{2060}a\u{feff}y",
+            "\u{420}ay",
+            "删\u{200d}除",
+            "SUBMIT",
+        ] {
+            assert!(classify_label(label).is_some(), "{label:?} should match");
+        }
+        assert!(classify_label("Modern").is_none());
+        assert!(classify_label("Settings").is_none());
+    }
+
+    #[test]
+    fn the_description_and_an_existing_file_count() {
+        let mut cont = node(Role::Button, "Continue");
+        cont.description = Some("Send the money".into());
+        let m = classify_act(Op::Click, &cont, None).expect("described as a send");
+        assert_eq!(m.kind, "send");
+        let replace = node(Role::Button, "_Replace");
+        let dialog = node(Role::Dialog, "Confirm").children(vec![
+            node(
+                Role::Label,
+                "A file named \u{201c}a.txt\u{201d} already exists. Do you want to replace it?",
+            ),
+            replace.clone(),
+        ]);
+        let m = classify_act(Op::Click, &replace, Some(&dialog)).expect("an overwrite");
+        assert_eq!(m.kind, "overwrite");
+        let find = node(Role::Dialog, "Find and Replace").children(vec![replace.clone()]);
+        assert!(classify_act(Op::Click, &replace, Some(&find)).is_none());
+        let zh = node(Role::Dialog, "确认").children(vec![
+            node(Role::Label, "文件已存在"),
+            node(Role::Button, "替换"),
+        ]);
+        assert!(classify_act(Op::Click, &node(Role::Button, "替换"), Some(&zh)).is_some());
     }
 }

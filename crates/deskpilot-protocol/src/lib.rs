@@ -21,6 +21,7 @@ pub mod error;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fixture_driver;
 pub mod jsonrpc;
+pub mod keys;
 pub mod methods;
 pub mod rpc;
 pub mod types;

@@ -11,23 +11,13 @@ mod common;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Isolated, run_env, run_tty, sandbox_with_apps};
+use common::{Isolated, fails_with, message, ok, run_env, run_tty, sandbox_with_apps};
 use deskpilot_driver_linux::sandbox::Sandbox;
 use serde_json::Value;
 
 const MOUSEPAD: &[&str] = &["mousepad"];
 const CALCULATOR: &[&str] = &["gnome-calculator"];
 const ZENITY_PASSWORD: &[&str] = &["zenity", "--password", "--title", "Unlock"];
-
-fn ok(sb: &Sandbox, iso: &Isolated, args: &[&str]) -> Value {
-    let (out, v) = run_env(sb, iso, args);
-    assert!(
-        out.status.success() && v["ok"] == true,
-        "{args:?} failed: {v}\nstderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    v
-}
 
 /// Runs `args`, which are bad usage: exit 2, one JSON document with
 /// `COMPUTER_INVALID_ARGUMENT` and a message that says what to do.
@@ -42,21 +32,6 @@ fn usage_error(sb: &Sandbox, iso: &Isolated, args: &[&str]) -> Value {
     let msg = v["error"]["message"].as_str().unwrap_or_default();
     assert!(msg.len() > 20, "the message should say what to do: {msg:?}");
     v
-}
-
-/// Runs `args`, which must fail with `code` and a message that says what to do.
-fn fails_with(sb: &Sandbox, iso: &Isolated, args: &[&str], code: &str) -> Value {
-    let (out, v) = run_env(sb, iso, args);
-    assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {v}");
-    assert_eq!(v["ok"], false, "{args:?}: {v}");
-    assert_eq!(v["error"]["code"], code, "{args:?}: {v}");
-    let msg = v["error"]["message"].as_str().unwrap_or_default();
-    assert!(msg.len() > 20, "the message should say what to do: {msg:?}");
-    v
-}
-
-fn message(v: &Value) -> &str {
-    v["error"]["message"].as_str().unwrap_or_default()
 }
 
 /// The ref of the first textbox of `app` (binds the grant to it), optionally one

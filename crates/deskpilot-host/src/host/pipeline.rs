@@ -28,7 +28,8 @@ use deskpilot_policy::approval::{ActionKey, element_fingerprint, payload_preview
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::grant::Candidate;
 use deskpilot_policy::input::{
-    focused, input_may_reach_password, is_password, keys_irreversible, offscreen_refuses,
+    click_irreversible, focused, input_may_reach_password, is_password, keys_irreversible,
+    offscreen_refuses, value_submits,
 };
 use deskpilot_policy::irreversible::classify_act;
 use deskpilot_policy::mode::Mode;
@@ -39,7 +40,7 @@ use deskpilot_protocol::{ComputerError, ErrorCode};
 use super::approvals::{Ask, gate};
 use super::{Basis, Host, HostOptions, fail, refused};
 use crate::control;
-use crate::session::{ActOutcome, Change, KeysOutcome, Target};
+use crate::session::{ActOutcome, Change, KeyStep, KeysOutcome, Target};
 
 /// Codes that mean the policy refused an effect, as opposed to an effect that was
 /// tried and failed: audited as `refusal` with status `refused`.
@@ -253,9 +254,21 @@ impl Judge {
                     op.as_str(),
                     value.as_deref(),
                 );
-                (summary, key, classify_act(*op, el.role, &el.name))
+                // What the op activates, and a line break in a value that a keyboard
+                // fallback would type as Return into a field of a form.
+                let irreversible = classify_act(*op, el, Some(root)).or_else(|| {
+                    value
+                        .as_deref()
+                        .filter(|_| matches!(op, Op::SetValue | Op::Type))
+                        .and_then(|v| value_submits(v, el, &self.facts.app, root))
+                });
+                (summary, key, irreversible)
             }
             Effect::Keys { chord, text, .. } => {
+                if let Some(c) = chord {
+                    // The driver refuses what does not parse; say so before asking.
+                    deskpilot_protocol::keys::parse_chords(c)?;
+                }
                 facts.focused_password = input_may_reach_password(root);
                 let what = match (chord, text) {
                     (Some(c), _) => format!("keys {}", deskpilot_core::sanitize::one_line(c)),
@@ -282,15 +295,20 @@ impl Judge {
                     chord.as_deref().or(text.as_deref()),
                 );
                 let irreversible =
-                    keys_irreversible(chord.as_deref(), text.as_deref(), &self.facts.app, focus);
+                    keys_irreversible(chord.as_deref(), text.as_deref(), &self.facts.app, root);
                 (summary, key, irreversible)
             }
-            Effect::Pointer { x, y, .. } => {
+            Effect::Pointer { x, y, action, .. } => {
                 facts.focused_password = input_may_reach_password(root);
                 let (sx, sy) = point.unwrap_or_default();
                 let summary = format!("{op} at ({x}, {y}) in {app}");
                 let key = ActionKey::new(&self.window_key, &format!("{sx},{sy}"), &op, None);
-                (summary, key, None)
+                // A click is judged by the element under the point now.
+                let irreversible =
+                    matches!(action, PointerAction::Click | PointerAction::DoubleClick)
+                        .then(|| click_irreversible(root, sx, sy))
+                        .flatten();
+                (summary, key, irreversible)
             }
         };
         if let Some(r) = self.rules.check_input(&facts) {
@@ -304,6 +322,39 @@ impl Judge {
             irreversible: irreversible.map(|m| format!("{:?} matched {}", m.matched, m.kind)),
         };
         note.approved_app = gate(&self.o, &self.approved_apps, ask)?;
+        Ok(())
+    }
+}
+
+impl Judge {
+    /// Judges a later step of a key sequence on the window as it is after the steps
+    /// before it (docs/ARCHITECTURE.md §7.11): no step is sent while the input could
+    /// reach a password field (`COMPUTER_SECURE_INPUT`), and a step that activates an
+    /// irreversible control it did not activate when the sequence was judged stops
+    /// the sequence (`COMPUTER_CONFIRMATION_REQUIRED`: send it as its own call, which
+    /// is confirmed as usual).
+    fn step(&self, step: &KeyStep, root: &Node) -> Result<(), ComputerError> {
+        let mut facts = self.facts.clone();
+        facts.focused_password = input_may_reach_password(root);
+        if let Some(r) = self.rules.check_input(&facts) {
+            return Err(refused(r));
+        }
+        if let Some(m) = keys_irreversible(
+            step.chord.as_deref(),
+            step.text.as_deref(),
+            &self.facts.app,
+            root,
+        ) {
+            return Err(fail(
+                ErrorCode::ConfirmationRequired,
+                format!(
+                    "{:?} would now activate an irreversible control ({:?} matched {}), which the sequence was not judged for; send it as its own call so it can be confirmed",
+                    step.describe(),
+                    m.matched,
+                    m.kind
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -615,10 +666,11 @@ impl Host {
         match effect {
             Effect::Keys { chord, text, .. } => self
                 .session
-                .keys(
+                .keys_checked(
                     &Target::Handle(window.handle.clone()),
                     chord.clone(),
                     text.clone(),
+                    |step, root| judge.step(step, root),
                 )
                 .await
                 .map(Outcome::Input),

@@ -243,3 +243,30 @@ pub fn sandbox_with_apps(iso: &Isolated, apps: &[(&[&str], &str)]) -> (Sandbox, 
     }
     (sb, pids)
 }
+
+/// Runs `args`, which must succeed with one JSON document saying `ok: true`.
+pub fn ok(sb: &Sandbox, iso: &Isolated, args: &[&str]) -> Value {
+    let (out, v) = run_env(sb, iso, args);
+    assert!(
+        out.status.success() && v["ok"] == true,
+        "{args:?} failed: {v}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    v
+}
+
+/// Runs `args`, which must fail with `code` and a message that says what to do.
+pub fn fails_with(sb: &Sandbox, iso: &Isolated, args: &[&str], code: &str) -> Value {
+    let (out, v) = run_env(sb, iso, args);
+    assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {v}");
+    assert_eq!(v["ok"], false, "{args:?}: {v}");
+    assert_eq!(v["error"]["code"], code, "{args:?}: {v}");
+    let msg = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.len() > 20, "the message should say what to do: {msg:?}");
+    v
+}
+
+/// The error message of a failed call's document.
+pub fn message(v: &Value) -> &str {
+    v["error"]["message"].as_str().unwrap_or_default()
+}

@@ -14,11 +14,9 @@
 //! call it from a blocking thread (`tokio::task::spawn_blocking`) in async code. Calls
 //! on one [`XInput`] are serialized, so input from two callers never interleaves.
 
-mod chord;
 mod focus;
 mod keyboard;
 mod keymap;
-mod keysym;
 mod plan;
 mod pointer;
 mod remap;
@@ -35,9 +33,10 @@ use x11rb::protocol::Event;
 use x11rb::protocol::xproto::{ConnectionExt as _, Window};
 use x11rb::rust_connection::RustConnection;
 
-pub use chord::{Chord, MAX_CHORDS, MAX_KEYS_PER_CHORD, parse_chords};
+pub use deskpilot_protocol::keys::{Chord, MAX_CHORDS, MAX_KEYS_PER_CHORD, parse_chords};
+pub use deskpilot_protocol::keys::{Keysym, char_to_keysym, keysym_from_name, keysym_to_char};
+use deskpilot_protocol::keys::{chord, keysym};
 pub use focus::{ACTIVATE_TIMEOUT_MS, TopLevel};
-pub use keysym::{Keysym, char_to_keysym, keysym_from_name, keysym_to_char};
 pub use plan::MAX_TEXT_CHARS;
 pub use pointer::SCROLL_NOTCHES;
 pub use remap::{BORROW_HOLD_MS, MAPPING_SETTLE_MS};

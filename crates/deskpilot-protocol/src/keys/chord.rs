@@ -4,7 +4,7 @@
 //! separated by whitespace; the keys of one chord by `+`. A literal plus is written
 //! `plus`, or as the last key (`ctrl++`, or `+` alone).
 
-use deskpilot_protocol::ComputerError;
+use crate::ComputerError;
 
 use super::keysym::{Keysym, keysym_from_name};
 
@@ -51,14 +51,14 @@ pub fn parse_chords(chords: &str) -> Result<Vec<Chord>, ComputerError> {
 }
 
 fn parse_chord(token: &str) -> Result<Chord, ComputerError> {
-    let names: Vec<&str> = if token == "+" {
-        vec!["+"]
+    let names: Vec<String> = if token == "+" {
+        vec!["+".to_owned()]
     } else if let Some(head) = token.strip_suffix("++") {
-        let mut v: Vec<&str> = head.split('+').collect();
-        v.push("+");
+        let mut v = join_code_points(head.split('+').collect());
+        v.push("+".to_owned());
         v
     } else {
-        token.split('+').collect()
+        join_code_points(token.split('+').collect())
     };
     if names.iter().any(|n| n.is_empty()) {
         return Err(ComputerError::invalid(format!(
@@ -78,7 +78,7 @@ fn parse_chord(token: &str) -> Result<Chord, ComputerError> {
             let name = if fold_letters {
                 fold_letter(name)
             } else {
-                (*name).to_owned()
+                name.clone()
             };
             keysym_from_name(&name).ok_or_else(|| unknown_key(&name, token))
         })
@@ -87,6 +87,24 @@ fn parse_chord(token: &str) -> Result<Chord, ComputerError> {
         text: token.to_owned(),
         keys,
     })
+}
+
+/// Joins a `U` key and the hex digits after its `+` back into one code-point name:
+/// `"ctrl+U+20AC"` splits into `ctrl`, `U`, `20AC`, which name `ctrl` and `U+20AC`.
+/// Four to six hex digits are a code point; `ctrl+u+a` stays three keys.
+fn join_code_points(names: Vec<&str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    let mut it = names.into_iter().peekable();
+    while let Some(n) = it.next() {
+        let hex = |s: &str| (4..=6).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit());
+        if n.eq_ignore_ascii_case("u") && it.peek().is_some_and(|next| hex(next)) {
+            let digits = it.next().unwrap_or_default();
+            out.push(format!("U+{digits}"));
+        } else {
+            out.push(n.to_owned());
+        }
+    }
+    out
 }
 
 /// `"A"` → `"a"` for a single alphabetic character with a one-character lower case.
@@ -118,7 +136,7 @@ fn unknown_key(name: &str, chord: &str) -> ComputerError {
 mod tests {
     use super::super::keysym::{XK_ALT_L, XK_CONTROL_L, XK_RETURN, XK_SHIFT_L, XK_TAB};
     use super::*;
-    use deskpilot_protocol::ErrorCode;
+    use crate::ErrorCode;
 
     fn keys(s: &str) -> Vec<Vec<Keysym>> {
         parse_chords(s)
@@ -126,6 +144,14 @@ mod tests {
             .into_iter()
             .map(|c| c.keys)
             .collect()
+    }
+
+    #[test]
+    fn a_code_point_with_a_plus_is_one_key() {
+        assert_eq!(keys("U+0020"), vec![vec![0x20]]);
+        assert_eq!(keys("ctrl+U+20AC"), vec![vec![XK_CONTROL_L, 0x0100_20ac]]);
+        assert_eq!(keys("ctrl+u+a").len(), 1);
+        assert_eq!(keys("ctrl+u+a")[0].len(), 3);
     }
 
     #[test]

@@ -1,0 +1,319 @@
+//! The policy against a hostile caller that uses only deskpilot's own CLI, on real
+//! apps in sandbox desktops: every spelling of a key that activates, a click at a
+//! point judged by what is there, labels that hide their word, and a key sequence
+//! checked key by key. The oracle is the app itself: each zenity dialog runs under
+//! `sh`, which writes zenity's output and exit status to a file when the dialog ends,
+//! so "nothing was pressed" is a file that does not exist, and a press that was
+//! allowed is a file that does. Each test has its own sandbox, audit log and config.
+#![cfg(all(target_os = "linux", not(deskpilot_stub)))]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{Isolated, fails_with, message, ok, sandbox_with_apps};
+use deskpilot_driver_linux::sandbox::Sandbox;
+use serde_json::Value;
+
+/// Accept-edits with zenity allow-listed: plain presses run without asking, so only
+/// the irreversible rule can stop one.
+const ACCEPT_EDITS: &str = "[sandbox]\nmode = \"accept-edits\"\nallow_apps = [\"zenity\"]\n";
+const UNATTENDED: &str = "[sandbox]\nmode = \"unattended\"\nallow_apps = [\"zenity\"]\n";
+
+/// `sh -c 'zenity ARGS; echo "exit=$?" >> OUT'` with zenity's stdout in OUT too.
+fn recorded(out: &Path, zenity_args: &[&str]) -> Vec<String> {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let args: Vec<String> = zenity_args.iter().map(|a| quote(a)).collect();
+    let out = quote(&out.display().to_string());
+    vec![
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "zenity {} > {out} 2>/dev/null; echo \"exit=$?\" >> {out}",
+            args.join(" ")
+        ),
+    ]
+}
+
+/// A zenity question whose OK button is `label` and whose cancel button is "Keep".
+fn question(out: &Path, title: &str, label: &str) -> Vec<String> {
+    recorded(
+        out,
+        &[
+            "--question",
+            "--title",
+            title,
+            "--ok-label",
+            label,
+            "--cancel-label",
+            "Keep",
+        ],
+    )
+}
+
+/// Starts a sandbox with one recorded zenity dialog.
+fn sandbox_with_dialog(iso: &Isolated, argv: &[String]) -> Sandbox {
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    sandbox_with_apps(iso, &[(&argv, "zenity")]).0
+}
+
+/// What the dialog recorded when it ended: its stdout and `exit=N`. Waits up to 20 s.
+fn ended(out: &Path) -> String {
+    let start = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(out)
+            && s.contains("exit=")
+        {
+            return s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the dialog never ended ({})",
+            out.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The dialog is still open: nothing pressed a button. Gives a press that slipped
+/// through a second to land first.
+fn still_open(out: &Path) {
+    std::thread::sleep(Duration::from_secs(1));
+    let recorded = std::fs::read_to_string(out).unwrap_or_default();
+    assert!(
+        !recorded.contains("exit="),
+        "the dialog ended: {recorded:?}"
+    );
+}
+
+/// The ref of the first element named `name` (exactly) in zenity.
+fn element(sb: &Sandbox, iso: &Isolated, name: &str) -> Value {
+    let v = ok(sb, iso, &["find", name, "--app", "zenity"]);
+    v["matches"]
+        .as_array()
+        .and_then(|m| m.iter().find(|h| h["name"] == name).cloned())
+        .unwrap_or_else(|| panic!("no element named {name:?}: {v}"))
+}
+
+fn out_file(iso: &Isolated) -> PathBuf {
+    iso.root.join("zenity.out")
+}
+
+/// Item: key aliases. Every spelling of Return and space — aliases, raw keysyms,
+/// code points, the keypad — is judged as the key it presses: it asks first on a
+/// focused "Delete", and unattended mode refuses it. A plain key still runs.
+#[test]
+fn every_spelling_of_an_activating_key_asks_first() {
+    let iso = Isolated::new("aliases", ACCEPT_EDITS);
+    let out = out_file(&iso);
+    let sb = sandbox_with_dialog(&iso, &question(&out, "Aliases", "Delete"));
+    ok(&sb, &iso, &["observe", "--app", "zenity"]);
+    let focused = element(&sb, &iso, "Delete");
+    assert!(
+        focused["states"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|x| x == "focused")),
+        "Delete should have focus: {focused}"
+    );
+    for chord in [
+        "Return",
+        "ret",
+        "enter",
+        "0xff0d",
+        "KP_Enter",
+        "space",
+        "0x20",
+        "U0020",
+        "U+0020",
+        "KP_Space",
+        "shift+ret",
+    ] {
+        let v = fails_with(
+            &sb,
+            &iso,
+            &["keys", chord],
+            "COMPUTER_CONFIRMATION_REQUIRED",
+        );
+        assert!(message(&v).contains("irreversible"), "{chord}: {v}");
+    }
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["keys", "--text", "\n"],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    assert!(message(&v).contains("irreversible"), "{v}");
+    iso.write_config(UNATTENDED);
+    for chord in ["ret", "0x20", "U0020"] {
+        let v = fails_with(
+            &sb,
+            &iso,
+            &["keys", chord],
+            "COMPUTER_CONFIRMATION_REQUIRED",
+        );
+        assert!(message(&v).contains("unattended"), "{chord}: {v}");
+    }
+    still_open(&out);
+    // The oracle works: a plain key runs, and the harmless button ends the dialog.
+    ok(&sb, &iso, &["keys", "Tab"]);
+    let keep = element(&sb, &iso, "Keep");
+    ok(&sb, &iso, &["act", keep["ref"].as_str().unwrap(), "click"]);
+    assert!(ended(&out).contains("exit=1"), "Keep answers 1");
+}
+
+/// Item: pointer clicks. `click-at` on an irreversible button asks first (and
+/// unattended refuses), judged by the element under the point at dispatch; a click on
+/// a harmless button at a point runs.
+#[test]
+fn a_click_at_a_point_is_judged_by_the_element_there() {
+    let iso = Isolated::new("click-at", ACCEPT_EDITS);
+    let out = out_file(&iso);
+    let sb = sandbox_with_dialog(&iso, &question(&out, "Points", "Pay"));
+    let centre = |name: &str| -> (String, String, String) {
+        let obs = ok(&sb, &iso, &["observe", "--app", "zenity"]);
+        let basis = obs["basis"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no basis: {obs}"))
+            .to_owned();
+        // r<rev>:<x>,<y>,<w>x<h>@<scale>
+        let geom = basis.split_once(':').unwrap().1.split_once('@').unwrap().0;
+        let g: Vec<i64> = geom.split([',', 'x']).map(|n| n.parse().unwrap()).collect();
+        let b = &element(&sb, &iso, name)["bounds"];
+        let at = |k: &str| b[k].as_i64().unwrap_or_else(|| panic!("no bounds: {b}"));
+        let x = at("x") + at("width") / 2 - g[0];
+        let y = at("y") + at("height") / 2 - g[1];
+        (x.to_string(), y.to_string(), basis)
+    };
+    let (x, y, basis) = centre("Pay");
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["click-at", &x, &y, "--basis", &basis],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    assert!(message(&v).contains("irreversible"), "{v}");
+    iso.write_config(UNATTENDED);
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["click-at", &x, &y, "--basis", &basis],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    assert!(message(&v).contains("unattended"), "{v}");
+    still_open(&out);
+    let (x, y, basis) = centre("Keep");
+    ok(&sb, &iso, &["click-at", &x, &y, "--basis", &basis]);
+    assert!(ended(&out).contains("exit=1"), "Keep answers 1");
+}
+
+/// Item: labels that hide the word. A zero-width space inside "Send", a Cyrillic
+/// "Ѕ", full-width letters: each is still a send, by click and by key.
+#[test]
+fn labels_that_hide_the_word_are_still_the_word() {
+    let iso = Isolated::new("labels", ACCEPT_EDITS);
+    for (i, label) in ["S\u{200b}end", "\u{405}end", "Ｓｅｎｄ"]
+        .iter()
+        .enumerate()
+    {
+        let out = iso.root.join(format!("zenity-{i}.out"));
+        let sb = sandbox_with_dialog(&iso, &question(&out, "Labels", label));
+        ok(&sb, &iso, &["observe", "--app", "zenity"]);
+        let v = fails_with(
+            &sb,
+            &iso,
+            &["keys", "space"],
+            "COMPUTER_CONFIRMATION_REQUIRED",
+        );
+        assert!(message(&v).contains("send"), "{label:?}: {v}");
+        let found = ok(
+            &sb,
+            &iso,
+            &["find", "", "--app", "zenity", "--role", "button"],
+        );
+        let send = found["matches"]
+            .as_array()
+            .and_then(|m| m.iter().find(|h| h["name"] != "Keep").cloned())
+            .unwrap_or_else(|| panic!("no send button: {found}"));
+        let v = fails_with(
+            &sb,
+            &iso,
+            &["act", send["ref"].as_str().unwrap(), "click"],
+            "COMPUTER_CONFIRMATION_REQUIRED",
+        );
+        assert!(message(&v).contains("send"), "{label:?}: {v}");
+        still_open(&out);
+    }
+}
+
+/// Item: every key of a sequence is checked where it lands. In a form whose second
+/// field is a password, "Tab a b c" from the first field stops before "a": the Tab
+/// was sent, nothing reached the password field (zenity prints it empty).
+#[test]
+fn a_key_sequence_stops_where_it_would_reach_a_password_field() {
+    let iso = Isolated::new("sequence", ACCEPT_EDITS);
+    let out = out_file(&iso);
+    let form = recorded(
+        &out,
+        &[
+            "--forms",
+            "--title",
+            "Login",
+            "--add-entry",
+            "User",
+            "--add-password",
+            "Secret",
+        ],
+    );
+    let sb = sandbox_with_dialog(&iso, &form);
+    ok(&sb, &iso, &["observe", "--app", "zenity"]);
+    let user = ok(
+        &sb,
+        &iso,
+        &["find", "", "--app", "zenity", "--role", "textbox"],
+    )["matches"]
+        .as_array()
+        .and_then(|m| {
+            m.iter()
+                .find(|h| {
+                    !h["states"]
+                        .as_array()
+                        .is_some_and(|s| s.iter().any(|x| x == "password"))
+                })
+                .cloned()
+        })
+        .expect("the user field");
+    let user = user["ref"].as_str().unwrap().to_owned();
+    ok(&sb, &iso, &["act", &user, "focus"]);
+    let v = fails_with(&sb, &iso, &["keys", "Tab a b c"], "COMPUTER_SECURE_INPUT");
+    assert_eq!(
+        v["error"]["detail"]["sent"],
+        serde_json::json!(["Tab"]),
+        "{v}"
+    );
+    assert_eq!(v["error"]["detail"]["stopped_before"], "a", "{v}");
+    // Typed text that tabs into the password field stops the same way.
+    ok(&sb, &iso, &["act", &user, "focus"]);
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["keys", "--text", "bob\tHunter2"],
+        "COMPUTER_SECURE_INPUT",
+    );
+    assert!(message(&v).contains("stopped before"), "{v}");
+    // Submit the form: the user field holds "bob", the password field nothing.
+    ok(&sb, &iso, &["act", &user, "focus"]);
+    ok(&sb, &iso, &["act", &user, "set_value", "bob"]);
+    let submit = ok(
+        &sb,
+        &iso,
+        &["find", "OK", "--app", "zenity", "--role", "button"],
+    )["matches"][0]["ref"]
+        .as_str()
+        .expect("the OK button")
+        .to_owned();
+    ok(&sb, &iso, &["act", &submit, "click"]);
+    let printed = ended(&out);
+    assert!(printed.starts_with("bob|\n"), "{printed:?}");
+    assert!(printed.contains("exit=0"), "{printed:?}");
+}
