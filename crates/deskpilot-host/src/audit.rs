@@ -228,6 +228,12 @@ pub fn format_record(r: &AuditRecord) -> String {
             .unwrap_or_default(),
     );
     push(r.revision.map(|n| format!("rev={n}")).unwrap_or_default());
+    push(
+        r.approved_by
+            .as_ref()
+            .map(|a| format!("approved_by={a}"))
+            .unwrap_or_default(),
+    );
     parts.join(" ")
 }
 
@@ -430,6 +436,7 @@ mod tests {
             status: Some("executed".into()),
             code: None,
             revision: Some(3),
+            approved_by: Some("approve:ab".into()),
         };
         let line = format_record(&r);
         assert!(!line.contains('\n'));
@@ -438,7 +445,9 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.ends_with("pad(42) set_value textbox fp=ab12 a11y executed text_len=7 rev=3"),
+            line.ends_with(
+                "pad(42) set_value textbox fp=ab12 a11y executed text_len=7 rev=3 approved_by=approve:ab"
+            ),
             "{line}"
         );
         let bare = AuditRecord {

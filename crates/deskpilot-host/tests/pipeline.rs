@@ -702,3 +702,40 @@ fn typing_a_space_or_a_line_break_into_a_focused_irreversible_control_asks_first
     });
     assert_eq!(env.driver.actions().len(), 2);
 }
+
+#[test]
+fn a_damaged_approvals_file_holds_no_approval_and_the_audit_says_how_an_action_was_approved() {
+    let env = Env::new("approvals-damaged");
+    let approvals = env.dir.path().join("approvals.json");
+    // A file "approved" by hand, then damaged: it approves nothing and is recreated.
+    std::fs::write(&approvals, "{\"items\":[{\"id\":\"x\",\"approved\":true").unwrap();
+    let mut h = env.host(settings(Mode::Default));
+    rt().block_on(async {
+        observe(&mut h, &editor()).await;
+        let e = h
+            .keys(&Target::Current, None, Some("hi".into()))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::ConfirmationRequired, "{}", e.message);
+        let id = e.detail.as_ref().unwrap()["approval_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let text = std::fs::read_to_string(&approvals).unwrap();
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+            "recreated: {text}"
+        );
+        assert!(env.driver.actions().is_empty());
+        deskpilot_host::host::approve(&approvals, &id).unwrap();
+        h.keys(&Target::Current, None, Some("hi".into()))
+            .await
+            .unwrap();
+        let last = env.audit().into_iter().last().unwrap();
+        assert_eq!(
+            last.approved_by.as_deref(),
+            Some(format!("approve:{id}").as_str())
+        );
+    });
+    assert_eq!(env.driver.actions().len(), 1);
+}

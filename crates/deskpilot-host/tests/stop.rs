@@ -169,6 +169,26 @@ fn a_stop_revokes_the_grant_and_refuses_agent_grants_until_the_user_grants() {
 }
 
 #[test]
+fn a_damaged_stop_record_means_stopped_until_the_user_grants() {
+    let env = Env::new("damaged");
+    rt().block_on(async {
+        let mut h = env.host();
+        observe(&mut h, &editor()).await;
+        std::fs::create_dir_all(env.runtime()).unwrap();
+        std::fs::write(env.runtime().join("stop.json"), "{\"at_ms\": ").unwrap();
+        let e = failed(h.observe(&editor(), &ObserveOptions::default()).await);
+        assert_code(&e, ErrorCode::StoppedByUser);
+        // Still stopped on the next call: the record reads as a stop issued now.
+        std::thread::sleep(Duration::from_millis(20));
+        let e = failed(h.observe(&editor(), &ObserveOptions::default()).await);
+        assert_code(&e, ErrorCode::StoppedByUser);
+        h.issue_user_grant(Scope::Desktop, &editor()).await.unwrap();
+        assert!(!env.runtime().join("stop.json").exists());
+        observe(&mut h, &editor()).await;
+    });
+}
+
+#[test]
 fn a_later_stop_also_ends_a_user_grant() {
     let env = Env::new("stop-user-grant");
     rt().block_on(async {

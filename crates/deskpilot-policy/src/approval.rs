@@ -177,6 +177,19 @@ impl Approvals {
         a.used = true;
         Ok(())
     }
+
+    /// Gives back approval `id` after the action it was used for failed at dispatch
+    /// (nothing happened, so the user's yes still stands). Only an approved, used,
+    /// unexpired approval is restored.
+    pub fn restore(&mut self, id: &str, now_ms: u64) {
+        if let Some(a) = self
+            .items
+            .iter_mut()
+            .find(|a| a.id == id && a.approved && a.used && a.expires_ms > now_ms)
+        {
+            a.used = false;
+        }
+    }
 }
 
 /// What a confirmation shows of text to be written: one line, secrets masked
@@ -232,6 +245,8 @@ mod tests {
             ap.consume("a1", &key("other"), 7, 3).is_err(),
             "other payload"
         );
+        ap.consume("a1", &key(""), 7, 4).unwrap();
+        ap.restore("a1", 4);
         ap.consume("a1", &key(""), 7, 4).unwrap();
         let replay = ap.consume("a1", &key(""), 7, 5).unwrap_err();
         assert!(replay.reason.contains("already used"));

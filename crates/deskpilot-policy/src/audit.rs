@@ -63,6 +63,11 @@ pub struct AuditRecord {
     pub code: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<u64>,
+    /// How an executed action was confirmed: `prompt` (the user answered a terminal
+    /// prompt or the MCP client's elicitation) or `approve:<id>` (`deskpilot approve
+    /// ID`); absent when the mode needed no confirmation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
 }
 
 impl AuditRecord {

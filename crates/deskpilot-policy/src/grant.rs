@@ -403,6 +403,7 @@ mod tests {
                 names: vec![],
             },
             user_denylist: vec![],
+            allow_terminals: vec![],
         }
     }
 

@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ErrorCode;
+use crate::irreversible::fold;
 
 /// Facts the host measured about a window (never text the window asked us to believe:
 /// the app name and title are matched only against deny-lists, which can only refuse).
@@ -58,6 +59,8 @@ pub const BUILTIN_DENYLIST: &[&str] = &[
     "gcr-prompter",
     "gnome-keyring",
     "kwalletd",
+    "kwalletmanager",
+    "kwallet",
     "ksecretd",
     "polkit",
     "pkexec",
@@ -76,14 +79,73 @@ pub const BUILTIN_DENYLIST: &[&str] = &[
     "secrets",
 ];
 
-/// Title fragments of authentication dialogs, refused whatever app shows them.
+/// Title fragments of authentication dialogs, refused whatever app shows them, in
+/// English and in Chinese (polkit's, gnome-keyring's and pinentry's own
+/// translations). Matched on folded titles ([`crate::irreversible::fold`]), so a
+/// zero-width space or a look-alike letter does not hide one.
 pub const BUILTIN_TITLE_DENYLIST: &[&str] = &[
     "authentication required",
     "unlock keyring",
     "unlock login keyring",
     "enter passphrase",
     "authenticate",
+    "需要认证",
+    "需要授权",
+    "身份验证",
+    "解锁密钥环",
+    "解锁登录密钥环",
+    "输入密码短语",
+    "需要驗證",
 ];
+
+/// Terminal emulators, refused by default: typing into one runs commands as the
+/// user, outside every rule here (editing the config, approving its own actions).
+/// Matched against the app name and the executable: equal, or for names of six
+/// characters or more, contained (`gnome-terminal-server`). The user may allow one
+/// by name (`allow_terminals`).
+pub const TERMINAL_APPS: &[&str] = &[
+    "xterm",
+    "uxterm",
+    "gnome-terminal",
+    "gnome-console",
+    "kgx",
+    "ptyxis",
+    "konsole",
+    "yakuake",
+    "xfce4-terminal",
+    "lxterminal",
+    "mate-terminal",
+    "qterminal",
+    "deepin-terminal",
+    "alacritty",
+    "kitty",
+    "tilix",
+    "terminator",
+    "terminology",
+    "wezterm",
+    "wezterm-gui",
+    "foot",
+    "urxvt",
+    "rxvt",
+    "st",
+    "guake",
+    "tilda",
+    "sakura",
+    "cool-retro-term",
+    "blackbox",
+    "contour",
+    "termite",
+    "eterm",
+];
+
+/// Whether `name` (an app name or executable) is one of [`TERMINAL_APPS`].
+pub fn is_terminal(name: &str) -> bool {
+    let n = name.to_lowercase();
+    !n.is_empty()
+        && TERMINAL_APPS
+            .iter()
+            .any(|t| n == *t || (t.len() >= 6 && n.contains(t)))
+}
 
 /// The refusal rules for one host: built-in lists plus the user's deny-list.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,6 +153,9 @@ pub struct Refusals {
     pub me: SelfFacts,
     /// User deny-list entries (app names or title fragments), case-insensitive.
     pub user_denylist: Vec<String>,
+    /// Terminal emulators the user allowed by name (app or executable, ASCII case
+    /// ignored); every other one is refused ([`TERMINAL_APPS`]).
+    pub allow_terminals: Vec<String>,
 }
 
 fn contains_ci(hay: &str, needle: &str) -> bool {
@@ -134,9 +199,10 @@ impl Refusals {
                 ),
             });
         }
+        let title = fold(&t.title);
         if let Some(hit) = BUILTIN_TITLE_DENYLIST
             .iter()
-            .find(|d| contains_ci(&t.title, d))
+            .find(|d| title.contains(&fold(d)))
         {
             return Some(Refusal {
                 code: ErrorCode::Denylisted,
@@ -145,10 +211,26 @@ impl Refusals {
                 ),
             });
         }
+        let terminal = [t.app.as_str(), exe].into_iter().find(|n| is_terminal(n));
+        if let Some(name) = terminal {
+            let allowed = self
+                .allow_terminals
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(&t.app) || a.eq_ignore_ascii_case(exe));
+            if !allowed {
+                return Some(Refusal {
+                    code: ErrorCode::Denylisted,
+                    reason: format!(
+                        "{name:?} is a terminal emulator: typing into one runs commands outside deskpilot's policy, so terminals are refused unless you allow one (`allow_terminals = [{:?}]` in the config)",
+                        t.app
+                    ),
+                });
+            }
+        }
         if let Some(hit) = self
             .user_denylist
             .iter()
-            .find(|d| contains_ci(&t.app, d) || contains_ci(&t.title, d) || contains_ci(exe, d))
+            .find(|d| contains_ci(&t.app, d) || title.contains(&fold(d)) || contains_ci(exe, d))
         {
             return Some(Refusal {
                 code: ErrorCode::Denylisted,
@@ -184,7 +266,36 @@ mod tests {
                 names: vec!["claude".into()],
             },
             user_denylist: vec!["Banking".into()],
+            allow_terminals: vec!["kitty".into()],
         }
+    }
+
+    #[test]
+    fn wallets_hidden_titles_chinese_prompts_and_terminals_are_refused() {
+        let r = rules();
+        for (app, title) in [
+            ("kwalletmanager5", "KDE Wallet"),
+            ("polkit-agent", "Authentication\u{200b} Required"),
+            ("x", "Authentic\u{430}tion Required"),
+            ("x", "需要认证"),
+            ("x", "解锁登录密钥环"),
+            ("xfce4-terminal", "Terminal - root@host: ~"),
+            ("gnome-terminal-server", "~"),
+        ] {
+            let v = r
+                .check_window(&target(app, title))
+                .unwrap_or_else(|| panic!("{app} {title:?}"));
+            assert_eq!(v.code, ErrorCode::Denylisted);
+        }
+        assert!(
+            r.check_window(&target("kitty", "~")).is_none(),
+            "allowed by name"
+        );
+        assert!(
+            r.check_window(&target("mousepad", "first")).is_none(),
+            "st is matched whole"
+        );
+        assert!(is_terminal("st") && !is_terminal("gedit") && !is_terminal("stellarium"));
     }
 
     fn target(app: &str, title: &str) -> TargetFacts {

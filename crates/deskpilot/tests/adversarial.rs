@@ -317,3 +317,70 @@ fn a_key_sequence_stops_where_it_would_reach_a_password_field() {
     assert!(printed.starts_with("bob|\n"), "{printed:?}");
     assert!(printed.contains("exit=0"), "{printed:?}");
 }
+
+/// Item: deny-list gaps. An authentication prompt whose title hides the words behind
+/// a zero-width space or a look-alike letter, or says them in Chinese, is refused
+/// like the plain one: observing it fails and nothing can be typed there.
+#[test]
+fn authentication_titles_are_refused_however_they_are_spelled() {
+    let iso = Isolated::new("titles", ACCEPT_EDITS);
+    for title in [
+        "Authentication\u{200b} Required",
+        "Authentic\u{430}tion Required",
+        "需要认证",
+    ] {
+        let out = iso.root.join("prompt.out");
+        let prompt = recorded(&out, &["--entry", "--title", title, "--text", "Password"]);
+        let sb = sandbox_with_dialog(&iso, &prompt);
+        let v = fails_with(
+            &sb,
+            &iso,
+            &["observe", "--app", "zenity"],
+            "COMPUTER_DENYLISTED",
+        );
+        assert!(message(&v).contains("authentication"), "{title:?}: {v}");
+        let (out_status, kv) = common::run_env(&sb, &iso, &["keys", "--text", "x\n"]);
+        assert!(!out_status.status.success(), "{title:?}: {kv}");
+        still_open(&out);
+    }
+}
+
+/// Item: terminal windows are refused targets. Text typed "into" a terminal never
+/// runs (the file it would create does not appear) until the user allows that
+/// terminal by name, and then it does (the oracle works).
+#[test]
+fn terminal_emulators_are_refused_unless_the_user_allows_one() {
+    let iso = Isolated::new("terminal", "[sandbox]\nmode = \"accept-edits\"\n");
+    let marker = iso.root.join("ran");
+    let (sb, _) = sandbox_with_apps(
+        &iso,
+        &[(&["xfce4-terminal", "--disable-server"], "xfce4-terminal")],
+    );
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["observe", "--app", "xfce4-terminal"],
+        "COMPUTER_DENYLISTED",
+    );
+    assert!(message(&v).contains("terminal"), "{v}");
+    assert!(message(&v).contains("allow_terminals"), "{v}");
+    let line = format!("touch '{}'\n", marker.display());
+    let (out, kv) = common::run_env(&sb, &iso, &["keys", "--text", &line]);
+    assert!(!out.status.success(), "{kv}");
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!marker.exists(), "the command ran in a refused terminal");
+
+    iso.write_config(
+        "[sandbox]\nmode = \"accept-edits\"\nallow_terminals = [\"xfce4-terminal\"]\n",
+    );
+    ok(&sb, &iso, &["observe", "--app", "xfce4-terminal"]);
+    ok(&sb, &iso, &["keys", "--text", &line]);
+    let start = Instant::now();
+    while !marker.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the allowed terminal never ran the command"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -100,6 +100,14 @@ impl Config {
         }
 
         let w = pick(
+            "allow_terminals",
+            sb.allow_terminals.is_some(),
+            t.allow_terminals.is_some(),
+            false,
+        );
+        let allow_terminals = choose(w, &sb.allow_terminals, &t.allow_terminals, Vec::new());
+
+        let w = pick(
             "action_budget",
             sb.action_budget.is_some(),
             t.action_budget.is_some(),
@@ -135,6 +143,7 @@ impl Config {
             allow_all_apps,
             deny_apps,
             self_apps,
+            allow_terminals,
             action_budget,
             idle_expiry_ms,
             capture,

@@ -19,6 +19,7 @@
 //! | `allow_apps`          | list of strings | `[]`                  | every app         | apps that act without a first-use confirmation (`accept-edits`) or at all (`unattended`) |
 //! | `deny_apps`           | list of strings | `[]`                  | `[]`              | apps never captured nor operated, on top of the built-in credential deny-list |
 //! | `self_apps`           | list of strings | `[]`                  | `[]`              | extra app names that count as deskpilot's own host client (always refused) |
+//! | `allow_terminals`     | list of strings | `[]`                  | `[]`              | terminal emulators (app or executable name) that may be operated; every other terminal is refused |
 //! | `action_budget`       | 1 to 10,000     | 200                   | 200               | actions per grant before it closes ([`DEFAULT_ACTION_BUDGET`]) |
 //! | `idle_expiry_minutes` | 1 to 1,440      | 15                    | 15                | minutes without an action after which a grant closes ([`DEFAULT_IDLE_EXPIRY_MS`]) |
 //! | `capture`             | string          | `"a11y-only"`         | `"a11y-only"`     | `a11y-only` or `a11y-and-pixels` (whether pixels may be captured) |
@@ -87,12 +88,13 @@ pub const MAX_ACTION_BUDGET: u32 = 10_000;
 /// Largest `idle_expiry_minutes`: a day. A grant nobody used for a day is over.
 pub const MAX_IDLE_EXPIRY_MINUTES: u64 = 24 * 60;
 
-pub const KEYS: [&str; 8] = [
+pub const KEYS: [&str; 9] = [
     "enabled",
     "mode",
     "allow_apps",
     "deny_apps",
     "self_apps",
+    "allow_terminals",
     "action_budget",
     "idle_expiry_minutes",
     "capture",
@@ -164,6 +166,7 @@ pub struct Settings {
     pub allow_apps: Option<Vec<String>>,
     pub deny_apps: Option<Vec<String>>,
     pub self_apps: Option<Vec<String>>,
+    pub allow_terminals: Option<Vec<String>>,
     /// Actions per grant, ≥ 1.
     pub action_budget: Option<u32>,
     /// Idle expiry of a grant, minutes, ≥ 1.
@@ -300,6 +303,8 @@ pub struct Effective {
     pub allow_all_apps: bool,
     pub deny_apps: Vec<String>,
     pub self_apps: Vec<String>,
+    /// Terminal emulators the user allows (deskpilot_policy::refusal::TERMINAL_APPS).
+    pub allow_terminals: Vec<String>,
     /// Actions per grant; default [`DEFAULT_ACTION_BUDGET`].
     pub action_budget: u32,
     /// Idle expiry of a grant, ms; default [`DEFAULT_IDLE_EXPIRY_MS`].

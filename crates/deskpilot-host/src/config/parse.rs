@@ -24,7 +24,7 @@ fn valid_values(key: &str) -> &'static str {
     match key {
         "enabled" => "true, false",
         "mode" => MODE_NAMES,
-        "allow_apps" | "deny_apps" | "self_apps" => {
+        "allow_apps" | "deny_apps" | "self_apps" | "allow_terminals" => {
             "a list of app names such as [\"mousepad\", \"gedit\"] (with `config set`: mousepad,gedit)"
         }
         "action_budget" => "an integer from 1 to 10000",
@@ -158,7 +158,7 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
                         key_error(path, &full, &format!("unknown capture {name:?}"))
                     })?);
             }
-            "allow_apps" | "deny_apps" | "self_apps" => {
+            "allow_apps" | "deny_apps" | "self_apps" | "allow_terminals" => {
                 let arr = v.as_array().ok_or_else(|| wrong("a list of strings"))?;
                 let mut list = Vec::with_capacity(arr.len());
                 for el in arr.iter() {
@@ -174,6 +174,7 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
                 match key {
                     "allow_apps" => s.allow_apps = Some(list),
                     "deny_apps" => s.deny_apps = Some(list),
+                    "allow_terminals" => s.allow_terminals = Some(list),
                     _ => s.self_apps = Some(list),
                 }
             }

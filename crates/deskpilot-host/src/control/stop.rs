@@ -7,7 +7,7 @@ use deskpilot_policy::grant::STOP_COOLDOWN_MS;
 use deskpilot_protocol::ComputerError;
 use serde::{Deserialize, Serialize};
 
-use super::{ensure_dir, read_json, state_dir, write_atomic};
+use super::{ensure_dir, state_dir, write_atomic};
 
 pub(super) const STOP_FILE: &str = "stop.json";
 
@@ -41,14 +41,36 @@ pub fn write_stop_in(dir: &Path, now_ms: u64) -> Result<StopRecord, ComputerErro
     Ok(rec)
 }
 
-/// The current stop record; `None` when there is none or it is damaged.
+/// The current stop record; `None` when there is none. A record that exists but
+/// cannot be read or parsed means stopped: it reads as a stop issued now, so agent
+/// grants stay refused until the user issues one (`deskpilot grant --user`, which
+/// removes the record).
 pub fn read_stop() -> Option<StopRecord> {
     read_stop_in(&state_dir())
 }
 
 /// As [`read_stop`], in the runtime directory `dir`.
 pub fn read_stop_in(dir: &Path) -> Option<StopRecord> {
-    read_json(&dir.join(STOP_FILE))
+    let path = dir.join(STOP_FILE);
+    match std::fs::read(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        other => {
+            let parsed = other
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice::<StopRecord>(&b).map_err(|e| e.to_string()));
+            match parsed {
+                Ok(rec) => Some(rec),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "damaged stop record: treated as a stop issued now");
+                    let now = super::now_ms();
+                    Some(StopRecord {
+                        at_ms: now,
+                        until_ms: now.saturating_add(STOP_COOLDOWN_MS),
+                    })
+                }
+            }
+        }
+    }
 }
 
 /// Removes the stop record (a user-issued grant lifts the cooldown). A missing record

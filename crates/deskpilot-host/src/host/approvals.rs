@@ -27,12 +27,12 @@ fn with_approvals<R>(
     let mut ap: Approvals = match std::fs::read_to_string(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Approvals::default(),
         Err(e) => return Err(internal(format!("cannot read {}: {e}", path.display()))),
-        Ok(t) => serde_json::from_str(&t).map_err(|e| {
-            internal(format!(
-                "{} is damaged ({e}); remove it (pending approvals are lost; the actions will ask again)",
-                path.display()
-            ))
-        })?,
+        // A damaged file holds no approval: it is recreated empty (an approval can
+        // only widen the policy, so losing one only makes an action ask again).
+        Ok(t) => serde_json::from_str(&t).unwrap_or_else(|e| {
+            tracing::warn!(path = %path.display(), error = %e, "damaged approvals file recreated empty; pending approvals are void");
+            Approvals::default()
+        }),
     };
     let out = f(&mut ap);
     let text =
@@ -66,6 +66,28 @@ pub fn pending_approval(path: &std::path::Path, id: &str) -> Result<Option<Strin
     })
 }
 
+/// Gives back approval `id` after its action failed at dispatch
+/// ([`Approvals::restore`]). Best-effort: a file that cannot be written leaves the
+/// approval spent, which only makes the action ask again.
+pub(super) fn restore_approval(path: &std::path::Path, id: &str) {
+    let now = control::now_ms();
+    if let Err(e) = with_approvals(path, |ap| ap.restore(id, now)) {
+        tracing::warn!(error = %e.message, "approval not restored");
+    }
+}
+
+/// What the gate decided for an action that may go ahead.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Passed {
+    /// The user confirmed a first use of the app.
+    pub first_use: bool,
+    /// How it was confirmed, for the audit (`prompt`, `approve:<id>`); `None` when the
+    /// mode allowed it without asking.
+    pub approved_by: Option<String>,
+    /// The approval spent on it, given back if the action fails at dispatch.
+    pub approval_id: Option<String>,
+}
+
 /// One action put to the mode and, when it asks, to the user.
 pub(super) struct Ask<'a> {
     /// The app the action is in, as measured.
@@ -80,8 +102,8 @@ pub(super) struct Ask<'a> {
     pub irreversible: Option<String>,
 }
 
-/// Checks the mode and confirmation for an action; returns whether the user
-/// approved a first use of the app. Never called for a refused action.
+/// Checks the mode and confirmation for an action; returns how it passed. Never
+/// called for a refused action.
 ///
 /// Errors: the mode's refusal (`COMPUTER_SCOPE_VIOLATION`), and
 /// `COMPUTER_CONFIRMATION_REQUIRED` with `detail.approval_id` while the user has not
@@ -91,7 +113,7 @@ pub(super) fn gate(
     o: &HostOptions,
     approved_apps: &[String],
     ask: Ask<'_>,
-) -> Result<bool, ComputerError> {
+) -> Result<Passed, ComputerError> {
     let Ask {
         target,
         key,
@@ -108,7 +130,7 @@ pub(super) fn gate(
         irreversible: irreversible.is_some(),
     };
     match decide(s.mode, facts) {
-        Decision::Allow => Ok(false),
+        Decision::Allow => Ok(Passed::default()),
         Decision::Refuse { code, reason } => Err(fail(code, reason)),
         Decision::Confirm { reason } => {
             let first_use = irreversible.is_none();
@@ -119,7 +141,11 @@ pub(super) fn gate(
             let question = format!("{summary} ({why})");
             if let Some(prompt) = &o.prompt {
                 return if prompt(&question) {
-                    Ok(first_use)
+                    Ok(Passed {
+                        first_use,
+                        approved_by: Some("prompt".into()),
+                        approval_id: None,
+                    })
                 } else {
                     Err(fail(
                         ErrorCode::ConfirmationRequired,
@@ -130,18 +156,22 @@ pub(super) fn gate(
             let now = control::now_ms();
             let verdict = with_approvals(&o.approvals_path, |ap| {
                 match ap.find_for(&key, now).map(|a| (a.id.clone(), a.approved)) {
-                    Some((id, true)) => ap.consume(&id, &key, screen, now).map(|()| None),
-                    Some((id, false)) => Ok(Some(id)),
+                    Some((id, true)) => ap.consume(&id, &key, screen, now).map(|()| Ok(id)),
+                    Some((id, false)) => Ok(Err(id)),
                     None => {
                         let id = random_hex()[..10].to_string();
                         ap.request(id.clone(), key.clone(), screen, question.clone(), now);
-                        Ok(Some(id))
+                        Ok(Err(id))
                     }
                 }
             })?;
             match verdict {
-                Ok(None) => Ok(first_use),
-                Ok(Some(id)) => {
+                Ok(Ok(id)) => Ok(Passed {
+                    first_use,
+                    approved_by: Some(format!("approve:{id}")),
+                    approval_id: Some(id),
+                }),
+                Ok(Err(id)) => {
                     let mut e = fail(
                         ErrorCode::ConfirmationRequired,
                         format!(

@@ -121,11 +121,11 @@ impl Host {
             summary,
             irreversible: None,
         };
-        let approved_app = match gate(&self.o, &approved_apps, ask) {
+        let passed = match gate(&self.o, &approved_apps, ask) {
             Ok(a) => a,
             Err(e) => return Err(self.refuse(e, Some("launch"), Some(&program))),
         };
-        if approved_app {
+        if passed.first_use {
             self.remember_app(&facts);
         }
         let r = self

@@ -182,6 +182,7 @@ pub fn refusals_for(settings: &Effective) -> Refusals {
             names: settings.self_apps.clone(),
         },
         user_denylist: settings.deny_apps.clone(),
+        allow_terminals: settings.allow_terminals.clone(),
     }
 }
 

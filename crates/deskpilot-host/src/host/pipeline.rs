@@ -37,7 +37,7 @@ use deskpilot_policy::refusal::{Refusals, TargetFacts};
 use deskpilot_protocol::types::{PointerAction, PointerParams, WindowInfo};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
-use super::approvals::{Ask, gate};
+use super::approvals::{Ask, Passed, gate, restore_approval};
 use super::{Basis, Host, HostOptions, fail, refused};
 use crate::control;
 use crate::session::{ActOutcome, Change, KeyStep, KeysOutcome, Target};
@@ -172,8 +172,8 @@ impl Outcome {
 /// What the judge learned about an effect before dispatch.
 #[derive(Debug, Default)]
 struct GateNote {
-    /// The user confirmed a first use of the app.
-    approved_app: bool,
+    /// How the gate let it through (first use, how confirmed, the approval spent).
+    passed: Passed,
     /// The role of the element the effect lands on (the act's element, the focused
     /// element for keys).
     role: Option<deskpilot_core::Role>,
@@ -321,7 +321,7 @@ impl Judge {
             summary,
             irreversible: irreversible.map(|m| format!("{:?} matched {}", m.matched, m.kind)),
         };
-        note.approved_app = gate(&self.o, &self.approved_apps, ask)?;
+        note.passed = gate(&self.o, &self.approved_apps, ask)?;
         Ok(())
     }
 }
@@ -487,6 +487,11 @@ impl Host {
                 rec.status = Some(if refusal { "refused" } else { "failed" }.into());
                 rec.code = Some(e.code.as_str().into());
                 self.audit(rec);
+                // An approval spent on an action that failed at dispatch stays the
+                // user's: nothing was done with it.
+                if let Some(id) = note.passed.approval_id.as_deref().filter(|_| !refusal) {
+                    restore_approval(&self.o.approvals_path, id);
+                }
                 // The refusal is the answer; a state file that cannot be saved must
                 // not hide it (its approval id, its code).
                 if let Err(save) = self.after_call() {
@@ -496,12 +501,13 @@ impl Host {
             }
         };
         self.policy_mut().authority.spend(control::now_ms());
-        if note.approved_app {
+        if note.passed.first_use {
             self.remember_app(&cand.facts);
         }
         let (channel, status) = out.channel_status();
         rec.channel = Some(channel);
         rec.status = Some(status);
+        rec.approved_by = note.passed.approved_by.clone();
         self.audit(rec);
         self.mark_new_windows(out.change_mut());
         if let Some(n) = self.bound_closed_note(&window, out.change_mut()) {
