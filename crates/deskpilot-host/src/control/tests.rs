@@ -53,7 +53,7 @@ fn stop_record_round_trip_and_clear() {
     clear_stop_in(d.path()).unwrap();
     // A damaged record means stopped: a stop issued now.
     std::fs::write(d.path().join(STOP_FILE), b"{not json").unwrap();
-    let before = super::now_ms();
+    let before = now_ms();
     let damaged = read_stop_in(d.path()).expect("a damaged record is a stop");
     assert!(damaged.at_ms >= before, "{damaged:?}");
     assert_eq!(damaged.until_ms, damaged.at_ms + 30_000);
