@@ -101,9 +101,7 @@ impl StateStore {
 
     /// As [`StateStore::open`], in an explicit directory (tests).
     pub fn open_in(dir: &Path, key: &str) -> Result<StateStore, ComputerError> {
-        deskpilot_os::ensure_private_dir(dir).map_err(|e| {
-            ComputerError::internal(format!("cannot create {}: {e}", dir.display()))
-        })?;
+        deskpilot_os::ensure_private_dir(dir).map_err(|e| crate::control::dir_error(dir, &e))?;
         let lock_path = dir.join(format!("session-{key}.lock"));
         let lock = deskpilot_os::lock_file(&lock_path).map_err(|e| {
             ComputerError::internal(format!("cannot lock {}: {e}", lock_path.display()))

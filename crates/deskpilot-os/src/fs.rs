@@ -48,13 +48,50 @@ pub fn owner_only_dir(dir: &Path) {
     let _ = dir;
 }
 
-/// Creates `dir` and its missing parents, then restricts `dir` itself to its owner
-/// (mode 0700, best effort as [`owner_only_dir`]), whether it was new or not.
+/// Creates `dir` and its missing parents, then makes sure `dir` itself is ours and
+/// private: a real directory (not a symlink), owned by this process's uid, mode 0700
+/// (narrowed if it was wider). A directory another user created first — a
+/// pre-created `/tmp/deskpilot-<uid>` — is never used: its owner could swap the files
+/// deskpilot writes there.
 ///
-/// Errors: the error of creating the directories.
+/// Errors: the error of creating the directories; `PermissionDenied` when `dir` is
+/// a symlink, is owned by another uid, or stays open to group or others.
 pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::symlink_metadata(dir)?;
+        let denied = |why: String| {
+            Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} {why}; remove it or point deskpilot elsewhere ($DESKPILOT_RUNTIME_DIR, $XDG_STATE_HOME)",
+                    dir.display()
+                ),
+            ))
+        };
+        if meta.file_type().is_symlink() || !meta.is_dir() {
+            return denied("is not a directory of its own (a symlink or a file)".into());
+        }
+        let me = crate::process::current_uid();
+        if meta.uid() != me {
+            return denied(format!(
+                "belongs to uid {}, not to this user (uid {me})",
+                meta.uid()
+            ));
+        }
+    }
     owner_only_dir(dir);
+    if !is_private_dir(dir)? {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} stays open to other users (mode not 0700)",
+                dir.display()
+            ),
+        ));
+    }
     Ok(())
 }
 
@@ -229,6 +266,31 @@ mod tests {
     fn mode(p: &Path) -> u32 {
         use std::os::unix::fs::PermissionsExt;
         std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_private_dir_must_be_ours_and_not_a_symlink() {
+        let d = tempfile::tempdir().unwrap();
+        let mine = d.path().join("mine");
+        std::fs::create_dir(&mine).unwrap();
+        std::fs::set_permissions(&mine, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
+        ensure_private_dir(&mine).unwrap();
+        assert_eq!(mode(&mine), 0o700);
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&mine, &link).unwrap();
+        let e = ensure_private_dir(&link).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        if crate::process::current_uid() == 0 {
+            // Root can make a directory that belongs to someone else.
+            let theirs = d.path().join("theirs");
+            std::fs::create_dir(&theirs).unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            let e = ensure_private_dir(&theirs).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+            assert!(e.to_string().contains("uid 65534"), "{e}");
+        }
     }
 
     #[test]

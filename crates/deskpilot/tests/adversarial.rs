@@ -384,3 +384,49 @@ fn terminal_emulators_are_refused_unless_the_user_allows_one() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Item: a runtime directory another user made first is never used. Root (as CI
+/// runs) makes one that belongs to `nobody`, with a planted symlink where the stop
+/// record goes: `deskpilot stop` refuses with `COMPUTER_OS_PERMISSION_MISSING` and the
+/// file the symlink points at is unchanged. As another user the check is the same
+/// code, shown by a symlinked directory.
+#[test]
+fn a_runtime_directory_that_is_not_ours_is_refused() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let iso = Isolated::new("runtime-owner", ACCEPT_EDITS);
+    let victim = iso.root.join("victim.txt");
+    std::fs::write(&victim, "untouched").unwrap();
+    let theirs = iso.root.join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
+    symlink(&victim, theirs.join("stop.json")).unwrap();
+    let real = iso.root.join("real");
+    std::fs::create_dir(&real).unwrap();
+    let linked = iso.root.join("linked");
+    symlink(&real, &linked).unwrap();
+    let mut dirs = vec![linked];
+    // The test's own directory is ours: its owner is this process's uid.
+    let my_uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&iso.root).unwrap());
+    if my_uid == 0 {
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        dirs.push(theirs);
+    }
+    for dir in dirs {
+        let out = common::bin()
+            .env("DESKPILOT_RUNTIME_DIR", &dir)
+            .env("XDG_STATE_HOME", &iso.state_home)
+            .env("DESKPILOT_CONFIG", &iso.config)
+            .args(["--json", "stop"])
+            .output()
+            .unwrap();
+        let v = common::one_document(&["stop"], &out);
+        assert_eq!(
+            v["error"]["code"],
+            "COMPUTER_OS_PERMISSION_MISSING",
+            "{}: {v}",
+            dir.display()
+        );
+        assert!(message(&v).contains("remove it"), "{v}");
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+}

@@ -18,8 +18,7 @@ fn with_approvals<R>(
 ) -> Result<R, ComputerError> {
     let internal = |m: String| fail(ErrorCode::Internal, m);
     if let Some(dir) = path.parent() {
-        deskpilot_os::ensure_private_dir(dir)
-            .map_err(|e| internal(format!("cannot create {}: {e}", dir.display())))?;
+        deskpilot_os::ensure_private_dir(dir).map_err(|e| control::dir_error(dir, &e))?;
     }
     let lock_path = path.with_extension("lock");
     let _lock = deskpilot_os::lock_file(&lock_path)
