@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+pub mod auth;
 mod batch;
 pub mod output;
 mod server;
@@ -38,6 +39,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
+pub use auth::{HttpAuth, default_token_path};
 pub use server::Server;
 pub use tools::INSTRUCTIONS;
 
@@ -94,12 +96,17 @@ pub async fn serve_stdio(server: Server) -> Result<(), ComputerError> {
 }
 
 /// Serves `server` as a streamable HTTP MCP endpoint (`http://ADDR/mcp`) until the
-/// listener fails. Only loopback addresses are accepted, and
-/// requests must carry a loopback `Host` header (DNS-rebinding protection).
+/// listener fails. Only loopback addresses are accepted; every request must carry a
+/// loopback `Host` header (DNS-rebinding protection), `auth`'s bearer token, and no
+/// `Origin` other than loopback ([`HttpAuth::check`]).
 ///
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for a non-loopback address;
 /// `COMPUTER_INTERNAL` when the address cannot be bound or accepting fails.
-pub async fn serve_http(server: Server, addr: SocketAddr) -> Result<(), ComputerError> {
+pub async fn serve_http(
+    server: Server,
+    addr: SocketAddr,
+    auth: HttpAuth,
+) -> Result<(), ComputerError> {
     if !addr.ip().is_loopback() {
         return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
@@ -115,7 +122,57 @@ pub async fn serve_http(server: Server, addr: SocketAddr) -> Result<(), Computer
         .local_addr()
         .map_err(|e| ComputerError::internal(format!("cannot read the bound address: {e}")))?;
     tracing::info!(%local, "MCP streamable HTTP endpoint listening");
-    serve_listener(server, listener).await
+    serve_listener(server, listener, auth).await
+}
+
+/// The streamable HTTP service of `server`, with the loopback `Host` check.
+fn http_service(server: &Server) -> StreamableHttpService<Server, LocalSessionManager> {
+    let mut config = StreamableHttpServerConfig::default();
+    config.max_request_body_bytes = MAX_HTTP_BODY;
+    let config = config.with_allowed_hosts([
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+        "[::1]".to_string(),
+    ]);
+    let factory = server.clone();
+    StreamableHttpService::new(
+        move || Ok(factory.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+/// Serves HTTP/1.1 on one accepted connection; `auth` checks every request first.
+fn serve_connection<IO>(
+    service: StreamableHttpService<Server, LocalSessionManager>,
+    io: IO,
+    auth: Option<HttpAuth>,
+    peer: String,
+) where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use hyper_util::rt::TokioIo;
+    use tower_service::Service;
+    tokio::spawn(async move {
+        let handler =
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let mut s = service.clone();
+                let refused = auth.as_ref().and_then(|a| a.check(&req));
+                async move {
+                    match refused {
+                        Some(r) => Ok(r),
+                        None => s.call(req).await,
+                    }
+                }
+            });
+        if let Err(e) = hyper::server::conn::http1::Builder::new()
+            .serve_connection(TokioIo::new(io), handler)
+            .await
+        {
+            tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+        }
+    });
 }
 
 /// As [`serve_http`], on a listener already bound (to a loopback address).
@@ -125,10 +182,8 @@ pub async fn serve_http(server: Server, addr: SocketAddr) -> Result<(), Computer
 pub async fn serve_listener(
     server: Server,
     listener: tokio::net::TcpListener,
+    auth: HttpAuth,
 ) -> Result<(), ComputerError> {
-    use hyper_util::rt::TokioIo;
-    use tower_service::Service;
-
     let local = listener
         .local_addr()
         .map_err(|e| ComputerError::internal(format!("cannot read the bound address: {e}")))?;
@@ -139,42 +194,74 @@ pub async fn serve_listener(
         ));
     }
     let watcher = server.watch_stop();
-    let mut config = StreamableHttpServerConfig::default();
-    config.max_request_body_bytes = MAX_HTTP_BODY;
-    let config = config.with_allowed_hosts([
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-        "::1".to_string(),
-        "[::1]".to_string(),
-    ]);
-    let factory = server.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(factory.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let service = http_service(&server);
     let result = loop {
-        let (stream, peer) = match listener.accept().await {
-            Ok(x) => x,
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                serve_connection(
+                    service.clone(),
+                    stream,
+                    Some(auth.clone()),
+                    peer.to_string(),
+                );
+            }
             Err(e) => {
                 break Err(ComputerError::internal(format!(
                     "accept failed on {local}: {e}"
                 )));
             }
-        };
-        let svc = service.clone();
-        tokio::spawn(async move {
-            let handler = hyper::service::service_fn(move |req| {
-                let mut s = svc.clone();
-                async move { s.call(req).await }
-            });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), handler)
-                .await
-            {
-                tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+        }
+    };
+    watcher.abort();
+    result
+}
+
+/// Serves `server` as streamable HTTP on the Unix socket `path` (created mode 0600,
+/// a stale socket there replaced). The kernel names each peer: a connection from
+/// another uid is closed unanswered, so no token is needed.
+///
+/// Errors: `COMPUTER_INTERNAL` when the socket cannot be bound or accepting fails.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub async fn serve_unix(server: Server, path: &std::path::Path) -> Result<(), ComputerError> {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::PermissionsExt;
+    let internal = |what: &str, e: std::io::Error| {
+        ComputerError::internal(format!("cannot {what} {}: {e}", path.display()))
+    };
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()) => {
+            std::fs::remove_file(path).map_err(|e| internal("replace", e))?;
+        }
+        Ok(_) => {
+            return Err(ComputerError::new(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "{} exists and is not a socket; choose another path",
+                    path.display()
+                ),
+            ));
+        }
+        Err(_) => {}
+    }
+    let listener = tokio::net::UnixListener::bind(path).map_err(|e| internal("listen on", e))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| internal("restrict", e))?;
+    tracing::info!(path = %path.display(), "MCP streamable HTTP endpoint listening on a Unix socket");
+    let me = deskpilot_os::current_uid();
+    let watcher = server.watch_stop();
+    let service = http_service(&server);
+    let result = loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let uid = deskpilot_os::peer_uid(stream.as_fd());
+                if uid != Some(me) {
+                    tracing::warn!(?uid, "MCP connection from another user refused");
+                    continue;
+                }
+                serve_connection(service.clone(), stream, None, format!("uid {me}"));
             }
-        });
+            Err(e) => break Err(internal("accept on", e)),
+        }
     };
     watcher.abort();
     result

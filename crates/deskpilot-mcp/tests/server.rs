@@ -1110,11 +1110,18 @@ fn progress_cancellation_and_robustness() {
 }
 
 #[test]
-fn streamable_http_serves_loopback_only() {
+fn streamable_http_serves_loopback_only_with_the_token() {
     let _g = init();
     let env = Env::new("http");
+    let token = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    let auth = || deskpilot_mcp::HttpAuth::new(token).unwrap();
     rt().block_on(async {
-        let far = deskpilot_mcp::serve_http(Server::new(env.host(Mode::Bypass)), "0.0.0.0:0".parse().unwrap()).await;
+        let far = deskpilot_mcp::serve_http(
+            Server::new(env.host(Mode::Bypass)),
+            "0.0.0.0:0".parse().unwrap(),
+            auth(),
+        )
+        .await;
         let e = far.unwrap_err();
         assert_eq!(e.code, deskpilot_protocol::ErrorCode::InvalidArgument);
         assert!(e.message.contains("loopback"), "{}", e.message);
@@ -1122,14 +1129,15 @@ fn streamable_http_serves_loopback_only() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let server = Server::new(env.host(Mode::Bypass));
-        let task = tokio::spawn(deskpilot_mcp::serve_listener(server, listener));
+        let task = tokio::spawn(deskpilot_mcp::serve_listener(server, listener, auth()));
 
-        let post = |host: &str, body: &str| {
+        let post = |host: &str, extra: &str, body: &str| {
             format!(
-                "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{extra}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             )
         };
+        let bearer = format!("Authorization: Bearer {token}\r\n");
         let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "http-test", "version": "0" } } })
         .to_string();
@@ -1144,13 +1152,55 @@ fn streamable_http_serves_loopback_only() {
                 .unwrap();
             out
         };
-        let ok = exchange(post(&addr.to_string(), &init)).await;
+        let host = addr.to_string();
+        let ok = exchange(post(&host, &bearer, &init)).await;
         assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
         assert!(ok.contains("\"name\":\"deskpilot\""), "{ok}");
         assert!(ok.to_lowercase().contains("mcp-session-id"), "{ok}");
+        // Without the token, or with another, nothing is served.
+        let anonymous = exchange(post(&host, "", &init)).await;
+        assert!(anonymous.starts_with("HTTP/1.1 401"), "{anonymous}");
+        assert!(anonymous.to_lowercase().contains("www-authenticate: bearer"), "{anonymous}");
+        assert!(!anonymous.contains("deskpilot\",\"version"), "{anonymous}");
+        let wrong = exchange(post(&host, "Authorization: Bearer 0000\r\n", &init)).await;
+        assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+        // A web page's request (a foreign Origin) is refused even with the token.
+        let page = exchange(post(
+            &host,
+            &format!("{bearer}Origin: https://evil.example\r\n"),
+            &init,
+        ))
+        .await;
+        assert!(page.starts_with("HTTP/1.1 403"), "{page}");
         // A foreign Host header (DNS rebinding) is refused.
-        let rebound = exchange(post("evil.example:80", &init)).await;
+        let rebound = exchange(post("evil.example:80", &bearer, &init)).await;
         assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+        task.abort();
+
+        // On a Unix socket this user is served without a token (a host of its own:
+        // the HTTP server's open connections still hold the first one's state).
+        let unix_env = Env::new("unix");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mcp.sock");
+        let server = Server::new(unix_env.host(Mode::Bypass));
+        let p = path.clone();
+        let task = tokio::spawn(async move { deskpilot_mcp::serve_unix(server, &p).await });
+        let start = Instant::now();
+        while !path.exists() {
+            assert!(start.elapsed() < Duration::from_secs(10), "the socket never appeared");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        let mut s = tokio::net::UnixStream::connect(&path).await.unwrap();
+        s.write_all(post("localhost", "", &init).as_bytes()).await.unwrap();
+        let mut out = String::new();
+        use tokio::io::AsyncReadExt;
+        tokio::time::timeout(Duration::from_secs(10), s.read_to_string(&mut out))
+            .await
+            .expect("an answer on the socket")
+            .unwrap();
+        assert!(out.starts_with("HTTP/1.1 200"), "{out}");
         task.abort();
     });
 }

@@ -258,6 +258,18 @@ pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// `n` bytes from the system's randomness (`/dev/urandom`, the kernel's CSPRNG),
+/// as `2n` lower-case hex digits: for secrets such as bearer tokens.
+///
+/// Errors: the error of opening or reading `/dev/urandom`; there is no weaker
+/// fallback.
+pub fn random_hex(n: usize) -> io::Result<String> {
+    let mut buf = vec![0u8; n];
+    let mut f = File::open("/dev/urandom")?;
+    io::Read::read_exact(&mut f, &mut buf)?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,8 @@ pub mod process;
 
 pub use fs::{
     create_private_dir_all, ensure_private_dir, is_private_dir, lock_exclusive, lock_file,
-    narrow_to_owner, no_follow_nonblocking, owner_only_dir, private_file, write_private_atomic,
+    narrow_to_owner, no_follow_nonblocking, owner_only_dir, private_file, random_hex,
+    write_private_atomic,
 };
 pub use paths::{
     RUNTIME_DIR_VAR, runtime_dir, runtime_dir_from, runtime_dir_is_explicit, user_tag,

@@ -230,11 +230,23 @@ enum Command {
     #[command(after_help = "Examples:
   claude mcp add deskpilot -- deskpilot mcp              # Claude Code, your desktop
   claude mcp add deskpilot -- deskpilot mcp --sandbox    # in a fresh sandbox desktop
-  deskpilot mcp --http 127.0.0.1:8765                    # streamable HTTP, loopback only")]
+  deskpilot mcp --http 127.0.0.1:8765                    # streamable HTTP, loopback only, bearer token
+  deskpilot mcp --socket /run/user/1000/deskpilot.sock   # streamable HTTP on a Unix socket, this user only
+
+Over --http every request must carry `Authorization: Bearer TOKEN`: the token is
+printed at start and kept in the token file (mode 0600; remove it to rotate).")]
     Mcp {
         /// Serve streamable HTTP on this loopback address instead of stdio.
-        #[arg(long, value_name = "ADDR")]
+        #[arg(long, value_name = "ADDR", conflicts_with = "socket")]
         http: Option<std::net::SocketAddr>,
+        /// Serve streamable HTTP on this Unix socket instead of stdio (mode 0600;
+        /// connections from other users are closed).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<std::path::PathBuf>,
+        /// Where the bearer token of --http is kept [default: mcp-http.token in the
+        /// runtime directory].
+        #[arg(long, value_name = "PATH", requires = "http")]
+        token_file: Option<std::path::PathBuf>,
     },
     /// The main job: a sandbox with mousepad; types mixed-script text, saves it
     /// through File ▸ Save As…, verifies the file's bytes. No screenshots.

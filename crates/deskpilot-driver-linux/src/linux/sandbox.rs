@@ -165,9 +165,7 @@ impl Sandbox {
             bus_launcher().ok_or_else(|| missing("at-spi-bus-launcher", "at-spi2-core"))?;
 
         let root = sandboxes_root();
-        deskpilot_os::ensure_private_dir(&root).map_err(|e| {
-            ComputerError::internal(format!("cannot create {}: {e}", root.display()))
-        })?;
+        private_dir(&root)?;
         check_owned(&root)?;
 
         let candidates: Vec<u32> = match opts.display {
@@ -248,9 +246,7 @@ impl Sandbox {
 
         let dir = root.join(format!("sandbox-{n}"));
         let _ = std::fs::remove_dir_all(&dir);
-        deskpilot_os::ensure_private_dir(&dir).map_err(|e| {
-            ComputerError::internal(format!("cannot create {}: {e}", dir.display()))
-        })?;
+        private_dir(&dir)?;
         let _ = std::fs::rename(&xlog, dir.join("xvfb.log"));
         let bus_path = dir.join("bus");
         let mut sb = Sandbox {
@@ -543,6 +539,18 @@ impl Drop for Sandbox {
             self.stop();
         }
     }
+}
+
+/// Creates `dir` private to this user ([`deskpilot_os::ensure_private_dir`]): one
+/// that is not ours (another owner, a symlink) is `COMPUTER_OS_PERMISSION_MISSING`.
+fn private_dir(dir: &Path) -> Result<(), ComputerError> {
+    deskpilot_os::ensure_private_dir(dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            ComputerError::new(ErrorCode::OsPermissionMissing, e.to_string())
+        } else {
+            ComputerError::internal(format!("cannot create {}: {e}", dir.display()))
+        }
+    })
 }
 
 /// Refuses a state directory that another user owns or that is open to others

@@ -7,6 +7,7 @@
 //! grant. stdout is the protocol stream; logs and progress go to stderr.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
@@ -16,12 +17,36 @@ use deskpilot_protocol::ComputerError;
 
 use super::session::{Ctx, open_host};
 
-/// Runs the server until the client closes stdin (or, with `--http`, until killed).
-pub async fn run(
-    ctx: &Ctx,
-    new_sandbox: bool,
-    http: Option<SocketAddr>,
-) -> Result<(), ComputerError> {
+/// Where the server listens.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// stdin/stdout, one JSON-RPC message per line.
+    Stdio,
+    /// Streamable HTTP on a loopback address, with the bearer token kept in
+    /// `token_file`.
+    Http {
+        addr: SocketAddr,
+        token_file: PathBuf,
+    },
+    /// Streamable HTTP on a Unix socket, this user's processes only.
+    Unix(PathBuf),
+}
+
+/// Runs the server until the client closes stdin (or, over HTTP, until killed).
+pub async fn run(ctx: &Ctx, new_sandbox: bool, transport: Transport) -> Result<(), ComputerError> {
+    // The token exists before anything is served, so a client can be configured.
+    let auth = match &transport {
+        Transport::Http { addr, token_file } => {
+            let auth = deskpilot_mcp::HttpAuth::from_file(token_file)?;
+            eprintln!(
+                "deskpilot mcp: streamable HTTP on http://{addr}/mcp; clients must send the header\n  Authorization: Bearer {}\n(the token is kept in {}, mode 0600; remove the file to rotate it)",
+                auth.token(),
+                token_file.display()
+            );
+            Some(auth)
+        }
+        _ => None,
+    };
     let mut sandbox = None;
     let mut ctx = ctx.clone();
     if new_sandbox {
@@ -48,9 +73,18 @@ pub async fn run(
     let _control = ControlServer::listen(info, host.options().stop.clone())?;
     let state_file = host.session().state_path().to_path_buf();
     let server = deskpilot_mcp::Server::new(host);
-    let r = match http {
-        Some(addr) => deskpilot_mcp::serve_http(server.clone(), addr).await,
-        None => deskpilot_mcp::serve_stdio(server.clone()).await,
+    let r = match (&transport, auth) {
+        (Transport::Http { addr, .. }, Some(auth)) => {
+            deskpilot_mcp::serve_http(server.clone(), *addr, auth).await
+        }
+        (Transport::Unix(path), _) => {
+            eprintln!(
+                "deskpilot mcp: streamable HTTP on the Unix socket {} (this user only)",
+                path.display()
+            );
+            deskpilot_mcp::serve_unix(server.clone(), path).await
+        }
+        _ => deskpilot_mcp::serve_stdio(server.clone()).await,
     };
     // The server's own session ends with it: release its grant, drop its refs.
     {

@@ -115,7 +115,21 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
         }
         Command::Demo { keep, out } => demo::run(json, keep, out).await,
         Command::Driver => driver::run(sandbox).await,
-        Command::Mcp { http } => mcp::run(&ctx, new_sandbox, http).await,
+        Command::Mcp {
+            http,
+            socket,
+            token_file,
+        } => {
+            let transport = match (http, socket) {
+                (Some(addr), _) => mcp::Transport::Http {
+                    addr,
+                    token_file: token_file.unwrap_or_else(deskpilot_mcp::default_token_path),
+                },
+                (None, Some(path)) => mcp::Transport::Unix(path),
+                (None, None) => mcp::Transport::Stdio,
+            };
+            mcp::run(&ctx, new_sandbox, transport).await
+        }
         Command::Run {
             instruction,
             max_steps,
