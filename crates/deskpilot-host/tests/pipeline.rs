@@ -739,3 +739,51 @@ fn a_damaged_approvals_file_holds_no_approval_and_the_audit_says_how_an_action_w
     });
     assert_eq!(env.driver.actions().len(), 1);
 }
+
+#[test]
+fn a_config_changed_while_the_host_runs_applies_to_its_next_call() {
+    let env = Env::new("reload");
+    let config = env.dir.path().join("config.toml");
+    std::fs::write(&config, "enabled = true\nmode = \"bypass\"\n").unwrap();
+    let store = StateStore::open_in(&env.dir.path().join("state"), "fixture").unwrap();
+    let mut o = HostOptions::new(&env.key, "test", "mcp", settings(Mode::Bypass));
+    o.audit = AuditLog::new(env.audit_path());
+    o.approvals_path = env.dir.path().join("approvals.json");
+    o.desktop_dir = env.dir.path().join("desktop");
+    o.runtime_dir = env.dir.path().join("runtime");
+    let path = config.clone();
+    o.reload = Some(Arc::new(move || {
+        deskpilot_host::config::Config::load_from(&path).map(|c| c.effective(false))
+    }));
+    let mut h = Host::new(
+        Session::new(env.driver.clone() as Arc<dyn Driver>, store),
+        o,
+    );
+    rt().block_on(async {
+        observe(&mut h, &editor()).await;
+        h.keys(&Target::Current, Some("F5".into()), None)
+            .await
+            .unwrap();
+        // The user narrows the mode: the running host's next call is read-only.
+        std::fs::write(&config, "enabled = true\nmode = \"plan\"\n").unwrap();
+        let e = h
+            .keys(&Target::Current, Some("F5".into()), None)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::ScopeViolation, "{}", e.message);
+        assert!(e.message.contains("plan"), "{}", e.message);
+        // A config that cannot be read runs nothing.
+        std::fs::write(&config, "mode = [").unwrap();
+        h.keys(&Target::Current, Some("F5".into()), None)
+            .await
+            .unwrap_err();
+        // Turned off: every call answers so.
+        std::fs::write(&config, "enabled = false\n").unwrap();
+        let e = h
+            .keys(&Target::Current, Some("F5".into()), None)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::FeatureDisabled, "{}", e.message);
+    });
+    assert_eq!(env.driver.actions().len(), 1, "only the first F5 ran");
+}

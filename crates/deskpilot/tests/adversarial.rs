@@ -430,3 +430,56 @@ fn a_runtime_directory_that_is_not_ours_is_refused() {
     }
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
 }
+
+/// Item: Return in a form. In a form whose OK button is "Submit", `keys Return` (any
+/// spelling) in a field, and a value with a line break set into the field, are
+/// judged by the button Enter submits: they ask first, and the form is not sent.
+#[test]
+fn enter_in_a_form_field_is_judged_by_the_button_it_submits() {
+    let iso = Isolated::new("form", ACCEPT_EDITS);
+    let out = out_file(&iso);
+    let form = recorded(
+        &out,
+        &[
+            "--forms",
+            "--title",
+            "Order",
+            "--ok-label",
+            "Submit",
+            "--add-entry",
+            "Name",
+        ],
+    );
+    let sb = sandbox_with_dialog(&iso, &form);
+    ok(&sb, &iso, &["observe", "--app", "zenity"]);
+    let name = ok(
+        &sb,
+        &iso,
+        &["find", "", "--app", "zenity", "--role", "textbox"],
+    )["matches"][0]["ref"]
+        .as_str()
+        .expect("the name field")
+        .to_owned();
+    ok(&sb, &iso, &["act", &name, "set_value", "Bob"]);
+    ok(&sb, &iso, &["act", &name, "focus"]);
+    for chord in ["Return", "ret", "0xff0d", "KP_Enter"] {
+        let v = fails_with(
+            &sb,
+            &iso,
+            &["keys", chord],
+            "COMPUTER_CONFIRMATION_REQUIRED",
+        );
+        assert!(message(&v).contains("submit"), "{chord}: {v}");
+    }
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["act", &name, "set_value", "999\n"],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    assert!(message(&v).contains("submit"), "{v}");
+    still_open(&out);
+    // A plain edit still runs.
+    ok(&sb, &iso, &["act", &name, "set_value", "Alice"]);
+    still_open(&out);
+}

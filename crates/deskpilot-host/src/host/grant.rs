@@ -157,6 +157,7 @@ impl Host {
 
     /// Applies what happened since the last call: feature switch, boot, stop, expiry.
     pub(super) fn preflight(&mut self, now: u64) -> Result<(), ComputerError> {
+        self.refresh_settings()?;
         if !self.o.settings.enabled {
             return Err(fail(
                 ErrorCode::FeatureDisabled,

@@ -61,6 +61,10 @@ mod pipeline;
 /// `true` means yes.
 pub type Prompt = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
+/// Reads the config again and returns the effective settings for this desktop: a
+/// long-lived host (an MCP server, a run) applies the user's change from its next call.
+pub type Reload = Arc<dyn Fn() -> Result<Effective, ComputerError> + Send + Sync>;
+
 /// How a host is set up.
 #[derive(Clone)]
 pub struct HostOptions {
@@ -88,6 +92,9 @@ pub struct HostOptions {
     /// The user's runtime directory, where `deskpilot stop` writes its record (every
     /// host of the user reads it): [`state_dir`] unless a test passes its own.
     pub runtime_dir: PathBuf,
+    /// Re-reads the config before every call ([`Host::refresh_settings`]); `None`
+    /// keeps [`HostOptions::settings`] for the host's life.
+    pub reload: Option<Reload>,
 }
 
 impl HostOptions {
@@ -105,6 +112,7 @@ impl HostOptions {
             stop: StopSignal::new(),
             desktop_dir: state_dir(),
             runtime_dir: state_dir(),
+            reload: None,
         }
     }
 }
@@ -204,6 +212,23 @@ impl Host {
             rules,
             warnings: Vec::new(),
         }
+    }
+
+    /// Applies the config as it is now ([`HostOptions::reload`]): a changed config
+    /// replaces the settings and the refusal lists before the call goes on, so a
+    /// narrower mode or deny-list applies at once. A config that cannot be read fails
+    /// the call with its error (nothing runs under settings the user did not write).
+    pub fn refresh_settings(&mut self) -> Result<(), ComputerError> {
+        let Some(reload) = self.o.reload.clone() else {
+            return Ok(());
+        };
+        let now = reload()?;
+        if now != self.o.settings {
+            tracing::info!("config changed: the new settings apply from this call");
+            self.rules = refusals_for(&now);
+            self.o.settings = now;
+        }
+        Ok(())
     }
 
     /// The session under the policy (reads only: acting through it would bypass the

@@ -707,6 +707,7 @@ impl Host {
         &mut self,
         op: &str,
     ) -> Result<(WindowInfo, Candidate), ComputerError> {
+        self.refresh_settings()?;
         if self.o.settings.mode == Mode::Plan {
             // Plan mode refuses before anything is read or bound.
             self.preflight(control::now_ms())?;

@@ -106,6 +106,11 @@ pub async fn open_host(
         settings,
     );
     opts.prompt = if prompt { tty_prompt() } else { None };
+    // A long-lived host (MCP server, run) applies the user's config changes at once.
+    let in_sandbox = desktop.sandbox.is_some();
+    opts.reload = Some(Arc::new(move || {
+        Config::load().map(|c| c.effective(in_sandbox))
+    }));
     if let Some(dir) = &desktop.sandbox_dir {
         opts.desktop_dir = dir.clone();
     }
