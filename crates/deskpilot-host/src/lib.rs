@@ -18,6 +18,7 @@ pub mod config;
 pub mod control;
 pub mod host;
 pub mod listing;
+pub mod redacting;
 pub mod session;
 pub mod store;
 

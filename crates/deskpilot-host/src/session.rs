@@ -250,11 +250,14 @@ fn matches_text(n: &Node, needle_lower: &str) -> bool {
 }
 
 impl Session {
-    /// A session over `driver`, with refs persisted in `store`.
+    /// A session over `driver`, with refs persisted in `store`. The driver is
+    /// wrapped in [`crate::redacting::Redacting`]: nothing it answers reaches the
+    /// session unredacted.
     pub fn new(driver: Arc<dyn Driver>, store: StateStore) -> Session {
         let state = store.load();
         Session {
-            driver,
+            // Every answer of the driver is redacted before the session sees it.
+            driver: Arc::new(crate::redacting::Redacting::new(driver)),
             store,
             state,
         }

@@ -483,3 +483,62 @@ fn enter_in_a_form_field_is_judged_by_the_button_it_submits() {
     ok(&sb, &iso, &["act", &name, "set_value", "Alice"]);
     still_open(&out);
 }
+
+/// Item: secrets are scrubbed at every exit. A live API token and a one-time code in
+/// window titles never come out: not in `apps`, `observe --json`, `find`, nor in the
+/// session's state file; what is shown is the masked title.
+#[test]
+fn a_token_in_a_window_title_never_leaves_the_host() {
+    let iso = Isolated::new("title-secret", ACCEPT_EDITS);
+    let token = "sk_live_51HqLyjWDarjtT1zdp7dcQz";
+    let out = iso.root.join("shop.out");
+    let shop = recorded(
+        &out,
+        &[
+            "--info",
+            "--title",
+            &format!("Shop {token} checkout"),
+            "--text",
+            "Pay?",
+        ],
+    );
+    let sb = sandbox_with_dialog(&iso, &shop);
+    let mut shown = Vec::new();
+    for args in [
+        &["apps"][..],
+        &["observe", "--app", "zenity"],
+        &["find", "Pay", "--app", "zenity"],
+        &["grant"],
+    ] {
+        let v = ok(&sb, &iso, args);
+        shown.push(v.to_string());
+    }
+    // The text forms too.
+    for args in [&["apps"][..], &["observe", "--app", "zenity"]] {
+        let o = iso.command(&sb).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}");
+        shown.push(String::from_utf8_lossy(&o.stdout).into_owned());
+    }
+    for s in &shown {
+        assert!(!s.contains(token), "the token leaked: {s}");
+    }
+    assert!(
+        shown
+            .iter()
+            .any(|s| s.contains("Shop ") && s.contains("checkout")),
+        "the title is shown, masked: {shown:?}"
+    );
+    // Nothing stored under the sandbox or the audit keeps it either.
+    let mut stack = vec![sb.state().dir.clone(), iso.state_home.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(!text.contains(token), "{} keeps the token", p.display());
+            }
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! The one redaction at the driver's boundary (docs/ARCHITECTURE.md §7.12): every
+//! string a driver returns passes [`deskpilot_core::redact`] before the host keeps,
+//! prints, stores or sends it — window titles and app names in listings, snapshots,
+//! matches and launches, element trees, action notes, event details and error
+//! messages. So `apps`, `observe --json`, `find`, MCP structured content, errors that
+//! quote a title, the prompt a run sends its model, run records and the state file all
+//! see `Shop sk_live_•••• checkout`, never the token.
+//!
+//! The policy's own matching (deny-lists on titles, the irreversible rule on labels)
+//! runs on the redacted text too: masking a secret never hides the words those rules
+//! look for.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deskpilot_core::redact::{mask_secrets, scrub};
+use deskpilot_protocol::types::*;
+use deskpilot_protocol::{ComputerError, Driver};
+
+/// A driver whose every answer is redacted ([`Redacting::new`] wraps any driver).
+pub struct Redacting {
+    inner: Arc<dyn Driver>,
+}
+
+impl Redacting {
+    /// Wraps `inner`; a driver that is already a [`Redacting`] is not wrapped twice
+    /// by the session (it wraps whatever it is given, and redaction is idempotent).
+    pub fn new(inner: Arc<dyn Driver>) -> Redacting {
+        Redacting { inner }
+    }
+}
+
+fn masked(s: &mut String) {
+    if let std::borrow::Cow::Owned(m) = mask_secrets(s) {
+        *s = m;
+    }
+}
+
+fn window(w: &mut WindowInfo) {
+    masked(&mut w.title);
+    masked(&mut w.app);
+}
+
+fn error(mut e: ComputerError) -> ComputerError {
+    masked(&mut e.message);
+    e
+}
+
+#[async_trait]
+impl Driver for Redacting {
+    async fn hello(&self) -> Result<Hello, ComputerError> {
+        self.inner.hello().await.map_err(error)
+    }
+
+    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+        let mut apps = self.inner.apps().await.map_err(error)?;
+        for a in &mut apps {
+            masked(&mut a.name);
+            a.windows.iter_mut().for_each(window);
+        }
+        Ok(apps)
+    }
+
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+        let mut r = self.inner.launch(p).await.map_err(error)?;
+        if let Some(w) = &mut r.window {
+            window(w);
+        }
+        Ok(r)
+    }
+
+    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+        let mut ws = self.inner.windows().await.map_err(error)?;
+        ws.iter_mut().for_each(window);
+        Ok(ws)
+    }
+
+    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+        self.inner.activate(p).await.map_err(error)
+    }
+
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+        let mut s = self.inner.snapshot(p).await.map_err(error)?;
+        window(&mut s.window);
+        scrub(&mut s.root);
+        Ok(s)
+    }
+
+    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+        let mut r = self.inner.find(p).await.map_err(error)?;
+        for m in &mut r.matches {
+            window(&mut m.window);
+            scrub(&mut m.node);
+        }
+        Ok(r)
+    }
+
+    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+        let mut r = self.inner.act(p).await.map_err(error)?;
+        if let Some(n) = &mut r.note {
+            masked(n);
+        }
+        Ok(r)
+    }
+
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+        self.inner.subscribe(p).await.map_err(error)
+    }
+
+    async fn next_events(
+        &self,
+        subscription: u64,
+        timeout_ms: u64,
+    ) -> Result<EventBatch, ComputerError> {
+        let mut b = self
+            .inner
+            .next_events(subscription, timeout_ms)
+            .await
+            .map_err(error)?;
+        for e in &mut b.events {
+            if let Some(a) = &mut e.app {
+                masked(a);
+            }
+            if let Some(d) = &mut e.detail {
+                masked(d);
+            }
+        }
+        Ok(b)
+    }
+
+    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+        self.inner.keys(p).await.map_err(error)
+    }
+
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+        self.inner.pointer(p).await.map_err(error)
+    }
+
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+        self.inner.capture(p).await.map_err(error)
+    }
+
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
+        let mut r = self.inner.ocr(p).await.map_err(error)?;
+        for word in &mut r.words {
+            masked(&mut word.text);
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deskpilot_protocol::fixture_driver::FixtureDriver;
+
+    #[test]
+    fn titles_and_names_leave_the_driver_masked() {
+        let fixture = Arc::new(FixtureDriver::desktop());
+        let token = "sk_live_51HqLyjWDarjtT1zdp7dcQz";
+        fixture.mutate(|apps| {
+            apps[0].windows[0].name = format!("Shop {token} checkout");
+        });
+        let d = Redacting::new(fixture);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let apps = d.apps().await.unwrap();
+            let t = &apps[0].windows[0].title;
+            assert!(t.starts_with("Shop ") && !t.contains(token), "{t}");
+            let ws = d.windows().await.unwrap();
+            assert!(ws.iter().all(|w| !w.title.contains(token)));
+        });
+    }
+}
