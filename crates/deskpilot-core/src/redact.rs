@@ -401,6 +401,38 @@ fn is_secret_key_name(key: &str) -> bool {
     SECRET_KEYS.iter().any(|k| norm.ends_with(k))
 }
 
+/// Short parameter names that hold a secret in a URL query (`?pw=…`, `&otp=…`,
+/// `&key=…`): compared with the whole name, lowercased, letters and digits only.
+const QUERY_SECRET_KEYS: &[&str] = &[
+    "pw",
+    "pwd",
+    "pass",
+    "passwd",
+    "key",
+    "otp",
+    "code",
+    "pin",
+    "auth",
+    "sig",
+    "signature",
+    "session",
+    "sessionid",
+    "sid",
+    "jwt",
+    "credential",
+];
+
+/// Whether a URL query parameter named `key` holds a secret ([`is_secret_key_name`]
+/// or [`QUERY_SECRET_KEYS`]).
+fn is_query_secret_key(key: &str) -> bool {
+    let norm: String = key
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    QUERY_SECRET_KEYS.contains(&norm.as_str())
+}
+
 fn is_key_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
 }
@@ -436,7 +468,11 @@ fn mask_assignments(text: &str) -> Cow<'_, str> {
             .last()
             .map_or(k_end, |(i, _)| i);
         let key = &text[k_start..k_end];
-        if key.is_empty() || !is_secret_key_name(key) {
+        let in_query = sep == "="
+            && !quoted_key
+            && k_start > 0
+            && matches!(bytes[k_start - 1], b'?' | b'&' | b';');
+        if key.is_empty() || !(is_secret_key_name(key) || in_query && is_query_secret_key(key)) {
             continue;
         }
         // The value: quoted up to the closing quote, else up to a delimiter.
@@ -822,9 +858,11 @@ pub fn otp_context(node: &Node, parent: Option<&Node>) -> bool {
 /// a text area named by its contents could mention passwords anywhere.
 const PASSWORD_LABEL_MAX_BYTES: usize = 64;
 
-/// True when the name says the field holds a password (`Password`, `New password`,
-/// `Passphrase`, `Passwort`, `Mot de passe`, `Contraseña`, 密码, パスワード, 비밀번호)
-/// and is not about one (`Password hint`, `Password strength`).
+/// True when the name says the field holds a password or another secret
+/// (`Password`, `New password`, `Passphrase`, `Passwort`, `Mot de passe`,
+/// `Contraseña`, 密码, パスワード, 비밀번호; `API key`, `Access key`, `Token`, `Secret`,
+/// `OTP`, `Verification code`, `Recovery code`, 密钥, 令牌, 验证码) and is not about one
+/// (`Password hint`, `Password strength`).
 fn names_a_password(name: &str) -> bool {
     const ABOUT: &[&str] = &[
         "hint", "strength", "reminder", "question", "policy", "forgot",
@@ -842,14 +880,52 @@ fn names_a_password(name: &str) -> bool {
         return false;
     }
     CJK.iter().any(|w| lower.contains(w))
+        || SECRET_LABELS_CJK.iter().any(|w| lower.contains(w))
         || words.iter().any(|w| {
             matches!(
                 *w,
-                "password" | "passphrase" | "passwort" | "contraseña" | "senha" | "пароль"
+                "password"
+                    | "passphrase"
+                    | "passwort"
+                    | "contraseña"
+                    | "senha"
+                    | "пароль"
+                    | "passcode"
+                    | "apikey"
+                    | "token"
+                    | "secret"
+                    | "otp"
+                    | "totp"
             )
         })
         || words.windows(3).any(|p| p == ["mot", "de", "passe"])
+        || words.windows(2).any(|p| {
+            matches!(
+                p,
+                ["api", "key"]
+                    | ["access", "key"]
+                    | ["secret", "key"]
+                    | ["private", "key"]
+                    | ["recovery", "code"]
+                    | ["backup", "code"]
+                    | ["security", "code"]
+                    | ["verification", "code"]
+                    | ["one", "time"]
+            )
+        })
 }
+
+/// Chinese and Japanese labels of fields that hold a secret other than a password:
+/// keys, tokens, verification codes.
+const SECRET_LABELS_CJK: &[&str] = &[
+    "密钥",
+    "密鑰",
+    "令牌",
+    "验证码",
+    "驗證碼",
+    "口令",
+    "認証コード",
+];
 
 /// True when `node` is a secret-entry field whose value is never shown: it has
 /// [`State::Password`], or it is a textbox whose own name says it holds a password
@@ -1124,5 +1200,47 @@ mod tests {
             Some("line1…(35 chars)")
         );
         assert_eq!(display_name("say \"hi\"", 120), "say \\\"hi\\\"");
+    }
+}
+
+#[cfg(test)]
+mod query_and_label_tests {
+    use super::*;
+
+    #[test]
+    fn secret_query_values_are_masked() {
+        let url = "https://shop.example/login?user=bob&pw=Hunter2secret&next=/home";
+        let m = mask_secrets(url);
+        assert!(!m.contains("Hunter2secret"), "{m}");
+        assert!(m.contains("user=bob") && m.contains("next=/home"), "{m}");
+        for q in ["?otp=493817", "?key=abc123", "&pass=x9", "?code=77aa"] {
+            let t = format!("http://h/p{q}");
+            let m = mask_secrets(&t);
+            assert!(m.contains("[masked"), "{t} -> {m}");
+        }
+        assert_eq!(
+            mask_secrets("see keyboard=us and monkey=1"),
+            "see keyboard=us and monkey=1"
+        );
+    }
+
+    #[test]
+    fn fields_labelled_like_secrets_are_secret_fields() {
+        for name in [
+            "API key",
+            "Access key",
+            "Token",
+            "OTP",
+            "验证码",
+            "密钥",
+            "Recovery code",
+        ] {
+            let n = Node::new("h:1", Role::Textbox, name);
+            assert!(is_secret_field(&n), "{name}");
+        }
+        for name in ["Name", "Search", "Keyboard layout", "Password hint"] {
+            let n = Node::new("h:1", Role::Textbox, name);
+            assert!(!is_secret_field(&n), "{name}");
+        }
     }
 }

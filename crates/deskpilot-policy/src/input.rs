@@ -12,7 +12,7 @@
 use deskpilot_core::{Node, Op, Role, State};
 use deskpilot_protocol::keys::{Keysym, char_to_keysym, keysym, parse_chords};
 
-use crate::irreversible::{Irreversible, classify_act, enter_submits_forms};
+use crate::irreversible::{Irreversible, classify_act, enter_submits_forms, fold};
 
 /// The element of `root`'s tree that reports keyboard focus, if any.
 pub fn focused(root: &Node) -> Option<&Node> {
@@ -214,6 +214,27 @@ pub fn click_irreversible(root: &Node, x: i32, y: i32) -> Option<Irreversible> {
         .find_map(|n| classify_act(Op::Click, n, Some(root)))
 }
 
+/// Whether text written into `el` would load a script or an inline document: `el` is
+/// an address bar (a text field whose name, folded, mentions an address, a URL or a
+/// location: Chromium's "Address and search bar", Firefox's "Search or enter
+/// address") and the text, trimmed and folded, starts with `javascript:`,
+/// `vbscript:` or `data:`. Such a URL runs code in the page, which can read or post
+/// anything the page holds, outside every rule here.
+pub fn script_url_into_address_bar(text: &str, el: &Node) -> bool {
+    let name = fold(&el.name);
+    let bar = matches!(el.role, Role::Textbox | Role::Combobox)
+        && ["address", "url", "location", "地址", "网址"]
+            .iter()
+            .any(|w| name.contains(&fold(w)));
+    let t: String = fold(text.trim_start())
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    bar && ["javascript:", "vbscript:", "data:"]
+        .iter()
+        .any(|p| t.starts_with(&fold(p)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,6 +336,23 @@ mod tests {
         ]);
         assert!(keys_irreversible(Some("Return"), None, "firefox", &plain).is_none());
         assert!(keys_irreversible(Some("Return"), None, "thunderbird", &window(vec![])).is_none());
+    }
+
+    #[test]
+    fn script_urls_into_an_address_bar_are_recognised_however_written() {
+        let bar = node(Role::Textbox, "Address and search bar", &[]);
+        for t in [
+            "javascript:alert(1)",
+            "  JavaScript:x",
+            "java\tscript:x",
+            "data:text/html,<b>",
+            "ｊａｖａｓｃｒｉｐｔ:x",
+        ] {
+            assert!(script_url_into_address_bar(t, &bar), "{t:?}");
+        }
+        assert!(!script_url_into_address_bar("https://example.com", &bar));
+        let field = node(Role::Textbox, "Comment", &[]);
+        assert!(!script_url_into_address_bar("javascript:alert(1)", &field));
     }
 
     #[test]

@@ -35,7 +35,10 @@ fn bin(root: &Path) -> Command {
     c.env_remove("DISPLAY")
         .env_remove("DBUS_SESSION_BUS_ADDRESS")
         .env_remove("DESKPILOT_SANDBOX")
-        .env("DESKPILOT_RUNTIME_DIR", root);
+        .env("DESKPILOT_RUNTIME_DIR", root)
+        // The sandbox defaults, whatever config the machine has; the audit stays here.
+        .env("DESKPILOT_CONFIG", root.join("config.toml"))
+        .env("XDG_STATE_HOME", root.join("state"));
     c
 }
 
@@ -359,4 +362,151 @@ fn chromium_page_is_read_clicked_and_typed_into() {
         window_after.unwrap_or(first_tree).as_millis(),
         first_tree.as_millis(),
     );
+}
+
+/// A loopback HTTP server that serves `page` at `/page` and logs the path of every
+/// other request (answered 204): the oracle of whether a page action fired.
+struct HitLogger {
+    port: u16,
+    hits: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl HitLogger {
+    fn start(page: &'static str) -> HitLogger {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("loopback port");
+        let port = listener.local_addr().unwrap().port();
+        let hits = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = hits.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut s) = stream else { continue };
+                s.set_read_timeout(Some(Duration::from_secs(5))).ok();
+                let mut buf = [0u8; 8192];
+                let n = s.read(&mut buf).unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
+                let reply = if path == "/page" {
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                        page.len()
+                    )
+                } else {
+                    if !path.is_empty() && path != "/favicon.ico" {
+                        log.lock().unwrap().push(path);
+                    }
+                    "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n".to_owned()
+                };
+                let _ = s.write_all(reply.as_bytes());
+            }
+        });
+        HitLogger { port, hits }
+    }
+
+    fn hits(&self) -> Vec<String> {
+        self.hits.lock().unwrap().clone()
+    }
+}
+
+/// A shop page whose actions report to the hit logger.
+const SHOP: &str = r#"<!doctype html><html><head><title>Shop</title></head><body>
+<h1>Checkout</h1>
+<button onclick="fetch('/ping')">Ping</button>
+<button aria-expanded="false" onclick="fetch('/expand-pay')">Pay now</button>
+<form action="/submit" method="get">
+<input name="card" aria-label="Card">
+<button type="submit">Pay</button>
+</form>
+</body></html>"#;
+
+/// Items of the policy's adversarial review on a real browser, with the loopback hit
+/// logger as the oracle: a `<button aria-expanded>` "Pay now" expanded (which
+/// presses it), Return in a form field and a line break in its value (which submit
+/// the form to its "Pay" button), and a `javascript:` URL typed into the address bar
+/// all stop before anything reaches the server; a harmless button does reach it.
+#[test]
+fn chromium_actions_that_would_pay_or_run_script_do_not_fire() {
+    assert!(
+        on_path("chromium"),
+        "chromium is not installed: run scripts/install-deps (Debian package `chromium`)"
+    );
+    let logger = HitLogger::start(SHOP);
+    let dir = TempDir::new("shop");
+    let url = format!("http://127.0.0.1:{}/page", logger.port);
+    let sb = Desk::start(dir.path());
+    sb.ok(&["sandbox", "run", "--", "chromium", &url]);
+    let started = Instant::now();
+    loop {
+        let (out, v) = sb.run(&["find", "Checkout", "--app", "chromium", "--role", "heading"]);
+        if out.status.success() && v["matches"].as_array().is_some_and(|m| !m.is_empty()) {
+            break;
+        }
+        assert!(
+            started.elapsed() < FIRST_TREE_TIMEOUT,
+            "Chromium never showed the shop page: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    sb.ok(&["observe", "--app", "chromium"]);
+    let refused = |args: &[&str], code: &str| {
+        let (out, v) = sb.run(args);
+        assert!(!out.status.success(), "{args:?} should fail: {v}");
+        assert_eq!(v["error"]["code"], code, "{args:?}: {v}");
+        v
+    };
+    let find_ref = |text: &str, role: &str| -> String {
+        let v = sb.ok(&["find", text, "--app", "chromium", "--role", role]);
+        v["matches"]
+            .as_array()
+            .and_then(|m| m.iter().find(|h| h["name"] == text).cloned())
+            .unwrap_or_else(|| panic!("no {role} {text:?}: {v}"))["ref"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let pay_now = find_ref("Pay now", "button");
+    let v = refused(
+        &["act", &pay_now, "expand"],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("pay"),
+        "{v}"
+    );
+    let card = find_ref("Card", "textbox");
+    refused(
+        &["act", &card, "set_value", "999\n"],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    sb.ok(&["act", &card, "focus"]);
+    for chord in ["Return", "ret", "KP_Enter"] {
+        refused(&["keys", chord], "COMPUTER_CONFIRMATION_REQUIRED");
+    }
+    let bar = find_ref("Address and search bar", "textbox");
+    let v = refused(
+        &["act", &bar, "set_value", "javascript:fetch('/pwn')"],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("javascript"),
+        "{v}"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(logger.hits(), Vec::<String>::new(), "nothing fired");
+    // The oracle works: a harmless button reaches the server.
+    let ping = find_ref("Ping", "button");
+    sb.ok(&["act", &ping, "click"]);
+    let start = Instant::now();
+    while !logger.hits().iter().any(|h| h == "/ping") {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the ping never arrived: {:?}",
+            logger.hits()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(logger.hits(), vec!["/ping".to_owned()]);
 }

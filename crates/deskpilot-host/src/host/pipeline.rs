@@ -29,7 +29,7 @@ use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::grant::Candidate;
 use deskpilot_policy::input::{
     click_irreversible, focused, input_may_reach_password, is_password, keys_irreversible,
-    offscreen_refuses, value_submits,
+    offscreen_refuses, script_url_into_address_bar, value_submits,
 };
 use deskpilot_policy::irreversible::classify_act;
 use deskpilot_policy::mode::Mode;
@@ -133,6 +133,14 @@ impl Effect {
     }
 }
 
+/// `COMPUTER_SCOPE_VIOLATION` for a script URL typed into an address bar.
+fn script_url_refused() -> ComputerError {
+    fail(
+        ErrorCode::ScopeViolation,
+        "a javascript:, vbscript: or data: URL in an address bar runs code in the page outside deskpilot's policy; it is refused. Open pages by their http(s) address",
+    )
+}
+
 /// What an effect did.
 enum Outcome {
     Act(ActOutcome),
@@ -231,6 +239,13 @@ impl Judge {
                         ),
                     ));
                 }
+                if matches!(op, Op::SetValue | Op::Type)
+                    && value
+                        .as_deref()
+                        .is_some_and(|v| script_url_into_address_bar(v, el))
+                {
+                    return Err(script_url_refused());
+                }
                 // No text into a password field, and no typing at all while one has
                 // focus (a keyboard fallback could land there).
                 let textual = matches!(op, Op::SetValue | Op::Type | Op::Clear);
@@ -265,6 +280,11 @@ impl Judge {
                 (summary, key, irreversible)
             }
             Effect::Keys { chord, text, .. } => {
+                if let (Some(t), Some(f)) = (text, focus)
+                    && script_url_into_address_bar(t, f)
+                {
+                    return Err(script_url_refused());
+                }
                 if let Some(c) = chord {
                     // The driver refuses what does not parse; say so before asking.
                     deskpilot_protocol::keys::parse_chords(c)?;
