@@ -392,12 +392,16 @@ fn mask_private_keys(text: &str) -> Cow<'_, str> {
     })
 }
 
-fn is_secret_key_name(key: &str) -> bool {
-    let norm: String = key
-        .chars()
+/// A key name lowercased, letters and digits only (`DB_PASSWORD` → `dbpassword`).
+fn normalized_key(key: &str) -> String {
+    key.chars()
         .filter(char::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_lowercase())
-        .collect();
+        .collect()
+}
+
+fn is_secret_key_name(key: &str) -> bool {
+    let norm = normalized_key(key);
     SECRET_KEYS.iter().any(|k| norm.ends_with(k))
 }
 
@@ -425,12 +429,7 @@ const QUERY_SECRET_KEYS: &[&str] = &[
 /// Whether a URL query parameter named `key` holds a secret ([`is_secret_key_name`]
 /// or [`QUERY_SECRET_KEYS`]).
 fn is_query_secret_key(key: &str) -> bool {
-    let norm: String = key
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    QUERY_SECRET_KEYS.contains(&norm.as_str())
+    QUERY_SECRET_KEYS.contains(&normalized_key(key).as_str())
 }
 
 fn is_key_char(c: char) -> bool {
