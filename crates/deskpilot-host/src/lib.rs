@@ -16,6 +16,7 @@ pub mod apps;
 pub mod audit;
 pub mod config;
 pub mod control;
+pub mod guard;
 pub mod host;
 pub mod listing;
 pub mod redacting;

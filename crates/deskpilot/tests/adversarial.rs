@@ -542,3 +542,134 @@ fn a_token_in_a_window_title_never_leaves_the_host() {
         }
     }
 }
+
+/// `deskpilot --sandbox N driver` with `iso`'s config and audit, spoken to one
+/// request at a time.
+struct Served {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    id: u64,
+}
+
+impl Served {
+    fn start(sb: &Sandbox, iso: &Isolated) -> Served {
+        let mut child = iso
+            .command(sb)
+            .arg("driver")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("deskpilot driver starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        Served {
+            child,
+            stdin,
+            stdout,
+            id: 0,
+        }
+    }
+
+    /// The response to one request: `Ok(result)` or `Err(data.code)`.
+    fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        use std::io::{BufRead, Write};
+        self.id += 1;
+        let req = serde_json::json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        writeln!(self.stdin, "{req}").unwrap();
+        self.stdin.flush().unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        match v.get("error") {
+            Some(e) => Err(e["data"]["code"].as_str().unwrap_or_default().to_owned()),
+            None => Ok(v["result"].clone()),
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Item: the driver is not a way around the host. The driver served to a remote host
+/// applies its own machine's feature switch, launch rules, secure input, deny-list,
+/// redaction and audit, whatever the caller asks.
+#[test]
+fn the_served_driver_enforces_its_own_machines_rules() {
+    let iso = Isolated::new("served", "");
+    let token = "sk_live_51HqLyjWDarjtT1zdp7dcQz";
+    let title = format!("Unlock {token}");
+    let out = iso.root.join("pw.out");
+    let prompt = recorded(&out, &["--password", "--title", &title]);
+    let sb = sandbox_with_dialog(&iso, &prompt);
+    iso.write_config("[sandbox]\nenabled = false\n");
+    let mut d = Served::start(&sb, &iso);
+    // The machine's switch is off: nothing is served.
+    assert_eq!(
+        d.call("apps.list", Value::Null).unwrap_err(),
+        "COMPUTER_FEATURE_DISABLED"
+    );
+    iso.write_config("");
+    let apps = d.call("apps.list", Value::Null).unwrap();
+    assert!(
+        !apps.to_string().contains(token),
+        "titles leave masked: {apps}"
+    );
+    let window = apps
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "zenity")
+        .map(|a| a["windows"][0]["handle"].clone())
+        .expect("zenity's window");
+    // Launch rules: no shell.
+    let marker = iso.root.join("launched");
+    let sh = format!("touch '{}'", marker.display());
+    assert_eq!(
+        d.call(
+            "apps.launch",
+            serde_json::json!({"command": ["/bin/sh", "-c", sh]})
+        )
+        .unwrap_err(),
+        "COMPUTER_DENYLISTED"
+    );
+    // Secure input: the password field has focus.
+    assert_eq!(
+        d.call(
+            "input.keys",
+            serde_json::json!({"window": window, "text": "Hunter2\n"})
+        )
+        .unwrap_err(),
+        "COMPUTER_SECURE_INPUT"
+    );
+    // The user's deny-list.
+    iso.write_config("deny_apps = [\"zenity\"]\n");
+    assert_eq!(
+        d.call("tree.snapshot", serde_json::json!({"window": window}))
+            .unwrap_err(),
+        "COMPUTER_DENYLISTED"
+    );
+    drop(d);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!marker.exists(), "the shell ran");
+    let recorded = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(
+        !recorded.contains("exit="),
+        "the prompt was answered: {recorded:?}"
+    );
+    // Each refusal is on this machine's audit.
+    let audit = std::fs::read_to_string(iso.audit_path()).unwrap_or_default();
+    for op in ["\"op\":\"launch\"", "\"op\":\"keys\""] {
+        assert!(
+            audit.lines().any(|l| l.contains(op)
+                && l.contains("\"session\":\"driver\"")
+                && l.contains("refused")),
+            "no driver audit line for {op}: {audit}"
+        );
+    }
+}

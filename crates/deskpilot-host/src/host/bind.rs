@@ -8,12 +8,30 @@ use deskpilot_core::{Handle, Role};
 use deskpilot_policy::audit::AuditEvent;
 use deskpilot_policy::grant::Candidate;
 use deskpilot_policy::refusal::TargetFacts;
-use deskpilot_protocol::types::WindowInfo;
+use deskpilot_protocol::types::{AppInfo, WindowInfo};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::{Basis, Enumeration, Host, ListedApp, ListedWindow, fail, refused};
 use crate::control;
 use crate::session::{FindHit, Observation, ObserveOptions, Target, WaitFor, WaitOutcome};
+
+/// The facts the refusals judge a window of `app` on: names and title as listed, the
+/// process's uid, and its executable as the kernel resolved it (a renamed link to a
+/// binary changes the app name and `comm`, not this).
+pub fn window_facts(app: &AppInfo, w: &WindowInfo) -> TargetFacts {
+    let uid = app.uid.or_else(|| app.pid.and_then(control::process_uid));
+    let exe = app
+        .pid
+        .and_then(|p| control::process_exe(p).or_else(|| control::process_comm(p)));
+    TargetFacts {
+        app: app.name.clone(),
+        title: w.title.clone(),
+        pid: w.pid.or(app.pid),
+        uid,
+        exe,
+        focused_password: false,
+    }
+}
 
 impl Host {
     /// Lists windows with their facts, frontmost (active) first.
@@ -21,21 +39,8 @@ impl Host {
         let apps = self.session.driver().apps().await?;
         let mut candidates = Vec::new();
         for app in &apps {
-            let uid = app.uid.or_else(|| app.pid.and_then(control::process_uid));
-            // The executable as the kernel resolved it: a renamed link to a
-            // binary changes the app name and `comm`, not this.
-            let exe = app
-                .pid
-                .and_then(|p| control::process_exe(p).or_else(|| control::process_comm(p)));
             for w in &app.windows {
-                let facts = TargetFacts {
-                    app: app.name.clone(),
-                    title: w.title.clone(),
-                    pid: w.pid.or(app.pid),
-                    uid,
-                    exe: exe.clone(),
-                    focused_password: false,
-                };
+                let facts = window_facts(app, w);
                 candidates.push((
                     w.clone(),
                     Candidate {

@@ -7,7 +7,7 @@ use deskpilot_policy::approval::{ActionKey, payload_preview};
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::launch::{launch_refused, option_argument};
 use deskpilot_policy::mode::Mode;
-use deskpilot_policy::refusal::TargetFacts;
+use deskpilot_policy::refusal::{Refusals, TargetFacts};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::approvals::{Ask, gate};
@@ -40,65 +40,11 @@ impl Host {
             );
             return Err(self.refuse(e, Some("launch"), Some(&program)));
         }
-        let refuse_launch = |hit: &str| {
-            fail(
-                ErrorCode::Denylisted,
-                format!(
-                    "{hit:?} is a command interpreter, terminal or privilege tool: deskpilot launches applications, never programs that would run arbitrary commands outside every refusal (built-in rule, cannot be removed)"
-                ),
-            )
-        };
-        let called = std::path::Path::new(&program)
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        if launch_refused(&called) {
-            let e = refuse_launch(&called);
-            return Err(self.refuse(e, Some("launch"), Some(&program)));
-        }
-        if let Some(opt) = option_argument(&argv) {
-            let e = fail(
-                ErrorCode::InvalidArgument,
-                format!(
-                    "{:?}: launch takes an application and files or URLs to open, not options (an option can make an application run commands)",
-                    deskpilot_core::sanitize::one_line(opt)
-                ),
-            );
-            return Err(self.refuse(e, Some("launch"), Some(&program)));
-        }
-        // What would really run: an installed application's native binary.
-        let app = match crate::apps::launchable(&program) {
-            Ok(a) => a,
-            Err(crate::apps::NotLaunchable::Missing(why)) => {
-                let e = fail(ErrorCode::ElementNotFound, why);
-                return Err(self.refuse(e, Some("launch"), Some(&program)));
-            }
-            Err(crate::apps::NotLaunchable::Refused(why)) => {
-                let e = fail(ErrorCode::ScopeViolation, why);
-                return Err(self.refuse(e, Some("launch"), Some(&program)));
-            }
+        let (app, facts) = match vet_launch(&argv, &self.rules) {
+            Ok(v) => v,
+            Err(e) => return Err(self.refuse(e, Some("launch"), Some(&program))),
         };
         let real = Some(app.executable.clone());
-        let real_name = app
-            .executable
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        if launch_refused(&real_name) {
-            let e = refuse_launch(&real_name);
-            return Err(self.refuse(e, Some("launch"), Some(&program)));
-        }
-        let facts = TargetFacts {
-            app: called.clone(),
-            title: String::new(),
-            pid: None,
-            uid: None,
-            exe: Some(real_name.clone()),
-            focused_password: false,
-        };
-        if let Some(r) = self.rules.check_window(&facts) {
-            return Err(self.refuse(refused(r), Some("launch"), Some(&program)));
-        }
         self.ensure_grant(now)?;
         // Launching is an action on a new app: the mode decides (first use asks in
         // `default`, the allow-list rules `accept-edits` and `unattended`).
@@ -149,4 +95,85 @@ impl Host {
         self.session.save()?;
         r
     }
+}
+
+/// The launch rules every launcher applies, the host's and the driver's (docs/
+/// ARCHITECTURE.md §7): no interpreter, terminal or privilege tool by name (as called
+/// and as resolved), no option arguments, an installed application's native binary
+/// only, and the window refusals on what would run. Returns the application and the
+/// facts the mode judges (`exe`: the resolved executable's file name).
+///
+/// Errors: `COMPUTER_DENYLISTED`, `COMPUTER_INVALID_ARGUMENT` (an option),
+/// `COMPUTER_ELEMENT_NOT_FOUND` (not installed), `COMPUTER_SCOPE_VIOLATION` (not an
+/// installed application), or the window refusal's code.
+pub fn vet_launch(
+    argv: &[String],
+    rules: &Refusals,
+) -> Result<(crate::apps::DesktopApp, TargetFacts), ComputerError> {
+    let program = argv.first().cloned().unwrap_or_default();
+    if program.is_empty() {
+        return Err(fail(
+            ErrorCode::InvalidArgument,
+            "say which program to launch, e.g. [\"mousepad\"]",
+        ));
+    }
+    let refuse_launch = |hit: &str| {
+        fail(
+            ErrorCode::Denylisted,
+            format!(
+                "{hit:?} is a command interpreter, terminal or privilege tool: deskpilot launches applications, never programs that would run arbitrary commands outside every refusal (built-in rule, cannot be removed)"
+            ),
+        )
+    };
+    let called = std::path::Path::new(&program)
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if launch_refused(&called) {
+        let e = refuse_launch(&called);
+        return Err(e);
+    }
+    if let Some(opt) = option_argument(argv) {
+        let e = fail(
+            ErrorCode::InvalidArgument,
+            format!(
+                "{:?}: launch takes an application and files or URLs to open, not options (an option can make an application run commands)",
+                deskpilot_core::sanitize::one_line(opt)
+            ),
+        );
+        return Err(e);
+    }
+    // What would really run: an installed application's native binary.
+    let app = match crate::apps::launchable(&program) {
+        Ok(a) => a,
+        Err(crate::apps::NotLaunchable::Missing(why)) => {
+            let e = fail(ErrorCode::ElementNotFound, why);
+            return Err(e);
+        }
+        Err(crate::apps::NotLaunchable::Refused(why)) => {
+            let e = fail(ErrorCode::ScopeViolation, why);
+            return Err(e);
+        }
+    };
+    let real_name = app
+        .executable
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    if launch_refused(&real_name) {
+        let e = refuse_launch(&real_name);
+        return Err(e);
+    }
+    let facts = TargetFacts {
+        app: called.clone(),
+        title: String::new(),
+        pid: None,
+        uid: None,
+        exe: Some(real_name.clone()),
+        focused_password: false,
+    };
+    if let Some(r) = rules.check_window(&facts) {
+        return Err(refused(r));
+    }
+    Ok((app, facts))
 }

@@ -55,6 +55,8 @@ mod approvals;
 mod bind;
 mod grant;
 mod launch;
+pub use bind::window_facts;
+pub use launch::vet_launch;
 mod pipeline;
 
 /// Asks the user (on a terminal) whether to allow an action described by the string;

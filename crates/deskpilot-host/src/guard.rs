@@ -1,0 +1,329 @@
+//! The driver as `deskpilot driver` serves it to a host on another machine
+//! (docs/ARCHITECTURE.md §7.14): that host's policy runs where its user is, so the
+//! machine whose desktop is touched enforces, on every request, what no remote host
+//! can be trusted to: its feature switch and stop record, the absolute refusals
+//! (deskpilot itself, the credential deny-list, terminals, other users' windows, the
+//! user's deny-list), secure input (no text or keys while a password field could
+//! receive them), the launch rules, redaction of every answer, and an audit line for
+//! each effect and refusal on this machine.
+//!
+//! What only the remote host does: grants and their budget and expiry, revisions and
+//! stale refs, modes and confirmations of irreversible actions, approvals, the
+//! per-key checks of a key sequence.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deskpilot_core::{Handle, Op};
+use deskpilot_policy::audit::{AuditEvent, AuditRecord};
+use deskpilot_policy::input::{input_may_reach_password, is_password};
+use deskpilot_policy::refusal::{Refusal, TargetFacts};
+use deskpilot_protocol::types::*;
+use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
+
+use crate::audit::{AuditLog, now_rfc3339};
+use crate::config::Effective;
+use crate::control;
+use crate::host::{Reload, refusals_for, vet_launch, window_facts};
+use crate::redacting::Redacting;
+
+/// What a guarded driver reads on its own machine.
+#[derive(Clone)]
+pub struct GuardOptions {
+    /// The machine's config, read again for every request.
+    pub reload: Reload,
+    /// Where `deskpilot stop` writes its record on this machine.
+    pub runtime_dir: PathBuf,
+    /// This machine's audit log.
+    pub audit: AuditLog,
+}
+
+/// A driver that enforces the machine's own rules ([`Guarded::new`]).
+pub struct Guarded {
+    inner: Arc<dyn Driver>,
+    o: GuardOptions,
+}
+
+/// `COMPUTER_*` error of a refusal.
+fn refused(r: Refusal) -> ComputerError {
+    ComputerError::new(r.code, r.reason)
+}
+
+impl Guarded {
+    /// Wraps `inner` (in [`Redacting`] first: every answer leaves redacted).
+    pub fn new(inner: Arc<dyn Driver>, o: GuardOptions) -> Guarded {
+        Guarded {
+            inner: Arc::new(Redacting::new(inner)),
+            o,
+        }
+    }
+
+    /// The machine's settings, when it may be used at all: the feature switch is
+    /// on and no stop is in effect.
+    fn admit(&self) -> Result<Effective, ComputerError> {
+        let s = (self.o.reload)()?;
+        if !s.enabled {
+            return Err(ComputerError::new(
+                ErrorCode::FeatureDisabled,
+                "computer use is off on the driver's machine; its user turns it on there with `deskpilot config set enabled true`",
+            ));
+        }
+        if let Some(stop) = control::read_stop_in(&self.o.runtime_dir)
+            && control::now_ms() < stop.until_ms
+        {
+            return Err(ComputerError::new(
+                ErrorCode::StoppedByUser,
+                "the driver machine's user pressed stop; nothing is served until the cooldown ends or they grant again there",
+            ));
+        }
+        Ok(s)
+    }
+
+    /// The facts of the window `handle` as enumerated now, `None` when it is gone
+    /// (the inner driver then answers for it).
+    async fn facts(&self, handle: &Handle) -> Result<Option<TargetFacts>, ComputerError> {
+        let apps = self.inner.apps().await?;
+        Ok(apps.iter().find_map(|a| {
+            a.windows
+                .iter()
+                .find(|w| &w.handle == handle)
+                .map(|w| window_facts(a, w))
+        }))
+    }
+
+    /// Admits a request on window `handle`: the machine is on, and no refusal covers
+    /// the window. Returns the window's facts.
+    async fn admit_window(
+        &self,
+        handle: &Handle,
+    ) -> Result<(Effective, Option<TargetFacts>), ComputerError> {
+        let s = self.admit()?;
+        let facts = self.facts(handle).await?;
+        if let Some(f) = &facts
+            && let Some(r) = refusals_for(&s).check_window(f)
+        {
+            return Err(refused(r));
+        }
+        Ok((s, facts))
+    }
+
+    /// Refuses input into `window` while a password field could receive it (for an
+    /// act, `element` is the element written to).
+    async fn secure_input(
+        &self,
+        s: &Effective,
+        facts: Option<&TargetFacts>,
+        window: &Handle,
+        element: Option<&Handle>,
+        typing: bool,
+    ) -> Result<(), ComputerError> {
+        let snap = self
+            .inner
+            .snapshot(SnapshotParams {
+                window: window.clone(),
+                scope: None,
+                depth: None,
+                max_nodes: None,
+            })
+            .await?;
+        let password = match element {
+            Some(h) => {
+                snap.root.walk().any(|n| &n.handle == h && is_password(n))
+                    || typing && input_may_reach_password(&snap.root)
+            }
+            None => input_may_reach_password(&snap.root),
+        };
+        if password {
+            let mut f = facts.cloned().unwrap_or_default();
+            f.focused_password = true;
+            if let Some(r) = refusals_for(s).check_input(&f) {
+                return Err(refused(r));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one audit line on this machine; a failed write is logged, never fatal.
+    fn audit<T>(
+        &self,
+        event: AuditEvent,
+        op: &str,
+        facts: Option<&TargetFacts>,
+        text_len: Option<usize>,
+        r: &Result<T, ComputerError>,
+    ) {
+        let refusal = r.as_ref().err().is_some_and(|e| {
+            matches!(
+                e.code,
+                ErrorCode::SecureInput
+                    | ErrorCode::Denylisted
+                    | ErrorCode::SelfTarget
+                    | ErrorCode::TargetElevated
+                    | ErrorCode::ScopeViolation
+                    | ErrorCode::FeatureDisabled
+                    | ErrorCode::StoppedByUser
+            )
+        });
+        let rec = AuditRecord {
+            time: now_rfc3339(),
+            session: "driver".into(),
+            event: Some(if refusal { AuditEvent::Refusal } else { event }),
+            app: facts.map(|f| f.app.clone()),
+            pid: facts.and_then(|f| f.pid),
+            op: Some(op.into()),
+            text_len,
+            status: Some(
+                match r {
+                    Ok(_) => "executed",
+                    Err(_) if refusal => "refused",
+                    Err(_) => "failed",
+                }
+                .into(),
+            ),
+            code: r.as_ref().err().map(|e| e.code.as_str().into()),
+            ..AuditRecord::default()
+        };
+        if let Err(e) = self.o.audit.append(&rec) {
+            tracing::warn!(error = %e, "driver audit write failed");
+        }
+    }
+}
+
+#[async_trait]
+impl Driver for Guarded {
+    async fn hello(&self) -> Result<Hello, ComputerError> {
+        self.inner.hello().await
+    }
+
+    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+        self.admit()?;
+        self.inner.apps().await
+    }
+
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+        let len = Some(p.command.join(" ").chars().count());
+        let r = async {
+            let s = self.admit()?;
+            vet_launch(&p.command, &refusals_for(&s))?;
+            self.inner.launch(p).await
+        }
+        .await;
+        self.audit(AuditEvent::Action, "launch", None, len, &r);
+        r
+    }
+
+    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+        self.admit()?;
+        self.inner.windows().await
+    }
+
+    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+        self.admit_window(&p.window).await?;
+        self.inner.activate(p).await
+    }
+
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+        self.admit_window(&p.window).await?;
+        self.inner.snapshot(p).await
+    }
+
+    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+        let s = match &p.window {
+            Some(w) => self.admit_window(w).await?.0,
+            None => self.admit()?,
+        };
+        let rules = refusals_for(&s);
+        let apps = self.inner.apps().await?;
+        let mut r = self.inner.find(p).await?;
+        // Matches in refused windows are not served.
+        r.matches.retain(|m| {
+            apps.iter()
+                .find(|a| a.windows.iter().any(|w| w.handle == m.window.handle))
+                .is_none_or(|a| rules.check_window(&window_facts(a, &m.window)).is_none())
+        });
+        Ok(r)
+    }
+
+    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+        let len = p.value.as_ref().map(|v| v.chars().count());
+        let mut facts = None;
+        let r = async {
+            let (s, f) = self.admit_window(&p.window).await?;
+            facts = f;
+            if matches!(p.op, Op::SetValue | Op::Type | Op::Clear) {
+                self.secure_input(
+                    &s,
+                    facts.as_ref(),
+                    &p.window,
+                    Some(&p.handle),
+                    p.op == Op::Type,
+                )
+                .await?;
+            }
+            self.inner.act(p.clone()).await
+        }
+        .await;
+        self.audit(AuditEvent::Action, p.op.as_str(), facts.as_ref(), len, &r);
+        r
+    }
+
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+        self.admit()?;
+        self.inner.subscribe(p).await
+    }
+
+    async fn next_events(
+        &self,
+        subscription: u64,
+        timeout_ms: u64,
+    ) -> Result<EventBatch, ComputerError> {
+        self.inner.next_events(subscription, timeout_ms).await
+    }
+
+    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+        let len = p
+            .chord
+            .as_deref()
+            .or(p.text.as_deref())
+            .map(|t| t.chars().count());
+        let mut facts = None;
+        let r = async {
+            let (s, f) = self.admit_window(&p.window).await?;
+            facts = f;
+            self.secure_input(&s, facts.as_ref(), &p.window, None, true)
+                .await?;
+            self.inner.keys(p.clone()).await
+        }
+        .await;
+        self.audit(AuditEvent::Keys, "keys", facts.as_ref(), len, &r);
+        r
+    }
+
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+        let mut facts = None;
+        let op = format!("pointer_{:?}", p.action).to_lowercase();
+        let r = async {
+            let (_, f) = self.admit_window(&p.window).await?;
+            facts = f;
+            self.inner.pointer(p.clone()).await
+        }
+        .await;
+        self.audit(AuditEvent::Action, &op, facts.as_ref(), None, &r);
+        r
+    }
+
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+        let (s, f) = self.admit_window(&p.window).await?;
+        self.secure_input(&s, f.as_ref(), &p.window, None, false)
+            .await?;
+        self.inner.capture(p).await
+    }
+
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
+        let (s, f) = self.admit_window(&p.window).await?;
+        self.secure_input(&s, f.as_ref(), &p.window, None, false)
+            .await?;
+        self.inner.ocr(p).await
+    }
+}
