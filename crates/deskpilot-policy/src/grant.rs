@@ -404,6 +404,8 @@ mod tests {
             },
             user_denylist: vec![],
             allow_terminals: vec![],
+            protected: vec![],
+            home: None,
         }
     }
 

@@ -156,7 +156,22 @@ pub struct Refusals {
     /// Terminal emulators the user allowed by name (app or executable, ASCII case
     /// ignored); every other one is refused ([`TERMINAL_APPS`]).
     pub allow_terminals: Vec<String>,
+    /// deskpilot's own directories (config, state, runtime, audit), absolute: no
+    /// effect may write or navigate there ([`Refusals::protected_in`]).
+    pub protected: Vec<String>,
+    /// The user's home directory, for `~/` spellings of [`Refusals::protected`].
+    pub home: Option<String>,
 }
+
+/// File names deskpilot keeps its policy in, refused wherever they are named.
+const PROTECTED_NAMES: &[&str] = &[
+    "approvals.json",
+    "stop.json",
+    "audit.jsonl",
+    "mcp-http.token",
+    ".config/deskpilot",
+    "deskpilot/config.toml",
+];
 
 fn contains_ci(hay: &str, needle: &str) -> bool {
     !needle.is_empty() && hay.to_lowercase().contains(&needle.to_lowercase())
@@ -242,6 +257,77 @@ impl Refusals {
         None
     }
 
+    /// The protected path `text` names, if any: one of [`Refusals::protected`] (or
+    /// its `~/` form), or a policy file name ([`PROTECTED_NAMES`]). Compared folded
+    /// and ASCII lower-cased, so neither case nor look-alike letters hide a path.
+    pub fn protected_in(&self, text: &str) -> Option<String> {
+        let hay = fold(text);
+        let mut forms: Vec<String> = Vec::new();
+        for p in &self.protected {
+            let p = p.trim_end_matches('/');
+            if p.is_empty() {
+                continue;
+            }
+            forms.push(p.to_owned());
+            if let Some(rest) = self
+                .home
+                .as_deref()
+                .map(|h| h.trim_end_matches('/'))
+                .filter(|h| !h.is_empty())
+                .and_then(|h| p.strip_prefix(h))
+                .filter(|r| r.starts_with('/'))
+            {
+                forms.push(format!("~{rest}"));
+            }
+        }
+        forms.extend(PROTECTED_NAMES.iter().map(|n| (*n).to_owned()));
+        forms.into_iter().find(|f| hay.contains(&fold(f)))
+    }
+
+    /// Whether window `root` shows one of deskpilot's own places: any text in it names
+    /// a protected path ([`Refusals::protected_in`]), or a file dialog's path bar
+    /// shows a protected directory as two consecutive buttons (its parent's name and
+    /// its own, in either order: GTK lists the deepest first), which also covers the
+    /// directories inside it. Returns the path.
+    pub fn window_shows_protected(&self, root: &deskpilot_core::Node) -> Option<String> {
+        for n in root.walk() {
+            for t in [
+                Some(n.name.as_str()),
+                n.value.as_deref(),
+                n.description.as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if let Some(p) = self.protected_in(t) {
+                    return Some(p);
+                }
+            }
+        }
+        let tails: Vec<(String, String, &String)> = self
+            .protected
+            .iter()
+            .filter_map(|p| {
+                let mut parts = p.trim_end_matches('/').rsplit('/');
+                let own = parts.next()?.to_owned();
+                let parent = parts.next()?.to_owned();
+                (!own.is_empty() && !parent.is_empty()).then_some((parent, own, p))
+            })
+            .collect();
+        for n in root.walk() {
+            for pair in n.children.windows(2) {
+                // GTK lists the path bar deepest first; other toolkits root first.
+                let (a, b) = (&pair[0].name, &pair[1].name);
+                if let Some((_, _, p)) = tails.iter().find(|(parent, own, _)| {
+                    a == parent && b == own || a == own && b == parent
+                }) {
+                    return Some((*p).clone());
+                }
+            }
+        }
+        None
+    }
+
     /// Whether input or capture may reach the window now: everything of
     /// [`Refusals::check_window`] plus secure input (a focused password field).
     pub fn check_input(&self, t: &TargetFacts) -> Option<Refusal> {
@@ -267,7 +353,45 @@ mod tests {
             },
             user_denylist: vec!["Banking".into()],
             allow_terminals: vec!["kitty".into()],
+            protected: vec![
+                "/home/u/.config/deskpilot".into(),
+                "/tmp/deskpilot-1000".into(),
+            ],
+            home: Some("/home/u".into()),
         }
+    }
+
+    #[test]
+    fn deskpilots_own_places_are_recognised_however_spelled() {
+        let r = rules();
+        for t in [
+            "/home/u/.config/deskpilot/config.toml",
+            "~/.config/deskpilot/config.toml",
+            "/HOME/U/.CONFIG/DESKPILOT",
+            "/tmp/deskpilot-1000/approvals.json",
+            "approvals.json",
+            "file:///home/u/.config/deskpilot/",
+        ] {
+            assert!(r.protected_in(t).is_some(), "{t}");
+        }
+        assert!(r.protected_in("/home/u/notes.txt").is_none());
+        use deskpilot_core::{Node, Role};
+        let bar = Node::new("h:1", Role::Dialog, "Save File").children(vec![
+            Node::new("h:2", Role::Group, "").children(vec![
+                Node::new("h:5", Role::Button, "deskpilot"),
+                Node::new("h:4", Role::Button, ".config"),
+                Node::new("h:3", Role::Button, "u"),
+            ]),
+        ]);
+        assert_eq!(
+            r.window_shows_protected(&bar).as_deref(),
+            Some("/home/u/.config/deskpilot")
+        );
+        let elsewhere = Node::new("h:1", Role::Dialog, "Save File").children(vec![
+            Node::new("h:3", Role::Button, "u"),
+            Node::new("h:4", Role::Button, "Documents"),
+        ]);
+        assert!(r.window_shows_protected(&elsewhere).is_none());
     }
 
     #[test]

@@ -673,3 +673,96 @@ fn the_served_driver_enforces_its_own_machines_rules() {
         );
     }
 }
+
+/// Item: policy files are not the agent's to write. A file dialog opened in the
+/// directory of deskpilot's config is refused whatever is done in it; a file name
+/// that names the config, typed or set anywhere, is refused; no app is launched on
+/// it. The config file is unchanged at the end.
+#[test]
+fn deskpilots_own_files_cannot_be_written_through_an_app() {
+    let iso = Isolated::new("protect", ACCEPT_EDITS);
+    let config_before = std::fs::read_to_string(&iso.config).unwrap();
+    let dir = format!("{}/", iso.root.display());
+    let config = iso.config.display().to_string();
+    // A save dialog that opens in the config's directory.
+    let inside = iso.root.join("inside.out");
+    let there = recorded(
+        &inside,
+        &[
+            "--file-selection",
+            "--save",
+            "--title",
+            "Inside",
+            "--filename",
+            &dir,
+        ],
+    );
+    // And one that opens in /tmp.
+    let outside = iso.root.join("outside.out");
+    let elsewhere = recorded(
+        &outside,
+        &[
+            "--file-selection",
+            "--save",
+            "--title",
+            "Elsewhere",
+            "--filename",
+            "/tmp/",
+        ],
+    );
+    let there: Vec<&str> = there.iter().map(String::as_str).collect();
+    let elsewhere: Vec<&str> = elsewhere.iter().map(String::as_str).collect();
+    let (sb, _) = sandbox_with_apps(&iso, &[(&there, "zenity"), (&elsewhere, "zenity")]);
+    // Both dialogs are zenity: wait for the second one's window by its title.
+    let start = Instant::now();
+    while !ok(&sb, &iso, &["apps"]).to_string().contains("Elsewhere") {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no Elsewhere dialog"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    ok(&sb, &iso, &["observe", "--window", "Elsewhere"]);
+    let name = ok(
+        &sb,
+        &iso,
+        &["find", "", "--window", "Elsewhere", "--role", "textbox"],
+    )["matches"][0]["ref"]
+        .as_str()
+        .expect("the name field")
+        .to_owned();
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["act", &name, "set_value", &config],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
+    assert!(message(&v).contains("deskpilot's own files"), "{v}");
+    ok(&sb, &iso, &["act", &name, "focus"]);
+    fails_with(
+        &sb,
+        &iso,
+        &["keys", "--text", "~/.config/deskpilot/config.toml"],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
+    // A harmless name is still typed.
+    ok(&sb, &iso, &["act", &name, "set_value", "notes.txt"]);
+
+    ok(&sb, &iso, &["observe", "--window", "Inside"]);
+    let v = fails_with(&sb, &iso, &["keys", "Return"], "COMPUTER_SCOPE_VIOLATION");
+    assert!(message(&v).contains("deskpilot's own files"), "{v}");
+    still_open(&inside);
+
+    // The served driver will not open an app on the config either.
+    let mut d = Served::start(&sb, &iso);
+    assert_eq!(
+        d.call(
+            "apps.launch",
+            serde_json::json!({"command": ["mousepad", config]})
+        )
+        .unwrap_err(),
+        "COMPUTER_SCOPE_VIOLATION"
+    );
+    assert_eq!(std::fs::read_to_string(&iso.config).unwrap(), config_before);
+}

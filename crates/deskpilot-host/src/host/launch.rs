@@ -117,6 +117,15 @@ pub fn vet_launch(
             "say which program to launch, e.g. [\"mousepad\"]",
         ));
     }
+    if let Some(p) = argv.iter().skip(1).find_map(|a| rules.protected_in(a)) {
+        return Err(fail(
+            ErrorCode::ScopeViolation,
+            format!(
+                "{:?} is one of deskpilot's own files: no app is opened on its config, approvals, stop record or audit",
+                deskpilot_core::sanitize::one_line(&p)
+            ),
+        ));
+    }
     let refuse_launch = |hit: &str| {
         fail(
             ErrorCode::Denylisted,

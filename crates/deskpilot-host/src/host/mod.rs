@@ -193,7 +193,26 @@ pub fn refusals_for(settings: &Effective) -> Refusals {
         },
         user_denylist: settings.deny_apps.clone(),
         allow_terminals: settings.allow_terminals.clone(),
+        protected: protected_dirs(),
+        home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
     }
+}
+
+/// deskpilot's own directories, which no effect may write or navigate into: the
+/// config file's directory, the runtime (state) directory with the approvals and the
+/// stop record, and the audit log's directory (docs/ARCHITECTURE.md §7.15).
+pub fn protected_dirs() -> Vec<String> {
+    let mut dirs: Vec<PathBuf> = vec![state_dir()];
+    dirs.extend(crate::config::config_path().parent().map(PathBuf::from));
+    dirs.extend(crate::audit::audit_path().parent().map(PathBuf::from));
+    let mut out: Vec<String> = dirs
+        .into_iter()
+        .filter(|d| d.is_absolute() && d.parent().is_some())
+        .map(|d| d.display().to_string())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// A session with the host's policy around it.

@@ -133,6 +133,18 @@ impl Effect {
     }
 }
 
+/// `COMPUTER_SCOPE_VIOLATION` for an effect on deskpilot's own files: a window that
+/// shows one of its directories, or text that names one.
+fn protected_refused(path: &str) -> ComputerError {
+    fail(
+        ErrorCode::ScopeViolation,
+        format!(
+            "this would write to or navigate in deskpilot's own files ({:?}): its config, approvals, stop record and audit are changed only through `deskpilot config`, `approve` and `grant --user` at a terminal. Save elsewhere",
+            deskpilot_core::sanitize::one_line(path)
+        ),
+    )
+}
+
 /// `COMPUTER_SCOPE_VIOLATION` for a script URL typed into an address bar.
 fn script_url_refused() -> ComputerError {
     fail(
@@ -213,6 +225,26 @@ impl Judge {
         note: &mut GateNote,
     ) -> Result<(), ComputerError> {
         let focus = focused(root);
+        // Nothing writes to, or navigates in, deskpilot's own places.
+        if let Some(p) = self
+            .rules
+            .protected_in(&self.facts.title)
+            .or_else(|| self.rules.window_shows_protected(root))
+        {
+            return Err(protected_refused(&p));
+        }
+        let written = match effect {
+            Effect::Act {
+                op: Op::SetValue | Op::Type,
+                value,
+                ..
+            } => value.as_deref(),
+            Effect::Keys { text, .. } => text.as_deref(),
+            _ => None,
+        };
+        if let Some(p) = written.and_then(|t| self.rules.protected_in(t)) {
+            return Err(protected_refused(&p));
+        }
         let lands_on = match effect {
             Effect::Act { .. } => element,
             Effect::Keys { .. } => focus,
@@ -354,6 +386,9 @@ impl Judge {
     /// the sequence (`COMPUTER_CONFIRMATION_REQUIRED`: send it as its own call, which
     /// is confirmed as usual).
     fn step(&self, step: &KeyStep, root: &Node) -> Result<(), ComputerError> {
+        if let Some(p) = self.rules.window_shows_protected(root) {
+            return Err(protected_refused(&p));
+        }
         let mut facts = self.facts.clone();
         facts.focused_password = input_may_reach_password(root);
         if let Some(r) = self.rules.check_input(&facts) {
