@@ -1,5 +1,5 @@
 //! The driver as `deskpilot driver` serves it to a host on another machine
-//! (docs/ARCHITECTURE.md §7.14): that host's policy runs where its user is, so the
+//! (docs/ARCHITECTURE.md §7.16): that host's policy runs where its user is, so the
 //! machine whose desktop is touched enforces, on every request, what no remote host
 //! can be trusted to: its feature switch and stop record, the absolute refusals
 //! (deskpilot itself, the credential deny-list, terminals, other users' windows, the

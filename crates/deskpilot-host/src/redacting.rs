@@ -1,4 +1,4 @@
-//! The one redaction at the driver's boundary (docs/ARCHITECTURE.md §7.12): every
+//! The one redaction at the driver's boundary (docs/ARCHITECTURE.md §7.15): every
 //! string a driver returns passes [`deskpilot_core::redact`] before the host keeps,
 //! prints, stores or sends it — window titles and app names in listings, snapshots,
 //! matches and launches, element trees, action notes, event details and error

@@ -200,7 +200,7 @@ pub fn refusals_for(settings: &Effective) -> Refusals {
 
 /// deskpilot's own directories, which no effect may write or navigate into: the
 /// config file's directory, the runtime (state) directory with the approvals and the
-/// stop record, and the audit log's directory (docs/ARCHITECTURE.md §7.15).
+/// stop record, and the audit log's directory (docs/ARCHITECTURE.md §7.17).
 pub fn protected_dirs() -> Vec<String> {
     let mut dirs: Vec<PathBuf> = vec![state_dir()];
     dirs.extend(crate::config::config_path().parent().map(PathBuf::from));
