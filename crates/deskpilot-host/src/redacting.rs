@@ -13,20 +13,87 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use deskpilot_core::redact::{mask_secrets, scrub};
+use deskpilot_core::redact::{PASSWORD_MASK, mask_secrets, scrub};
 use deskpilot_protocol::types::*;
 use deskpilot_protocol::{ComputerError, Driver};
 
 /// A driver whose every answer is redacted ([`Redacting::new`] wraps any driver).
+///
+/// It also remembers, in memory only and for its own life (the session's), the
+/// values it saw in password fields, and masks them wherever else they appear: a
+/// page that echoes a password into a paragraph, an address bar showing it in a
+/// query.
 pub struct Redacting {
     inner: Arc<dyn Driver>,
+    seen: std::sync::Mutex<Vec<String>>,
 }
 
+/// Password values shorter than this (chars) are not searched for elsewhere: too
+/// many ordinary strings would match.
+const MIN_REMEMBERED_CHARS: usize = 4;
+
+/// At most this many password values are remembered (the oldest are dropped).
+const MAX_REMEMBERED: usize = 64;
+
 impl Redacting {
-    /// Wraps `inner`; a driver that is already a [`Redacting`] is not wrapped twice
-    /// by the session (it wraps whatever it is given, and redaction is idempotent).
+    /// Wraps `inner` (redaction is idempotent, so wrapping twice is harmless).
     pub fn new(inner: Arc<dyn Driver>) -> Redacting {
-        Redacting { inner }
+        Redacting {
+            inner,
+            seen: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Remembers the values of the password fields under `root` (before scrubbing).
+    fn remember_secrets(&self, root: &deskpilot_core::Node) {
+        let found: Vec<String> = root
+            .walk()
+            .filter(|n| n.has(deskpilot_core::State::Password))
+            .filter_map(|n| n.value.clone())
+            .filter(|v| {
+                v.chars().count() >= MIN_REMEMBERED_CHARS
+                    && !v.chars().all(|c| matches!(c, '•' | '●' | '*' | '∙' | '·'))
+            })
+            .collect();
+        if found.is_empty() {
+            return;
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        for v in found {
+            if !seen.contains(&v) {
+                seen.push(v);
+            }
+        }
+        let excess = seen.len().saturating_sub(MAX_REMEMBERED);
+        seen.drain(..excess);
+    }
+
+    /// Replaces every remembered password value in `s` by [`PASSWORD_MASK`].
+    fn hide_seen(&self, s: &mut String) {
+        let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        for v in seen.iter() {
+            if s.contains(v.as_str()) {
+                *s = s.replace(v.as_str(), PASSWORD_MASK);
+            }
+        }
+    }
+
+    /// [`Self::hide_seen`] on every text of a tree.
+    fn hide_seen_in(&self, root: &mut deskpilot_core::Node) {
+        if self.seen.lock().map(|s| s.is_empty()).unwrap_or(false) {
+            return;
+        }
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            self.hide_seen(&mut n.name);
+            if let Some(v) = &mut n.value {
+                self.hide_seen(v);
+            }
+            if let Some(d) = &mut n.description {
+                self.hide_seen(d);
+            }
+            stack.extend(n.children.iter_mut());
+        }
     }
 }
 
@@ -81,16 +148,21 @@ impl Driver for Redacting {
 
     async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
         let mut s = self.inner.snapshot(p).await.map_err(error)?;
+        self.remember_secrets(&s.root);
         window(&mut s.window);
+        self.hide_seen(&mut s.window.title);
         scrub(&mut s.root);
+        self.hide_seen_in(&mut s.root);
         Ok(s)
     }
 
     async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
         let mut r = self.inner.find(p).await.map_err(error)?;
         for m in &mut r.matches {
+            self.remember_secrets(&m.node);
             window(&mut m.window);
             scrub(&mut m.node);
+            self.hide_seen_in(&mut m.node);
         }
         Ok(r)
     }
@@ -153,6 +225,47 @@ impl Driver for Redacting {
 mod tests {
     use super::*;
     use deskpilot_protocol::fixture_driver::FixtureDriver;
+
+    #[test]
+    fn a_password_seen_once_is_masked_wherever_it_shows_again() {
+        use deskpilot_core::{Node, Role, State};
+        let fixture = Arc::new(FixtureDriver::desktop());
+        fixture.mutate(|apps| {
+            let w = &mut apps[0].windows[0];
+            w.children.push(
+                Node::new("h:90", Role::Textbox, "Password")
+                    .state(State::Password)
+                    .value("Hunter2Hunter2"),
+            );
+            w.children.push(Node::new("h:91", Role::Label, "you typed Hunter2Hunter2"));
+            w.child_count = w.children.len() as u64;
+        });
+        let d = Redacting::new(fixture.clone());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let window = d.windows().await.unwrap()[0].handle.clone();
+            let snap = d
+                .snapshot(SnapshotParams {
+                    window,
+                    scope: None,
+                    depth: None,
+                    max_nodes: None,
+                })
+                .await
+                .unwrap();
+            let all: Vec<String> = snap
+                .root
+                .walk()
+                .flat_map(|n| [Some(n.name.clone()), n.value.clone()])
+                .flatten()
+                .collect();
+            assert!(all.iter().all(|t| !t.contains("Hunter2")), "{all:?}");
+            assert!(all.iter().any(|t| t == "you typed ••••"), "{all:?}");
+        });
+    }
 
     #[test]
     fn titles_and_names_leave_the_driver_masked() {
