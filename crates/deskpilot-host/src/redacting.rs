@@ -237,7 +237,8 @@ mod tests {
                     .state(State::Password)
                     .value("Hunter2Hunter2"),
             );
-            w.children.push(Node::new("h:91", Role::Label, "you typed Hunter2Hunter2"));
+            w.children
+                .push(Node::new("h:91", Role::Label, "you typed Hunter2Hunter2"));
             w.child_count = w.children.len() as u64;
         });
         let d = Redacting::new(fixture.clone());

@@ -704,7 +704,8 @@ fn typing_a_space_or_a_line_break_into_a_focused_irreversible_control_asks_first
 }
 
 #[test]
-fn a_damaged_approvals_file_holds_no_approval_and_the_audit_says_how_an_action_was_approved() {
+fn a_damaged_or_forged_approvals_file_holds_no_approval_and_the_audit_says_how_an_action_was_approved()
+ {
     let env = Env::new("approvals-damaged");
     let approvals = env.dir.path().join("approvals.json");
     // A file "approved" by hand, then damaged: it approves nothing and is recreated.
@@ -727,6 +728,21 @@ fn a_damaged_approvals_file_holds_no_approval_and_the_audit_says_how_an_action_w
             "recreated: {text}"
         );
         assert!(env.driver.actions().is_empty());
+        // "Approved" by another program editing the file: no seal, no yes.
+        let forged = std::fs::read_to_string(&approvals)
+            .unwrap()
+            .replace("\"approved\":false", "\"approved\":true");
+        assert!(forged.contains("\"approved\":true"), "{forged}");
+        std::fs::write(&approvals, forged).unwrap();
+        let e = h
+            .keys(&Target::Current, None, Some("hi".into()))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::ConfirmationRequired, "{}", e.message);
+        assert!(
+            env.driver.actions().is_empty(),
+            "a forged approval ran nothing"
+        );
         deskpilot_host::host::approve(&approvals, &id).unwrap();
         h.keys(&Target::Current, None, Some("hi".into()))
             .await

@@ -8,6 +8,7 @@
 //! - [`process`]: whether a process is alive ([`pid_alive`]), its uid, executable,
 //!   command name, start time and ancestors, this boot's id, this process's uids,
 //!   signals to process groups and reaping of exited children.
+//! - [`keyring`]: secrets kept in the kernel's user keyring, out of every file.
 //! - [`now_ms`]: the wall clock in ms, compared across processes.
 //!
 //! Every `unsafe` block of deskpilot outside the drivers' FFI lives in this crate, each
@@ -15,6 +16,7 @@
 //! (no modes, no locks, no process facts) so the rest of the workspace still builds.
 
 pub mod fs;
+pub mod keyring;
 pub mod paths;
 pub mod process;
 

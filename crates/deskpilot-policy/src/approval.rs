@@ -66,6 +66,29 @@ pub struct Approval {
     pub used: bool,
     /// What the user is asked, for the prompt (`click button "Delete"` in mousepad).
     pub summary: String,
+    /// The authenticator of the user's yes ([`Approval::sealed_text`] under a key
+    /// only deskpilot's user channel reads), set by `deskpilot approve`. An approval
+    /// whose seal does not verify is not approved, whatever `approved` says
+    /// ([`Approvals::revoke_unsealed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
+}
+
+impl Approval {
+    /// What a seal authenticates: the id, the action it is bound to, the screen and
+    /// the expiry, one line.
+    pub fn sealed_text(&self) -> String {
+        format!(
+            "deskpilot-approval-v1|{}|{}|{}|{}|{:016x}|{:016x}|{}",
+            self.id,
+            self.action.window,
+            self.action.element,
+            self.action.op,
+            self.action.payload_hash,
+            self.screen,
+            self.expires_ms
+        )
+    }
 }
 
 /// The approvals of one host instance.
@@ -100,6 +123,7 @@ impl Approvals {
             approved: false,
             used: false,
             summary,
+            seal: None,
         });
         self.items.last().expect("just pushed")
     }
@@ -176,6 +200,28 @@ impl Approvals {
         }
         a.used = true;
         Ok(())
+    }
+
+    /// Sets the seal of approval `id` (after [`Approvals::approve`]).
+    pub fn set_seal(&mut self, id: &str, seal: String) {
+        if let Some(a) = self.items.iter_mut().find(|a| a.id == id) {
+            a.seal = Some(seal);
+        }
+    }
+
+    /// Turns every approval whose seal `verifies` rejects back into a pending one: a
+    /// yes written into the file by anything but the user's channel is no yes.
+    /// Returns how many were revoked.
+    pub fn revoke_unsealed(&mut self, verifies: impl Fn(&Approval) -> bool) -> usize {
+        let mut n = 0;
+        for a in self.items.iter_mut().filter(|a| a.approved) {
+            if !verifies(a) {
+                a.approved = false;
+                a.seal = None;
+                n += 1;
+            }
+        }
+        n
     }
 
     /// Gives back approval `id` after the action it was used for failed at dispatch

@@ -318,9 +318,10 @@ impl Refusals {
             for pair in n.children.windows(2) {
                 // GTK lists the path bar deepest first; other toolkits root first.
                 let (a, b) = (&pair[0].name, &pair[1].name);
-                if let Some((_, _, p)) = tails.iter().find(|(parent, own, _)| {
-                    a == parent && b == own || a == own && b == parent
-                }) {
+                if let Some((_, _, p)) = tails
+                    .iter()
+                    .find(|(parent, own, _)| a == parent && b == own || a == own && b == parent)
+                {
                     return Some((*p).clone());
                 }
             }

@@ -33,6 +33,19 @@ fn with_approvals<R>(
             Approvals::default()
         }),
     };
+    // A yes counts only with its seal: `approved: true` written into the file by
+    // anything but `deskpilot approve` (a text editor saving over it) is revoked.
+    let key = seal_key(path);
+    let revoked = ap.revoke_unsealed(|a| {
+        key.as_ref().is_ok_and(|k| {
+            a.seal
+                .as_deref()
+                .is_some_and(|s| verify(k, &a.sealed_text(), s))
+        })
+    });
+    if revoked > 0 {
+        tracing::warn!(revoked, path = %path.display(), "approvals without a valid seal were revoked (changed outside deskpilot)");
+    }
     let out = f(&mut ap);
     let text =
         serde_json::to_vec(&ap).map_err(|e| internal(format!("cannot encode approvals: {e}")))?;
@@ -41,17 +54,61 @@ fn with_approvals<R>(
     Ok(out)
 }
 
-/// Marks approval `id` approved: the user's side of a confirmation (`deskpilot
-/// approve ID`). Returns what the approval is for.
+/// The secret approvals are sealed with: kept in the kernel's user keyring
+/// ([`deskpilot_os::keyring`]), which no file-opening app reads.
+fn seal_key(path: &std::path::Path) -> Result<ring::hmac::Key, ComputerError> {
+    let lock = path.with_extension("keyring.lock");
+    deskpilot_os::keyring::user_secret("deskpilot:approvals-seal:v1", &lock)
+        .map(|s| ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &s))
+        .map_err(|e| {
+            ComputerError::new(
+                ErrorCode::OsPermissionMissing,
+                format!(
+                    "approvals cannot be sealed without the kernel keyring ({e}); confirm at a terminal prompt instead"
+                ),
+            )
+        })
+}
+
+/// HMAC-SHA256 of `text` under `key`, hex.
+fn sign(key: &ring::hmac::Key, text: &str) -> String {
+    ring::hmac::sign(key, text.as_bytes())
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether `seal` is `text`'s HMAC under `key` (compared in constant time).
+fn verify(key: &ring::hmac::Key, text: &str, seal: &str) -> bool {
+    let Some(tag) = (0..seal.len())
+        .step_by(2)
+        .map(|i| {
+            seal.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
+        .collect::<Option<Vec<u8>>>()
+    else {
+        return false;
+    };
+    ring::hmac::verify(key, text.as_bytes(), &tag).is_ok()
+}
+
+/// Marks approval `id` approved and seals it: the user's side of a confirmation
+/// (`deskpilot approve ID`). Returns what the approval is for.
 ///
 /// Errors: `COMPUTER_CONFIRMATION_REQUIRED` when no such approval is pending or it
-/// expired.
+/// expired; `COMPUTER_OS_PERMISSION_MISSING` without a kernel keyring to seal with.
 pub fn approve(path: &std::path::Path, id: &str) -> Result<String, ComputerError> {
     let now = control::now_ms();
+    let key = seal_key(path)?;
     with_approvals(path, |ap| {
-        ap.approve(id, now)
-            .map(|a| a.summary.clone())
-            .map_err(refused)
+        let (summary, text) = ap
+            .approve(id, now)
+            .map(|a| (a.summary.clone(), a.sealed_text()))
+            .map_err(refused)?;
+        ap.set_seal(id, sign(&key, &text));
+        Ok(summary)
     })?
 }
 

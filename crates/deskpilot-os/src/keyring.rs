@@ -1,0 +1,84 @@
+//! Secrets kept in the Linux kernel's user keyring (`keyrings(7)`, through
+//! `linux-keyutils`), never in a file: an application the agent drives can open any
+//! file of the user (a text editor saving over `approvals.json`), but only a process
+//! that calls `keyctl` reads the keyring. The user keyring lives as long as the user
+//! has processes; after a reboot a new secret is made, and what was sealed with the
+//! old one no longer verifies (it fails closed).
+
+use std::io;
+use std::path::Path;
+
+/// Bytes of a secret: 32 (256 bits).
+pub const SECRET_BYTES: usize = 32;
+
+/// The secret named `description` in this user's keyring, made (from
+/// `/dev/urandom`) and added when there is none. `lock` is a file locked while the
+/// secret is made, so two processes never make two.
+///
+/// Errors: `Unsupported` where the kernel has no keyrings (or a container forbids
+/// `add_key`), else the error of the lock or of the keyring call.
+#[cfg(target_os = "linux")]
+pub fn user_secret(description: &str, lock: &Path) -> io::Result<Vec<u8>> {
+    use linux_keyutils::{KeyError, KeyRing, KeyRingIdentifier};
+    let ring = KeyRing::from_special_id(KeyRingIdentifier::User, true).map_err(unsupported)?;
+    let read = |ring: &KeyRing| match ring.search(description) {
+        Ok(k) => k.read_to_vec().map(Some).map_err(other),
+        Err(KeyError::KeyDoesNotExist) => Ok(None),
+        Err(e) => Err(other(e)),
+    };
+    if let Some(s) = read(&ring)? {
+        return Ok(s);
+    }
+    let _guard = crate::fs::lock_file(lock)?;
+    if let Some(s) = read(&ring)? {
+        return Ok(s);
+    }
+    let hex = crate::fs::random_hex(SECRET_BYTES)?;
+    ring.add_key(description, hex.as_bytes()).map_err(other)?;
+    Ok(hex.into_bytes())
+}
+
+/// Off Linux there is no kernel keyring: `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub fn user_secret(description: &str, lock: &Path) -> io::Result<Vec<u8>> {
+    let _ = (description, lock);
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no kernel keyring on this system",
+    ))
+}
+
+#[cfg(target_os = "linux")]
+fn unsupported(e: linux_keyutils::KeyError) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("the kernel keyring is not available ({e})"),
+    )
+}
+
+#[cfg(target_os = "linux")]
+fn other(e: linux_keyutils::KeyError) -> io::Error {
+    io::Error::other(format!("kernel keyring: {e}"))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_is_made_once_and_read_back() {
+        let d = tempfile::tempdir().unwrap();
+        let name = format!(
+            "deskpilot-test:{}:{}",
+            std::process::id(),
+            d.path().display()
+        );
+        let lock = d.path().join("keyring.lock");
+        let a = user_secret(&name, &lock).unwrap();
+        let b = user_secret(&name, &lock).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 2 * SECRET_BYTES);
+        let other = user_secret(&format!("{name}:other"), &lock).unwrap();
+        assert_ne!(a, other);
+    }
+}
