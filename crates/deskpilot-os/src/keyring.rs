@@ -19,23 +19,43 @@ pub const SECRET_BYTES: usize = 32;
 /// `add_key`), else the error of the lock or of the keyring call.
 #[cfg(target_os = "linux")]
 pub fn user_secret(description: &str, lock: &Path) -> io::Result<Vec<u8>> {
-    use linux_keyutils::{KeyError, KeyRing, KeyRingIdentifier};
+    use linux_keyutils::{KeyRing, KeyRingIdentifier};
     let ring = KeyRing::from_special_id(KeyRingIdentifier::User, true).map_err(unsupported)?;
-    let read = |ring: &KeyRing| match ring.search(description) {
-        Ok(k) => k.read_to_vec().map(Some).map_err(other),
-        Err(KeyError::KeyDoesNotExist) => Ok(None),
-        Err(e) => Err(other(e)),
-    };
-    if let Some(s) = read(&ring)? {
+    if let Some(s) = find_user_secret(description)? {
         return Ok(s);
     }
     let _guard = crate::fs::lock_file(lock)?;
-    if let Some(s) = read(&ring)? {
+    if let Some(s) = find_user_secret(description)? {
         return Ok(s);
     }
     let hex = crate::fs::random_hex(SECRET_BYTES)?;
     ring.add_key(description, hex.as_bytes()).map_err(other)?;
     Ok(hex.into_bytes())
+}
+
+/// The secret named `description` in this user's keyring, if there is one; never
+/// makes one.
+///
+/// Errors: `Unsupported` where the kernel has no keyrings, else the keyring call's.
+#[cfg(target_os = "linux")]
+pub fn find_user_secret(description: &str) -> io::Result<Option<Vec<u8>>> {
+    use linux_keyutils::{KeyError, KeyRing, KeyRingIdentifier};
+    let ring = KeyRing::from_special_id(KeyRingIdentifier::User, true).map_err(unsupported)?;
+    match ring.search(description) {
+        Ok(k) => k.read_to_vec().map(Some).map_err(other),
+        Err(KeyError::KeyDoesNotExist) => Ok(None),
+        Err(e) => Err(other(e)),
+    }
+}
+
+/// Off Linux there is no kernel keyring: `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub fn find_user_secret(description: &str) -> io::Result<Option<Vec<u8>>> {
+    let _ = description;
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no kernel keyring on this system",
+    ))
 }
 
 /// Off Linux there is no kernel keyring: `Unsupported`.

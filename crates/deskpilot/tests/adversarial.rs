@@ -766,3 +766,54 @@ fn deskpilots_own_files_cannot_be_written_through_an_app() {
     );
     assert_eq!(std::fs::read_to_string(&iso.config).unwrap(), config_before);
 }
+
+/// Item: the config is tamper-evident. Once `deskpilot config set` (the user's
+/// channel, at a terminal) has sealed it, a config rewritten by anything else —
+/// widened to `bypass` as an editor saving over it would — turns computer use off
+/// instead of widening it, its seal removed changes nothing, an edit on top is
+/// refused, and only `deskpilot config trust` at a terminal accepts it again.
+#[test]
+fn a_config_changed_outside_deskpilot_never_widens_the_policy() {
+    let iso = Isolated::new("sealed-config", "");
+    let out = iso.root.join("q.out");
+    let sb = sandbox_with_dialog(&iso, &question(&out, "Sealed", "Close"));
+    let (status, v, text) =
+        common::run_tty(&sb, &iso, &["config", "set", "mode", "accept-edits"], "y\n");
+    assert!(status.success(), "{v} {text}");
+    let seal = iso.root.join("config.toml.seal");
+    assert!(seal.exists(), "config set seals the file");
+    ok(&sb, &iso, &["observe", "--app", "zenity"]);
+
+    // Rewritten by another program.
+    iso.write_config("mode = \"bypass\"\n");
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["observe", "--app", "zenity"],
+        "COMPUTER_FEATURE_DISABLED",
+    );
+    assert!(message(&v).contains("changed outside deskpilot"), "{v}");
+    let shown = ok(&sb, &iso, &["config"]);
+    assert_eq!(shown["changed_outside"], true, "{shown}");
+    assert_eq!(shown["effective"]["mode"], "plan", "{shown}");
+    std::fs::remove_file(&seal).unwrap();
+    fails_with(&sb, &iso, &["keys", "Tab"], "COMPUTER_FEATURE_DISABLED");
+    // An edit on top would seal the change unseen: refused.
+    let (status, v, text) = common::run_tty(&sb, &iso, &["config", "set", "mode", "plan"], "y\n");
+    assert!(!status.success(), "{v} {text}");
+    assert_eq!(
+        v["error"]["code"], "COMPUTER_CONFIRMATION_REQUIRED",
+        "{v} {text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&iso.config).unwrap(),
+        "mode = \"bypass\"\n"
+    );
+    // The user reviews it and accepts it.
+    let (status, v, text) = common::run_tty(&sb, &iso, &["config", "trust"], "y\n");
+    assert!(status.success(), "{v} {text}");
+    let shown = ok(&sb, &iso, &["config"]);
+    assert_eq!(shown["changed_outside"], false, "{shown}");
+    assert_eq!(shown["effective"]["mode"], "bypass", "{shown}");
+    ok(&sb, &iso, &["observe", "--app", "zenity"]);
+}

@@ -163,7 +163,9 @@ fn write_validated(path: &Path, doc: &DocumentMut, was_valid: bool) -> Result<()
         tracing::debug!(error = %e.message, "config file still invalid after the edit");
     }
     deskpilot_os::write_private_atomic(path, text.as_bytes())
-        .map_err(|e| ComputerError::internal(format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| ComputerError::internal(format!("cannot write {}: {e}", path.display())))?;
+    // Written by the user's channel: sealed (docs/ARCHITECTURE.md §7.17).
+    super::seal::seal(path)
 }
 
 /// Loads the document for an edit, and whether it is valid as it stands. Only the

@@ -8,6 +8,10 @@ use deskpilot_policy::mode::Mode;
 
 use super::{Config, Effective, Settings};
 
+/// The source of `enabled` and `mode` when the config was changed outside
+/// deskpilot ([`Config::changed_outside`]).
+pub const CHANGED_OUTSIDE: &str = "changed outside deskpilot";
+
 impl Config {
     /// Resolves every key for a context: on a sandbox desktop (`in_sandbox`) the
     /// `[sandbox]` table wins over the top level, which wins over the sandbox
@@ -136,6 +140,15 @@ impl Config {
         let w = pick("capture", sb.capture.is_some(), t.capture.is_some(), false);
         let capture = choose(w, &sb.capture, &t.capture, Capture::A11yOnly);
 
+        // A config changed outside deskpilot never widens the policy.
+        let (enabled, mode) = if self.changed_outside {
+            for k in ["enabled", "mode"] {
+                sources.insert(k.to_string(), CHANGED_OUTSIDE.to_string());
+            }
+            (false, Mode::Plan)
+        } else {
+            (enabled, mode)
+        };
         Effective {
             enabled,
             mode,

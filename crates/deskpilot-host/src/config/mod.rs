@@ -74,11 +74,13 @@ use serde::{Deserialize, Serialize};
 mod edit;
 mod effective;
 mod parse;
+pub mod seal;
 
 #[cfg(test)]
 mod tests;
 
 pub use edit::{set_key, unset_key};
+pub use effective::CHANGED_OUTSIDE;
 pub use parse::capture_name;
 
 /// Every key a layer may hold, in display order.
@@ -287,6 +289,11 @@ pub struct Config {
     pub model_settings: ModelSettings,
     /// The bound model: `Some` when `[model]` sets at least `provider` and `model`.
     pub model: Option<ModelBinding>,
+    /// The file was sealed by `deskpilot config` and changed since by something
+    /// else ([`seal::SealState::Changed`]): it never widens the policy — computer
+    /// use is off and the mode is `plan` until the user reviews it and runs
+    /// `deskpilot config trust`.
+    pub changed_outside: bool,
 }
 
 /// Every key resolved for one context (own desktop or sandbox).

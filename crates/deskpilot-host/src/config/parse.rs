@@ -337,6 +337,7 @@ pub(super) fn parse_document(
         sandbox: layers.sandbox.unwrap_or_default(),
         model: model_settings.resolve(),
         model_settings,
+        changed_outside: false,
     };
     Ok((doc, cfg))
 }
@@ -373,12 +374,17 @@ impl Config {
     /// names the file, the key and the valid values. `COMPUTER_INTERNAL` when the file
     /// exists but cannot be read.
     pub fn load_from(path: &Path) -> Result<Config, ComputerError> {
-        match read_text(path)? {
-            None => Ok(Config {
+        let text = read_text(path)?;
+        let changed_outside = super::seal::seal_state(path, text.as_deref().map(str::as_bytes))
+            == super::seal::SealState::Changed;
+        let mut cfg = match text {
+            None => Config {
                 path: path.to_path_buf(),
                 ..Config::default()
-            }),
-            Some(text) => Ok(parse_document(path, &text)?.1),
-        }
+            },
+            Some(text) => parse_document(path, &text)?.1,
+        };
+        cfg.changed_outside = changed_outside;
+        Ok(cfg)
     }
 }

@@ -158,6 +158,18 @@ impl Host {
     /// Applies what happened since the last call: feature switch, boot, stop, expiry.
     pub(super) fn preflight(&mut self, now: u64) -> Result<(), ComputerError> {
         self.refresh_settings()?;
+        if !self.o.settings.enabled
+            && self.o.settings.sources.get("enabled").map(String::as_str)
+                == Some(crate::config::CHANGED_OUTSIDE)
+        {
+            return Err(fail(
+                ErrorCode::FeatureDisabled,
+                format!(
+                    "the config file {} was changed outside deskpilot since it last sealed it, so computer use is off; the user reviews it and runs `deskpilot config trust` at a terminal",
+                    crate::config::config_path().display()
+                ),
+            ));
+        }
         if !self.o.settings.enabled {
             return Err(fail(
                 ErrorCode::FeatureDisabled,

@@ -50,6 +50,12 @@ pub enum ConfigCmd {
         /// A key such as `mode` or `sandbox.mode`.
         key: String,
     },
+    /// Accept the config file as it is now, after a change made outside deskpilot
+    /// (by hand, or by an app): shows the file and seals it once you say yes. Until
+    /// then computer use is off and the mode is `plan`. Needs a terminal.
+    #[command(after_help = "Examples:
+  deskpilot config trust")]
+    Trust,
 }
 
 #[derive(Debug, Serialize)]
@@ -57,6 +63,8 @@ struct ShowDoc<'a> {
     path: String,
     exists: bool,
     in_sandbox: bool,
+    /// The file was changed outside deskpilot since it last sealed it.
+    changed_outside: bool,
     effective: &'a Effective,
     file: FileDoc<'a>,
     /// The model `deskpilot run` uses, when bound.
@@ -120,8 +128,26 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), C
             );
             Ok(())
         }
+        ConfigCmd::Trust => {
+            super::policy::need_terminal("accepting the config")?;
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            eprintln!("--- {} ---\n{text}--- end ---", path.display());
+            confirm(&format!(
+                "deskpilot: accept {} as shown above, as your config?",
+                path.display()
+            ))?;
+            config::seal::seal(&path)?;
+            let cfg = Config::load_from(&path)?;
+            let doc = serde_json::json!({
+                "path": path.display().to_string(),
+                "changed_outside": cfg.changed_outside,
+            });
+            print_ok(json, &doc, &format!("accepted {}", path.display()));
+            Ok(())
+        }
         ConfigCmd::Set { key, value } => {
             super::policy::need_terminal("changing the config")?;
+            refuse_if_changed_outside(&path)?;
             confirm(&format!(
                 "deskpilot: set {} = {:?} in {}?",
                 deskpilot_core::sanitize::one_line(&key),
@@ -161,6 +187,7 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), C
         }
         ConfigCmd::Unset { key } => {
             super::policy::need_terminal("changing the config")?;
+            refuse_if_changed_outside(&path)?;
             confirm(&format!(
                 "deskpilot: remove {} from {}?",
                 deskpilot_core::sanitize::one_line(&key),
@@ -192,6 +219,9 @@ fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), ComputerError>
         if exists { "" } else { " (no file yet)" },
         context_line(in_sandbox)
     );
+    if cfg.changed_outside {
+        text.push_str("warning: the file was changed outside deskpilot since it last sealed it: computer use is off and the mode is plan until you review it and run `deskpilot config trust`\n");
+    }
     let v = serde_json::to_value(&eff).unwrap_or(Value::Null);
     let width = KEYS.iter().map(|k| k.len()).max().unwrap_or(0);
     for key in KEYS {
@@ -232,6 +262,7 @@ fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), ComputerError>
         path: cfg.path.display().to_string(),
         exists,
         in_sandbox,
+        changed_outside: cfg.changed_outside,
         effective: &eff,
         file: FileDoc {
             top: &cfg.top,
@@ -244,6 +275,21 @@ fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), ComputerError>
 }
 
 /// Asks the user at the terminal; anything but yes leaves the file as it was.
+/// An edit of a config changed outside deskpilot would seal that change unseen:
+/// the user reviews it first (`deskpilot config trust`).
+fn refuse_if_changed_outside(path: &std::path::Path) -> Result<(), ComputerError> {
+    if Config::load_from(path)?.changed_outside {
+        return Err(ComputerError::new(
+            deskpilot_protocol::ErrorCode::ConfirmationRequired,
+            format!(
+                "{} was changed outside deskpilot since it last sealed it; review the file, then run `deskpilot config trust` before changing it",
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn confirm(question: &str) -> Result<(), ComputerError> {
     if super::session::ask_yes(question) {
         return Ok(());
