@@ -99,13 +99,32 @@ impl Guarded {
         handle: &Handle,
     ) -> Result<(Effective, Option<TargetFacts>), ComputerError> {
         let s = self.admit()?;
-        let facts = self.facts(handle).await?;
-        if let Some(f) = &facts
-            && let Some(r) = refusals_for(&s).check_window(f)
-        {
+        // Only windows this machine lists are served: a handle of anything else (an
+        // element of a refused window) would escape the refusals.
+        let Some(facts) = self.facts(handle).await? else {
+            return Err(ComputerError::new(
+                ErrorCode::ElementNotFound,
+                "no window of this desktop has that handle; list windows with windows.list",
+            ));
+        };
+        if let Some(r) = refusals_for(&s).check_window(&facts) {
             return Err(refused(r));
         }
-        Ok((s, facts))
+        Ok((s, Some(facts)))
+    }
+
+    /// Refuses text that names one of this machine's deskpilot files.
+    fn unprotected(s: &Effective, text: Option<&str>) -> Result<(), ComputerError> {
+        match text.and_then(|t| refusals_for(s).protected_in(t)) {
+            Some(p) => Err(ComputerError::new(
+                ErrorCode::ScopeViolation,
+                format!(
+                    "{:?} is one of deskpilot's own files on the driver's machine; nothing writes it through the driver",
+                    deskpilot_core::sanitize::one_line(&p)
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Refuses input into `window` while a password field could receive it (for an
@@ -251,6 +270,7 @@ impl Driver for Guarded {
         let r = async {
             let (s, f) = self.admit_window(&p.window).await?;
             facts = f;
+            Self::unprotected(&s, p.value.as_deref())?;
             if matches!(p.op, Op::SetValue | Op::Type | Op::Clear) {
                 self.secure_input(
                     &s,
@@ -291,6 +311,7 @@ impl Driver for Guarded {
         let r = async {
             let (s, f) = self.admit_window(&p.window).await?;
             facts = f;
+            Self::unprotected(&s, p.text.as_deref())?;
             self.secure_input(&s, facts.as_ref(), &p.window, None, true)
                 .await?;
             self.inner.keys(p.clone()).await

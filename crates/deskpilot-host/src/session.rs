@@ -225,6 +225,9 @@ pub struct Session {
     driver: Arc<dyn Driver>,
     store: StateStore,
     state: SessionState,
+    /// The last acting call (`act_checked`, `keys_checked`, `pointer`) got an effect
+    /// through to the driver: its driver call returned success at least once.
+    sent: bool,
 }
 
 fn err(code: ErrorCode, msg: impl Into<String>) -> ComputerError {
@@ -258,9 +261,16 @@ impl Session {
         Session {
             // Every answer of the driver is redacted before the session sees it.
             driver: Arc::new(crate::redacting::Redacting::new(driver)),
+            sent: false,
             store,
             state,
         }
+    }
+
+    /// Whether the last acting call got its effect (or a step of it) through to the
+    /// driver before it returned, so an error after that point came after the effect.
+    pub fn effect_sent(&self) -> bool {
+        self.sent
     }
 
     /// The driver this session talks to.
@@ -658,6 +668,7 @@ impl Session {
         value: Option<String>,
         mut gate: impl FnMut(&Node, &Node) -> Result<(), ComputerError>,
     ) -> Result<ActOutcome, ComputerError> {
+        self.sent = false;
         if op.needs_value() && value.is_none() {
             return Err(err(
                 ErrorCode::InvalidArgument,
@@ -726,6 +737,7 @@ impl Session {
             }
             other => other?,
         };
+        self.sent = true;
 
         let change = self.observe_change(&window, &before_windows).await?;
         let elapsed_ms = ms_since(started);
@@ -920,6 +932,7 @@ impl Session {
         text: Option<String>,
         mut check: impl FnMut(&KeyStep, &Node) -> Result<(), ComputerError>,
     ) -> Result<KeysOutcome, ComputerError> {
+        self.sent = false;
         let started = Instant::now();
         let window = self.resolve_window(target).await?;
         let has_base = self
@@ -971,6 +984,7 @@ impl Session {
                 Err(e) => return Err(e),
             };
             sent.push(step.describe());
+            self.sent = true;
             result = Some(match result {
                 None => r,
                 Some(acc) => InputResult {
@@ -1046,6 +1060,7 @@ impl Session {
         window: &WindowInfo,
         params: PointerParams,
     ) -> Result<KeysOutcome, ComputerError> {
+        self.sent = false;
         let started = Instant::now();
         if self
             .state
@@ -1067,6 +1082,7 @@ impl Session {
             .ok();
         let what = format!("{:?} at ({}, {})", params.action, params.x, params.y).to_lowercase();
         let result = self.driver.pointer(params).await?;
+        self.sent = true;
         if let Some(sub) = sub {
             self.settle(sub.subscription, Settle::default()).await;
         }

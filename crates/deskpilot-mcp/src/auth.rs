@@ -103,7 +103,12 @@ impl HttpAuth {
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            // The scheme is case-insensitive (RFC 7235 §2.1).
+            .and_then(|v| {
+                v.get(..7)
+                    .filter(|s| s.eq_ignore_ascii_case("bearer "))
+                    .map(|_| &v[7..])
+            })
             .map(str::trim)
             .unwrap_or_default();
         if !bool::from(given.as_bytes().ct_eq(self.token.as_bytes())) {

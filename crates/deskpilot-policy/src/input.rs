@@ -56,13 +56,33 @@ pub fn offscreen_refuses(op: Op, element: &Node) -> bool {
 }
 
 /// Keysyms that activate the focused control in GTK, Qt and browsers: Return,
-/// KP_Enter, ISO_Enter, Linefeed (the Enter family, [`ENTER`]), space, KP_Space and
-/// Select (`keysymdef.h` values).
-const ACTIVATING: [Keysym; 7] = [0xff0d, 0xff8d, 0xfe34, 0xff0a, 0x20, 0xff80, 0xff60];
+/// KP_Enter, ISO_Enter, Linefeed, 3270_Enter and the Unicode-block spellings of CR
+/// and LF (the Enter family, [`ENTER`]), space, KP_Space and Select (`keysymdef.h`
+/// values).
+const ACTIVATING: [Keysym; 10] = [
+    0xff0d,
+    0xff8d,
+    0xfe34,
+    0xff0a,
+    0xfd1e,
+    0x0100_000d,
+    0x0100_000a,
+    0x20,
+    0xff80,
+    0xff60,
+];
 
 /// The Enter family: keys that also activate a window's default button or submit a
 /// form from a field.
-const ENTER: [Keysym; 4] = [0xff0d, 0xff8d, 0xfe34, 0xff0a];
+const ENTER: [Keysym; 7] = [
+    0xff0d,
+    0xff8d,
+    0xfe34,
+    0xff0a,
+    0xfd1e,
+    0x0100_000d,
+    0x0100_000a,
+];
 
 /// Every keysym a chord string presses, in order, folded to one keysym per symbol
 /// (`0x0100_0020` and `U0020` are space). `None` when the string does not parse;
@@ -121,11 +141,13 @@ fn key_activatable(role: Role) -> bool {
 
 /// What Enter activates in window `root` when the focus is not a control a key
 /// activates (a field, or nothing): the window's default button, or the form's
-/// submit button — read as the first button on screen, enabled and irreversible by
-/// its label. GTK dialogs and web forms both submit this way.
+/// submit button — read as the first enabled button irreversible by its label, on
+/// screen or scrolled away. GTK dialogs and web forms both submit this way.
 pub fn enter_submits(root: &Node) -> Option<Irreversible> {
+    // Scrolled-away buttons count: Enter submits a long form whose "Pay" is out of
+    // view as well.
     root.walk()
-        .filter(|n| n.role == Role::Button && !n.has(State::Offscreen) && !n.has(State::Disabled))
+        .filter(|n| n.role == Role::Button && !n.has(State::Disabled))
         .find_map(|n| classify_act(Op::Click, n, Some(root)))
         .map(|m| Irreversible {
             kind: m.kind,
@@ -146,14 +168,22 @@ pub fn keys_irreversible(
     root: &Node,
 ) -> Option<Irreversible> {
     let focus = focused(root);
+    let enter = keys_enter(chord, text) && enter_submits_forms(app);
     if let Some(n) = focus.filter(|n| key_activatable(n.role)) {
-        return keys_activate(chord, text)
+        let own = keys_activate(chord, text)
             .then(|| classify_act(Op::Click, n, Some(root)))
             .flatten();
+        // Enter on a checkbox or radio button of a web form submits the form.
+        let form = (enter && matches!(n.role, Role::Checkbox | Role::Radio))
+            .then(|| enter_submits(root))
+            .flatten();
+        return own.or(form);
     }
-    (keys_enter(chord, text) && enter_submits_forms(app))
-        .then(|| enter_submits(root))
-        .flatten()
+    // Enter in a multi-line text area writes a line break.
+    if focus.is_some_and(|n| n.role == Role::Document) {
+        return None;
+    }
+    enter.then(|| enter_submits(root)).flatten()
 }
 
 /// Whether a value written into `el` presses Enter in it: a line break in the value
@@ -173,7 +203,10 @@ pub fn value_submits(value: &str, el: &Node, app: &str, root: &Node) -> Option<I
 pub fn elements_at(root: &Node, x: i32, y: i32) -> Vec<&Node> {
     fn contains(n: &Node, x: i32, y: i32) -> Option<bool> {
         let b = n.bounds.filter(|b| b.width > 0 && b.height > 0)?;
-        Some(x >= b.x && y >= b.y && x < b.x + b.width && y < b.y + b.height)
+        // Extents come from the app: i64, so no value overflows.
+        let (x, y) = (i64::from(x), i64::from(y));
+        let (bx, by) = (i64::from(b.x), i64::from(b.y));
+        Some(x >= bx && y >= by && x < bx + i64::from(b.width) && y < by + i64::from(b.height))
     }
     fn walk<'a>(n: &'a Node, x: i32, y: i32, path: &mut Vec<&'a Node>) -> bool {
         if n.has(State::Offscreen) {

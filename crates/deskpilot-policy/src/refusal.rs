@@ -136,6 +136,10 @@ pub const TERMINAL_APPS: &[&str] = &[
     "contour",
     "termite",
     "eterm",
+    "mlterm",
+    "roxterm",
+    "ghostty",
+    "st-256color",
 ];
 
 /// Whether `name` (an app name or executable) is one of [`TERMINAL_APPS`].
@@ -163,12 +167,66 @@ pub struct Refusals {
     pub home: Option<String>,
 }
 
+/// Whether `hay` holds the path `path` ending at a path boundary: followed by `/`,
+/// the end, or a character that cannot continue a file name here (`/tmp/dp-1` is
+/// in `/tmp/dp-1/x` and `"/tmp/dp-1"`, not in `/tmp/dp-1-other`).
+fn names_path(hay: &str, path: &str) -> bool {
+    if path.is_empty() {
+        return false;
+    }
+    hay.match_indices(path).any(|(at, _)| {
+        hay[at + path.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| c == '/' || !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    })
+}
+
+/// `text` with the spellings a path can hide behind undone: `%XX` escapes decoded
+/// (`file:///…/desk%70ilot`), `/./` and repeated `/` collapsed, and `dir/../`
+/// resolved, so only one spelling of each path is left to compare.
+pub fn normalize_path_text(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| char::from(b).to_digit(16);
+        if bytes[i] == b'%'
+            && let (Some(h), Some(l)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            )
+        {
+            decoded.push((h * 16 + l) as u8);
+            i += 3;
+            continue;
+        }
+        decoded.push(bytes[i]);
+        i += 1;
+    }
+    let mut t = String::from_utf8_lossy(&decoded).into_owned();
+    loop {
+        let before = t.len();
+        t = t.replace("/./", "/").replace("//", "/");
+        if t.len() == before {
+            break;
+        }
+    }
+    // `a/b/../c` → `a/c`, one segment at a time.
+    while let Some(at) = t.find("/../") {
+        let start = t[..at].rfind('/').map_or(0, |p| p + 1);
+        t.replace_range(start..at + 4, "");
+    }
+    t
+}
+
 /// File names deskpilot keeps its policy in, refused wherever they are named.
 const PROTECTED_NAMES: &[&str] = &[
     "approvals.json",
     "stop.json",
     "audit.jsonl",
     "mcp-http.token",
+    "config.toml.seal",
     ".config/deskpilot",
     "deskpilot/config.toml",
 ];
@@ -261,7 +319,7 @@ impl Refusals {
     /// its `~/` form), or a policy file name ([`PROTECTED_NAMES`]). Compared folded
     /// and ASCII lower-cased, so neither case nor look-alike letters hide a path.
     pub fn protected_in(&self, text: &str) -> Option<String> {
-        let hay = fold(text);
+        let hay = fold(&normalize_path_text(text));
         let mut forms: Vec<String> = Vec::new();
         for p in &self.protected {
             let p = p.trim_end_matches('/');
@@ -281,7 +339,7 @@ impl Refusals {
             }
         }
         forms.extend(PROTECTED_NAMES.iter().map(|n| (*n).to_owned()));
-        forms.into_iter().find(|f| hay.contains(&fold(f)))
+        forms.into_iter().find(|f| names_path(&hay, &fold(f)))
     }
 
     /// Whether window `root` shows one of deskpilot's own places: any text in it names
@@ -372,10 +430,16 @@ mod tests {
             "/tmp/deskpilot-1000/approvals.json",
             "approvals.json",
             "file:///home/u/.config/deskpilot/",
+            "~/.config/./deskpilot/./config.toml",
+            "/home/u/.config//deskpilot//config.toml",
+            "file:///home/u/.config/desk%70ilot/config.toml",
+            "/home/u/Documents/../.config/deskpilot/config.toml",
         ] {
             assert!(r.protected_in(t).is_some(), "{t}");
         }
         assert!(r.protected_in("/home/u/notes.txt").is_none());
+        assert!(r.protected_in("/tmp/deskpilot-1000-other/x").is_none());
+        assert!(r.protected_in("'/tmp/deskpilot-1000'").is_some());
         use deskpilot_core::{Node, Role};
         let bar = Node::new("h:1", Role::Dialog, "Save File").children(vec![
             Node::new("h:2", Role::Group, "").children(vec![

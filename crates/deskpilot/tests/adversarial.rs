@@ -100,6 +100,13 @@ fn out_file(iso: &Isolated) -> PathBuf {
     iso.root.join("zenity.out")
 }
 
+/// A path for a file a command would create, outside `iso`'s directory (which holds
+/// the config and so is one of deskpilot's own places, refused as a target).
+fn marker_path(iso: &Isolated, name: &str) -> PathBuf {
+    let tag = iso.root.file_name().unwrap().to_string_lossy().into_owned();
+    std::env::temp_dir().join(format!("{tag}-{name}"))
+}
+
 /// Item: key aliases. Every spelling of Return and space — aliases, raw keysyms,
 /// code points, the keypad — is judged as the key it presses: it asks first on a
 /// focused "Delete", and unattended mode refuses it. A plain key still runs.
@@ -351,7 +358,7 @@ fn authentication_titles_are_refused_however_they_are_spelled() {
 #[test]
 fn terminal_emulators_are_refused_unless_the_user_allows_one() {
     let iso = Isolated::new("terminal", "[sandbox]\nmode = \"accept-edits\"\n");
-    let marker = iso.root.join("ran");
+    let marker = marker_path(&iso, "ran");
     let (sb, _) = sandbox_with_apps(
         &iso,
         &[(&["xfce4-terminal", "--disable-server"], "xfce4-terminal")],
@@ -383,6 +390,7 @@ fn terminal_emulators_are_refused_unless_the_user_allows_one() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    let _ = std::fs::remove_file(&marker);
 }
 
 /// Item: a runtime directory another user made first is never used. Root (as CI
@@ -628,7 +636,7 @@ fn the_served_driver_enforces_its_own_machines_rules() {
         .map(|a| a["windows"][0]["handle"].clone())
         .expect("zenity's window");
     // Launch rules: no shell.
-    let marker = iso.root.join("launched");
+    let marker = marker_path(&iso, "launched");
     let sh = format!("touch '{}'", marker.display());
     assert_eq!(
         d.call(

@@ -6,8 +6,8 @@
 //! deskpilot: it never widens the policy ([`super::Config::changed_outside`]).
 //!
 //! A config never sealed (written by hand, never touched by `deskpilot config`) is
-//! taken as it is. After a reboot the keyring is empty: every config reads as never
-//! sealed until the next `deskpilot config` change seals it again.
+//! taken as it is. After a reboot the keyring is empty: a config with a seal file
+//! then reads as changed until the user accepts it again (`deskpilot config trust`).
 
 use std::path::{Path, PathBuf};
 
@@ -58,6 +58,9 @@ fn hex(bytes: &[u8]) -> String {
 pub fn seal_state(path: &Path, bytes: Option<&[u8]>) -> SealState {
     match deskpilot_os::keyring::find_user_secret(&marker(path)) {
         Ok(Some(_)) => {}
+        // A seal file that nothing in the keyring vouches for (after a reboot, or
+        // written by another program) proves nothing: the user accepts it again.
+        _ if seal_path(path).exists() => return SealState::Changed,
         _ => return SealState::Unmanaged,
     }
     let Ok(Some(secret)) = deskpilot_os::keyring::find_user_secret(SEAL_SECRET) else {
@@ -78,12 +81,20 @@ pub fn seal_state(path: &Path, bytes: Option<&[u8]>) -> SealState {
     }
 }
 
-/// Seals the config at `path` as it is now (the user's channel just wrote or
-/// accepted it). Without a kernel keyring the file stays unsealed (a warning is
-/// logged): there is then no tamper evidence.
+/// Seals the config at `path` as it is now (the user's channel just wrote it).
+/// Without a kernel keyring the file stays unsealed (a warning is logged): there is
+/// then no tamper evidence.
 ///
 /// Errors: `COMPUTER_INTERNAL` when the seal file cannot be written.
 pub fn seal(path: &Path) -> Result<(), ComputerError> {
+    seal_bytes(path, &std::fs::read(path).unwrap_or_default())
+}
+
+/// Seals `bytes` as the content of the config at `path`: what the user was shown
+/// and accepted (`deskpilot config trust`), so a save in between is not sealed.
+///
+/// Errors: as [`seal`].
+pub fn seal_bytes(path: &Path, bytes: &[u8]) -> Result<(), ComputerError> {
     let lock = path.with_extension("keyring.lock");
     let secret = match deskpilot_os::keyring::user_secret(SEAL_SECRET, &lock) {
         Ok(s) => s,
@@ -92,10 +103,9 @@ pub fn seal(path: &Path) -> Result<(), ComputerError> {
             return Ok(());
         }
     };
-    let bytes = std::fs::read(path).unwrap_or_default();
     deskpilot_os::write_private_atomic(
         &seal_path(path),
-        hex(hmac(&secret, &bytes).as_ref()).as_bytes(),
+        hex(hmac(&secret, bytes).as_ref()).as_bytes(),
     )
     .map_err(|e| ComputerError::internal(format!("cannot write the config's seal: {e}")))?;
     deskpilot_os::keyring::user_secret(&marker(path), &lock).map_err(|e| {

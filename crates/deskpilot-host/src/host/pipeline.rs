@@ -28,8 +28,9 @@ use deskpilot_policy::approval::{ActionKey, element_fingerprint, payload_preview
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::grant::Candidate;
 use deskpilot_policy::input::{
-    click_irreversible, focused, input_may_reach_password, is_password, keys_irreversible,
-    offscreen_refuses, script_url_into_address_bar, value_submits,
+    click_irreversible, focused, input_may_reach_password, is_password,
+    keys_enter as keys_enter_any, keys_irreversible, offscreen_refuses,
+    script_url_into_address_bar, value_submits,
 };
 use deskpilot_policy::irreversible::classify_act;
 use deskpilot_policy::mode::Mode;
@@ -312,10 +313,19 @@ impl Judge {
                 (summary, key, irreversible)
             }
             Effect::Keys { chord, text, .. } => {
-                if let (Some(t), Some(f)) = (text, focus)
-                    && script_url_into_address_bar(t, f)
-                {
-                    return Err(script_url_refused());
+                if let Some(f) = focus {
+                    // What the field will hold: its value and the typed text, or its
+                    // value alone when Enter loads it.
+                    let now = f.value.as_deref().unwrap_or_default();
+                    let typed = text.as_deref().map(|t| format!("{now}{t}"));
+                    let loads = keys_enter_any(chord.as_deref(), text.as_deref());
+                    if typed
+                        .as_deref()
+                        .is_some_and(|t| script_url_into_address_bar(t, f))
+                        || loads && script_url_into_address_bar(now, f)
+                    {
+                        return Err(script_url_refused());
+                    }
                 }
                 if let Some(c) = chord {
                     // The driver refuses what does not parse; say so before asking.
@@ -381,11 +391,11 @@ impl Judge {
 impl Judge {
     /// Judges a later step of a key sequence on the window as it is after the steps
     /// before it (docs/ARCHITECTURE.md §7.11): no step is sent while the input could
-    /// reach a password field (`COMPUTER_SECURE_INPUT`), and a step that activates an
-    /// irreversible control it did not activate when the sequence was judged stops
-    /// the sequence (`COMPUTER_CONFIRMATION_REQUIRED`: send it as its own call, which
-    /// is confirmed as usual).
-    fn step(&self, step: &KeyStep, root: &Node) -> Result<(), ComputerError> {
+    /// reach a password field (`COMPUTER_SECURE_INPUT`), and — unless the user
+    /// `confirmed` the whole sequence — a step that activates an irreversible control
+    /// stops the sequence (`COMPUTER_CONFIRMATION_REQUIRED`: send it as its own call,
+    /// which is confirmed as usual).
+    fn step(&self, step: &KeyStep, root: &Node, confirmed: bool) -> Result<(), ComputerError> {
         if let Some(p) = self.rules.window_shows_protected(root) {
             return Err(protected_refused(&p));
         }
@@ -393,6 +403,10 @@ impl Judge {
         facts.focused_password = input_may_reach_password(root);
         if let Some(r) = self.rules.check_input(&facts) {
             return Err(refused(r));
+        }
+        // The user confirmed this very sequence as shown: its keys may go on.
+        if confirmed {
+            return Ok(());
         }
         if let Some(m) = keys_irreversible(
             step.chord.as_deref(),
@@ -542,9 +556,15 @@ impl Host {
                 rec.status = Some(if refusal { "refused" } else { "failed" }.into());
                 rec.code = Some(e.code.as_str().into());
                 self.audit(rec);
-                // An approval spent on an action that failed at dispatch stays the
-                // user's: nothing was done with it.
-                if let Some(id) = note.passed.approval_id.as_deref().filter(|_| !refusal) {
+                // An approval spent on an action whose dispatch failed stays the user's:
+                // nothing was done with it. Once the driver took the effect, it is spent.
+                let sent = self.session.effect_sent();
+                if let Some(id) = note
+                    .passed
+                    .approval_id
+                    .as_deref()
+                    .filter(|_| !refusal && !sent)
+                {
                     restore_approval(&self.o.approvals_path, id);
                 }
                 // The refusal is the answer; a state file that cannot be saved must
@@ -724,6 +744,7 @@ impl Host {
         }
         let root = self.session.peek(window).await?;
         judge.run(effect, point, &root, None, note)?;
+        let confirmed = note.passed.approved_by.is_some();
         match effect {
             Effect::Keys { chord, text, .. } => self
                 .session
@@ -731,7 +752,7 @@ impl Host {
                     &Target::Handle(window.handle.clone()),
                     chord.clone(),
                     text.clone(),
-                    |step, root| judge.step(step, root),
+                    |step, root| judge.step(step, root, confirmed),
                 )
                 .await
                 .map(Outcome::Input),

@@ -130,13 +130,14 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), C
         }
         ConfigCmd::Trust => {
             super::policy::need_terminal("accepting the config")?;
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            let text = String::from_utf8_lossy(&bytes);
             eprintln!("--- {} ---\n{text}--- end ---", path.display());
             confirm(&format!(
                 "deskpilot: accept {} as shown above, as your config?",
                 path.display()
             ))?;
-            config::seal::seal(&path)?;
+            config::seal::seal_bytes(&path, &bytes)?;
             let cfg = Config::load_from(&path)?;
             let doc = serde_json::json!({
                 "path": path.display().to_string(),
