@@ -55,25 +55,10 @@ pub fn offscreen_refuses(op: Op, element: &Node) -> bool {
         )
 }
 
-/// Keysyms that activate the focused control in GTK, Qt and browsers: Return,
-/// KP_Enter, ISO_Enter, Linefeed, 3270_Enter and the Unicode-block spellings of CR
-/// and LF (the Enter family, [`ENTER`]), space, KP_Space and Select (`keysymdef.h`
-/// values).
-const ACTIVATING: [Keysym; 10] = [
-    0xff0d,
-    0xff8d,
-    0xfe34,
-    0xff0a,
-    0xfd1e,
-    0x0100_000d,
-    0x0100_000a,
-    0x20,
-    0xff80,
-    0xff60,
-];
-
-/// The Enter family: keys that also activate a window's default button or submit a
-/// form from a field.
+/// The Enter family: Return, KP_Enter, ISO_Enter, Linefeed, 3270_Enter and the
+/// Unicode-block spellings of CR and LF (`keysymdef.h` values). They activate the
+/// focused control, and also a window's default button or a form's submit from a
+/// field.
 const ENTER: [Keysym; 7] = [
     0xff0d,
     0xff8d,
@@ -83,6 +68,10 @@ const ENTER: [Keysym; 7] = [
     0x0100_000d,
     0x0100_000a,
 ];
+
+/// The other keys that activate the focused control in GTK, Qt and browsers: space,
+/// KP_Space and Select.
+const PRESS: [Keysym; 3] = [0x20, 0xff80, 0xff60];
 
 /// Every keysym a chord string presses, in order, folded to one keysym per symbol
 /// (`0x0100_0020` and `U0020` are space). `None` when the string does not parse;
@@ -116,7 +105,7 @@ fn presses_any(chord: Option<&str>, text: Option<&str>, set: &[Keysym]) -> bool 
 /// spelled (`Return`, `ret`, `0xff0d`, `KP_Enter`, `space`, `U0020`, `0x20`, a
 /// space or line break in text), is one of the activating keysyms.
 pub fn keys_activate(chord: Option<&str>, text: Option<&str>) -> bool {
-    presses_any(chord, text, &ACTIVATING)
+    presses_any(chord, text, &ENTER) || presses_any(chord, text, &PRESS)
 }
 
 /// Whether keyboard input presses a key of the Enter family (any spelling).
