@@ -803,3 +803,45 @@ fn a_config_changed_while_the_host_runs_applies_to_its_next_call() {
     });
     assert_eq!(env.driver.actions().len(), 1, "only the first F5 ran");
 }
+
+#[test]
+fn a_used_approval_stays_used_when_the_file_is_rolled_back() {
+    let env = Env::new("approval-rollback");
+    env.driver.mutate(|apps| {
+        let root = apps
+            .iter_mut()
+            .flat_map(|a| a.windows.iter_mut())
+            .find(|w| w.handle.as_str() == "h:1")
+            .unwrap();
+        root.children.push(
+            deskpilot_core::Node::new("h:40", deskpilot_core::Role::Button, "Delete")
+                .actions(&["click"])
+                .bounds(deskpilot_core::Bounds::new(600, 40, 80, 24)),
+        );
+        root.child_count = root.children.len() as u64;
+        fixture::move_focus(root, "h:40");
+    });
+    let approvals = env.dir.path().join("approvals.json");
+    let mut h = env.host(settings(Mode::Default));
+    rt().block_on(async {
+        observe(&mut h, &editor()).await;
+        let space = || Some("space".to_string());
+        let e = h.keys(&Target::Current, space(), None).await.unwrap_err();
+        let id = e.detail.as_ref().unwrap()["approval_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        deskpilot_host::host::approve(&approvals, &id).unwrap();
+        let approved_copy = std::fs::read_to_string(&approvals).unwrap();
+        h.keys(&Target::Current, space(), None).await.unwrap();
+        // An old copy of the file, from before the use, is put back.
+        std::fs::write(&approvals, approved_copy).unwrap();
+        let e = h.keys(&Target::Current, space(), None).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::ConfirmationRequired, "{}", e.message);
+    });
+    assert_eq!(
+        env.driver.actions().len(),
+        1,
+        "the approval ran its action once"
+    );
+}

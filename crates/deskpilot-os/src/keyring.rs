@@ -48,6 +48,53 @@ pub fn find_user_secret(description: &str) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
+/// Adds the entry `description` to this user's keyring for `ttl_secs` seconds (a
+/// flag that a file cannot roll back, such as "approval X was used").
+///
+/// Errors: `Unsupported` where the kernel has no keyrings, else the keyring call's.
+#[cfg(target_os = "linux")]
+pub fn set_user_flag(description: &str, ttl_secs: usize) -> io::Result<()> {
+    use linux_keyutils::{KeyRing, KeyRingIdentifier};
+    let ring = KeyRing::from_special_id(KeyRingIdentifier::User, true).map_err(unsupported)?;
+    let key = ring.add_key(description, b"1").map_err(other)?;
+    key.set_timeout(ttl_secs).map_err(other)
+}
+
+/// Removes the entry `description` from this user's keyring; a missing entry is
+/// not an error.
+///
+/// Errors: `Unsupported` where the kernel has no keyrings, else the keyring call's.
+#[cfg(target_os = "linux")]
+pub fn clear_user_flag(description: &str) -> io::Result<()> {
+    use linux_keyutils::{KeyError, KeyRing, KeyRingIdentifier};
+    let ring = KeyRing::from_special_id(KeyRingIdentifier::User, true).map_err(unsupported)?;
+    match ring.search(description) {
+        Ok(k) => k.invalidate().map_err(other),
+        Err(KeyError::KeyDoesNotExist) => Ok(()),
+        Err(e) => Err(other(e)),
+    }
+}
+
+/// Off Linux there is no kernel keyring: `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub fn clear_user_flag(description: &str) -> io::Result<()> {
+    let _ = description;
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no kernel keyring on this system",
+    ))
+}
+
+/// Off Linux there is no kernel keyring: `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub fn set_user_flag(description: &str, ttl_secs: usize) -> io::Result<()> {
+    let _ = (description, ttl_secs);
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no kernel keyring on this system",
+    ))
+}
+
 /// Off Linux there is no kernel keyring: `Unsupported`.
 #[cfg(not(target_os = "linux"))]
 pub fn find_user_secret(description: &str) -> io::Result<Option<Vec<u8>>> {
@@ -100,5 +147,11 @@ mod tests {
         assert_eq!(a.len(), 2 * SECRET_BYTES);
         let other = user_secret(&format!("{name}:other"), &lock).unwrap();
         assert_ne!(a, other);
+        let flag = format!("{name}:flag");
+        assert!(find_user_secret(&flag).unwrap().is_none());
+        set_user_flag(&flag, 60).unwrap();
+        assert!(find_user_secret(&flag).unwrap().is_some());
+        clear_user_flag(&flag).unwrap();
+        assert!(matches!(find_user_secret(&flag), Ok(None)));
     }
 }

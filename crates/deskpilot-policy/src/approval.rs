@@ -224,6 +224,19 @@ impl Approvals {
         n
     }
 
+    /// Marks as used every open approved approval that `spent` says was used (a
+    /// record a rolled-back file cannot undo). Returns how many.
+    pub fn mark_spent(&mut self, spent: impl Fn(&str) -> bool) -> usize {
+        let mut n = 0;
+        for a in self.items.iter_mut().filter(|a| a.approved && !a.used) {
+            if spent(&a.id) {
+                a.used = true;
+                n += 1;
+            }
+        }
+        n
+    }
+
     /// Gives back approval `id` after the action it was used for failed at dispatch
     /// (nothing happened, so the user's yes still stands). Only an approved, used,
     /// unexpired approval is restored.

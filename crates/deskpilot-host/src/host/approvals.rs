@@ -46,6 +46,14 @@ fn with_approvals<R>(
     if revoked > 0 {
         tracing::warn!(revoked, path = %path.display(), "approvals without a valid seal were revoked (changed outside deskpilot)");
     }
+    // A used approval stays used even if an old copy of the file is put back: the
+    // keyring remembers which were spent.
+    ap.mark_spent(|id| {
+        !matches!(
+            deskpilot_os::keyring::find_user_secret(&spent_flag(id)),
+            Ok(None)
+        )
+    });
     let out = f(&mut ap);
     let text =
         serde_json::to_vec(&ap).map_err(|e| internal(format!("cannot encode approvals: {e}")))?;
@@ -68,6 +76,20 @@ fn seal_key(path: &std::path::Path) -> Result<ring::hmac::Key, ComputerError> {
                 ),
             )
         })
+}
+
+/// The keyring entry that records approval `id` as used; it outlives the approval
+/// (10 min against its 5).
+fn spent_flag(id: &str) -> String {
+    format!("deskpilot:approval-spent:{id}")
+}
+
+/// Records in the keyring that approval `id` was used (best effort: without a
+/// keyring no approval was sealed, so none can be used).
+fn mark_spent(id: &str) {
+    if let Err(e) = deskpilot_os::keyring::set_user_flag(&spent_flag(id), 600) {
+        tracing::warn!(error = %e, "approval use not recorded in the keyring");
+    }
 }
 
 /// HMAC-SHA256 of `text` under `key`, hex.
@@ -127,6 +149,10 @@ pub fn pending_approval(path: &std::path::Path, id: &str) -> Result<Option<Strin
 /// approval spent, which only makes the action ask again.
 pub(super) fn restore_approval(path: &std::path::Path, id: &str) {
     let now = control::now_ms();
+    if let Err(e) = deskpilot_os::keyring::clear_user_flag(&spent_flag(id)) {
+        tracing::warn!(error = %e, "approval use not cleared in the keyring; it stays spent");
+        return;
+    }
     if let Err(e) = with_approvals(path, |ap| ap.restore(id, now)) {
         tracing::warn!(error = %e.message, "approval not restored");
     }
@@ -222,11 +248,14 @@ pub(super) fn gate(
                 }
             })?;
             match verdict {
-                Ok(Ok(id)) => Ok(Passed {
-                    first_use,
-                    approved_by: Some(format!("approve:{id}")),
-                    approval_id: Some(id),
-                }),
+                Ok(Ok(id)) => {
+                    mark_spent(&id);
+                    Ok(Passed {
+                        first_use,
+                        approved_by: Some(format!("approve:{id}")),
+                        approval_id: Some(id),
+                    })
+                }
                 Ok(Err(id)) => {
                     let mut e = fail(
                         ErrorCode::ConfirmationRequired,

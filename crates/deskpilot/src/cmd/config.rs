@@ -21,8 +21,8 @@ pub enum ConfigCmd {
     Path,
     /// Set a key, keeping the file's comments and other keys.
     ///
-    /// Keys: enabled, mode, allow_apps, deny_apps, self_apps, action_budget,
-    /// idle_expiry_minutes, capture; prefix `sandbox.` for a value used only on
+    /// Keys: enabled, mode, allow_apps, deny_apps, self_apps, allow_terminals,
+    /// action_budget, idle_expiry_minutes, capture; prefix `sandbox.` for a value used only on
     /// deskpilot sandbox desktops. Lists are comma-separated ("" = empty list).
     #[command(after_help = "Examples:
   deskpilot config set enabled true
