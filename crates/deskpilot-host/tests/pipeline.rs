@@ -115,6 +115,30 @@ impl Env {
     }
 }
 
+/// The fixture editor's window (`h:1`).
+fn editor_window(
+    apps: &mut [deskpilot_protocol::fixture_driver::FixtureApp],
+) -> &mut deskpilot_core::Node {
+    apps.iter_mut()
+        .flat_map(|a| a.windows.iter_mut())
+        .find(|w| w.handle.as_str() == "h:1")
+        .expect("the fixture has the editor window")
+}
+
+/// Adds a "Delete" button to the editor window and gives it focus.
+fn focus_a_delete_button(env: &Env) {
+    env.driver.mutate(|apps| {
+        let root = editor_window(apps);
+        root.children.push(
+            deskpilot_core::Node::new("h:40", deskpilot_core::Role::Button, "Delete")
+                .actions(&["click"])
+                .bounds(deskpilot_core::Bounds::new(600, 40, 80, 24)),
+        );
+        root.child_count = root.children.len() as u64;
+        fixture::move_focus(root, "h:40");
+    });
+}
+
 /// Performs `entry` in the bound window, aimed with what `obs` showed: the first
 /// button of the window (or, `typing`, text into the editor's body) for `act`; the
 /// chord `ctrl+s` (or the text) for `keys`; a click at (5, 5) of `obs`'s basis.
@@ -380,11 +404,7 @@ fn input_that_could_reach_a_password_field_fails_every_entry_point_alike() {
             let obs = observe(h, &editor()).await;
             // The user clicked into the password field.
             env.driver.mutate(|apps| {
-                let root = apps
-                    .iter_mut()
-                    .flat_map(|a| a.windows.iter_mut())
-                    .find(|w| w.handle.as_str() == "h:1")
-                    .unwrap();
+                let root = editor_window(apps);
                 fixture::move_focus(root, "h:24");
             });
             obs
@@ -643,20 +663,7 @@ fn an_approval_is_for_one_effect_only() {
 #[test]
 fn typing_a_space_or_a_line_break_into_a_focused_irreversible_control_asks_first() {
     let env = Env::new("activating-text");
-    env.driver.mutate(|apps| {
-        let root = apps
-            .iter_mut()
-            .flat_map(|a| a.windows.iter_mut())
-            .find(|w| w.handle.as_str() == "h:1")
-            .unwrap();
-        root.children.push(
-            deskpilot_core::Node::new("h:40", deskpilot_core::Role::Button, "Delete")
-                .actions(&["click"])
-                .bounds(deskpilot_core::Bounds::new(600, 40, 80, 24)),
-        );
-        root.child_count = root.children.len() as u64;
-        fixture::move_focus(root, "h:40");
-    });
+    focus_a_delete_button(&env);
     let mut s = settings(Mode::AcceptEdits);
     s.allow_all_apps = true;
     let mut h = env.host(s);
@@ -807,20 +814,7 @@ fn a_config_changed_while_the_host_runs_applies_to_its_next_call() {
 #[test]
 fn a_used_approval_stays_used_when_the_file_is_rolled_back() {
     let env = Env::new("approval-rollback");
-    env.driver.mutate(|apps| {
-        let root = apps
-            .iter_mut()
-            .flat_map(|a| a.windows.iter_mut())
-            .find(|w| w.handle.as_str() == "h:1")
-            .unwrap();
-        root.children.push(
-            deskpilot_core::Node::new("h:40", deskpilot_core::Role::Button, "Delete")
-                .actions(&["click"])
-                .bounds(deskpilot_core::Bounds::new(600, 40, 80, 24)),
-        );
-        root.child_count = root.children.len() as u64;
-        fixture::move_focus(root, "h:40");
-    });
+    focus_a_delete_button(&env);
     let approvals = env.dir.path().join("approvals.json");
     let mut h = env.host(settings(Mode::Default));
     rt().block_on(async {
