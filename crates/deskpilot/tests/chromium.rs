@@ -35,9 +35,11 @@ fn bin(root: &Path) -> Command {
     c.env_remove("DISPLAY")
         .env_remove("DBUS_SESSION_BUS_ADDRESS")
         .env_remove("DESKPILOT_SANDBOX")
-        .env("DESKPILOT_RUNTIME_DIR", root)
+        // Subdirectories: deskpilot's own directories are refused targets, and the
+        // page under test lives in `root`.
+        .env("DESKPILOT_RUNTIME_DIR", root.join("run"))
         // The sandbox defaults, whatever config the machine has; the audit stays here.
-        .env("DESKPILOT_CONFIG", root.join("config.toml"))
+        .env("DESKPILOT_CONFIG", root.join("cfg").join("config.toml"))
         .env("XDG_STATE_HOME", root.join("state"));
     c
 }
