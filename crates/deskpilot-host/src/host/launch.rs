@@ -134,44 +134,32 @@ pub fn vet_launch(
             ),
         )
     };
-    let called = std::path::Path::new(&program)
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
+    let file_name = |p: &std::path::Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default()
+    };
+    let called = file_name(std::path::Path::new(&program));
     if launch_refused(&called) {
-        let e = refuse_launch(&called);
-        return Err(e);
+        return Err(refuse_launch(&called));
     }
     if let Some(opt) = option_argument(argv) {
-        let e = fail(
+        return Err(fail(
             ErrorCode::InvalidArgument,
             format!(
                 "{:?}: launch takes an application and files or URLs to open, not options (an option can make an application run commands)",
                 deskpilot_core::sanitize::one_line(opt)
             ),
-        );
-        return Err(e);
+        ));
     }
     // What would really run: an installed application's native binary.
-    let app = match crate::apps::launchable(&program) {
-        Ok(a) => a,
-        Err(crate::apps::NotLaunchable::Missing(why)) => {
-            let e = fail(ErrorCode::ElementNotFound, why);
-            return Err(e);
-        }
-        Err(crate::apps::NotLaunchable::Refused(why)) => {
-            let e = fail(ErrorCode::ScopeViolation, why);
-            return Err(e);
-        }
-    };
-    let real_name = app
-        .executable
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
+    let app = crate::apps::launchable(&program).map_err(|e| match e {
+        crate::apps::NotLaunchable::Missing(why) => fail(ErrorCode::ElementNotFound, why),
+        crate::apps::NotLaunchable::Refused(why) => fail(ErrorCode::ScopeViolation, why),
+    })?;
+    let real_name = file_name(&app.executable);
     if launch_refused(&real_name) {
-        let e = refuse_launch(&real_name);
-        return Err(e);
+        return Err(refuse_launch(&real_name));
     }
     let facts = TargetFacts {
         app: called.clone(),
