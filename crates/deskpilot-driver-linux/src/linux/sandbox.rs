@@ -526,9 +526,7 @@ impl Sandbox {
         for &pid in &targets {
             deskpilot_os::reap_if_exited(pid);
         }
-        let n = self.state.display;
-        let _ = std::fs::remove_file(format!("/tmp/.X{n}-lock"));
-        let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{n}"));
+        remove_stale_display_files(self.state.display, self.state.pids.first().copied());
         let _ = std::fs::remove_dir_all(&self.state.dir);
     }
 }
@@ -538,6 +536,21 @@ impl Drop for Sandbox {
         if !self.detach {
             self.stop();
         }
+    }
+}
+
+/// Removes display `n`'s lock file and socket only while the lock still names
+/// `xvfb` (our server, killed before it could clean up). A server that exited on
+/// SIGTERM removes its own files, and once it is gone another sandbox may already own
+/// `:n`: deleting that one's socket would cut its clients off.
+fn remove_stale_display_files(n: u32, xvfb: Option<u32>) {
+    let lock = PathBuf::from(format!("/tmp/.X{n}-lock"));
+    let ours = xvfb.is_some_and(|pid| {
+        std::fs::read_to_string(&lock).is_ok_and(|t| t.trim().parse::<u32>() == Ok(pid))
+    });
+    if ours {
+        let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{n}"));
+        let _ = std::fs::remove_file(&lock);
     }
 }
 
