@@ -215,17 +215,27 @@ fn a_click_at_a_point_is_judged_by_the_element_there() {
 }
 
 /// Item: labels that hide the word. A zero-width space inside "Send", a Cyrillic
-/// "Ѕ", full-width letters: each is still a send, by click and by key.
+/// "Ѕ", full-width letters: each is still a send, by click and by key, and the
+/// snapshot shows the invisible character escaped rather than a plain "Send".
 #[test]
 fn labels_that_hide_the_word_are_still_the_word() {
     let iso = Isolated::new("labels", ACCEPT_EDITS);
-    for (i, label) in ["S\u{200b}end", "\u{405}end", "Ｓｅｎｄ"]
-        .iter()
-        .enumerate()
+    for (i, (label, shown)) in [
+        ("S\u{200b}end", r#"button "S\u{200b}end""#),
+        ("\u{405}end", "button \"\u{405}end\""),
+        ("Ｓｅｎｄ", "button \"Ｓｅｎｄ\""),
+    ]
+    .iter()
+    .enumerate()
     {
         let out = iso.root.join(format!("zenity-{i}.out"));
         let sb = sandbox_with_dialog(&iso, &question(&out, "Labels", label));
-        ok(&sb, &iso, &["observe", "--app", "zenity"]);
+        let obs = ok(&sb, &iso, &["observe", "--app", "zenity"]);
+        let text = obs["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains(shown),
+            "{label:?} should show as {shown}: {text}"
+        );
         let v = fails_with(
             &sb,
             &iso,
