@@ -222,6 +222,12 @@ pub mod sandbox {
             Err(ComputerError::platform_unsupported(SANDBOX))
         }
 
+        /// Directories apps must not see (unreachable: no sandbox exists).
+        pub fn hide_from_apps(&mut self, dirs: Vec<PathBuf>) {
+            let _ = dirs;
+            match self.never {}
+        }
+
         /// Stops the sandbox (unreachable: no sandbox exists).
         pub fn stop(&mut self) {
             match self.never {}
@@ -232,6 +238,16 @@ pub mod sandbox {
         fn drop(&mut self) {
             match self.never {}
         }
+    }
+}
+
+/// Confining launched apps uses bubblewrap: Linux only.
+pub mod confine {
+    use std::path::Path;
+
+    /// bubblewrap is a Linux tool: never available here.
+    pub fn bwrap() -> Option<&'static Path> {
+        None
     }
 }
 

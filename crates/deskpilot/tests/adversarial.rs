@@ -835,3 +835,78 @@ fn a_config_changed_outside_deskpilot_never_widens_the_policy() {
     assert_eq!(shown["effective"]["mode"], "bypass", "{shown}");
     ok(&sb, &iso, &["observe", "--app", "zenity"]);
 }
+
+/// What `path` looks like to process `pid` (through `/proc/PID/root`, the kernel's
+/// view of that process's mounts): whether it exists there.
+fn seen_by(pid: u64, path: &Path) -> bool {
+    let inside = path.strip_prefix("/").expect("an absolute path");
+    Path::new(&format!("/proc/{pid}/root"))
+        .join(inside)
+        .exists()
+}
+
+/// The pid of the first app named `name` with a window, waiting up to a minute.
+fn app_pid(sb: &Sandbox, iso: &Isolated, name: &str, title: &str) -> u64 {
+    let start = Instant::now();
+    loop {
+        let apps = ok(sb, iso, &["apps"]);
+        let pid = apps["apps"].as_array().and_then(|apps| {
+            apps.iter()
+                .find(|a| {
+                    a["name"] == name
+                        && a["windows"]
+                            .as_array()
+                            .is_some_and(|w| w.iter().any(|w| w.to_string().contains(title)))
+                })
+                .and_then(|a| a["pid"].as_u64())
+        });
+        if let Some(pid) = pid {
+            return pid;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no {name} window titled {title:?}: {apps}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Item 7(d): apps deskpilot starts into a sandbox — by `sandbox run` and by the
+/// driver's `apps.launch` — cannot see deskpilot's own directories. The oracle is the
+/// kernel's view of each app's mounts (`/proc/PID/root`): the config file, the
+/// sandbox's `sandbox.json` and the runtime directory's other files are not there,
+/// while the session bus socket the app lives on is, and the app shows its window.
+#[test]
+fn apps_started_in_a_sandbox_cannot_see_deskpilots_directories() {
+    let iso = Isolated::new("confined", ACCEPT_EDITS);
+    let (sb, _) = sandbox_with_apps(&iso, &[]);
+    let dir = sb.state().dir.clone();
+    let runtime = dir.parent().expect("the runtime directory").to_path_buf();
+    let stray = runtime.join(format!("stray-{}.json", std::process::id()));
+    std::fs::write(&stray, "{}").unwrap();
+    for p in [&iso.config, &dir.join("sandbox.json"), &stray] {
+        assert!(p.exists(), "{} exists for deskpilot", p.display());
+    }
+
+    let mut d = Served::start(&sb, &iso);
+    let launched = d
+        .call(
+            "apps.launch",
+            serde_json::json!({"command": ["mousepad"], "wait_ms": 30000}),
+        )
+        .expect("the driver launches mousepad");
+    let by_driver = launched["window"]["pid"]
+        .as_u64()
+        .unwrap_or_else(|| app_pid(&sb, &iso, "mousepad", "Mousepad"));
+    drop(d);
+    ok(&sb, &iso, &["sandbox", "run", "--", "gnome-calculator"]);
+    let by_run = app_pid(&sb, &iso, "gnome-calculator", "Calculator");
+
+    for pid in [by_run, by_driver] {
+        for hidden in [&iso.config, &dir.join("sandbox.json"), &stray] {
+            assert!(!seen_by(pid, hidden), "pid {pid} sees {}", hidden.display());
+        }
+        assert!(seen_by(pid, &dir.join("bus")), "pid {pid} lost its bus");
+    }
+    let _ = std::fs::remove_file(&stray);
+}

@@ -22,6 +22,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use deskpilot_os::{Signal, pid_alive};
+
+use crate::atspi::Confinement;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::{Deserialize, Serialize};
 
@@ -85,6 +87,8 @@ pub struct Sandbox {
     state: SandboxState,
     detach: bool,
     stopped: bool,
+    /// Directories apps started by [`Sandbox::spawn`] must not see.
+    hide: Vec<PathBuf>,
 }
 
 /// The root directory under which sandboxes keep their state: the runtime directory
@@ -99,7 +103,9 @@ pub fn sandboxes_root() -> PathBuf {
     deskpilot_os::runtime_dir()
 }
 
-fn which(program: &str) -> Option<PathBuf> {
+/// `program` itself when it contains a `/` and is a file, else the first file of
+/// that name on `PATH`.
+pub(crate) fn which(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
         let p = PathBuf::from(program);
         return p.is_file().then_some(p);
@@ -259,6 +265,7 @@ impl Sandbox {
             },
             detach: opts.detach,
             stopped: false,
+            hide: Vec::new(),
         };
 
         // Session bus on a socket in the sandbox directory.
@@ -333,6 +340,7 @@ impl Sandbox {
             state,
             detach: true,
             stopped: false,
+            hide: Vec::new(),
         })
     }
 
@@ -405,10 +413,37 @@ impl Sandbox {
             .collect()
     }
 
+    /// Keeps apps started by [`Sandbox::spawn`] from seeing `dirs` (deskpilot's own
+    /// directories): each is an empty tmpfs in the app's mount namespace, through
+    /// bubblewrap where it works ([`crate::confine`]). Not saved: it holds for this
+    /// value only.
+    pub fn hide_from_apps(&mut self, dirs: Vec<PathBuf>) {
+        self.hide = dirs;
+    }
+
+    /// The confinement of an app started here, `None` when nothing is hidden. A
+    /// Chromium profile directory of the sandbox is kept too.
+    fn confinement(&self, chromium: bool) -> Option<Confinement> {
+        if self.hide.is_empty() {
+            return None;
+        }
+        let mut c = Confinement::for_sandbox(&self.state.dir, self.hide.clone());
+        if chromium {
+            let profile = self.chromium_profile();
+            let _ = deskpilot_os::ensure_private_dir(&profile);
+            c.keep.push(profile);
+        }
+        Some(c)
+    }
+
     /// A command that runs inside the sandbox in its own process group, with stdin
     /// closed and stdout discarded (stdout of deskpilot is a protocol stream).
     fn command(&self, program: &Path) -> Command {
-        let mut c = Command::new(program);
+        self.in_sandbox(Command::new(program))
+    }
+
+    /// `c` made to run inside the sandbox (see [`Sandbox::command`]).
+    fn in_sandbox(&self, mut c: Command) -> Command {
         for d in ["config", "cache", "data", "runtime"] {
             let _ = deskpilot_os::ensure_private_dir(&self.state.dir.join(d));
         }
@@ -449,9 +484,29 @@ impl Sandbox {
             .file_name()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "app".into());
-        let child = self
-            .command(&path)
-            .args(&args)
+        let mut cmd = match self.confinement(is_chromium(program)) {
+            Some(c) => {
+                let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+                match crate::confine::wrap(&c, path.as_os_str(), &args) {
+                    Some(wrapped) => self.in_sandbox(wrapped),
+                    None => {
+                        tracing::warn!(
+                            program,
+                            "bubblewrap is not usable: the app can see deskpilot's directories"
+                        );
+                        let mut c = self.command(&path);
+                        c.args(&args);
+                        c
+                    }
+                }
+            }
+            None => {
+                let mut c = self.command(&path);
+                c.args(&args);
+                c
+            }
+        };
+        let child = cmd
             .stderr(log_file(&self.state.dir, &format!("{name}.log")))
             .spawn()
             .map_err(|e| ComputerError::internal(format!("cannot start {program}: {e}")))?;
@@ -460,11 +515,15 @@ impl Sandbox {
         Ok(child)
     }
 
-    fn chromium_flags(&self) -> Vec<String> {
-        let profile = self
-            .state
+    /// The profile directory of the next Chromium started here.
+    fn chromium_profile(&self) -> PathBuf {
+        self.state
             .dir
-            .join(format!("chromium-{}", self.state.pids.len()));
+            .join(format!("chromium-{}", self.state.pids.len()))
+    }
+
+    fn chromium_flags(&self) -> Vec<String> {
+        let profile = self.chromium_profile();
         let mut flags: Vec<String> = [
             "--force-renderer-accessibility",
             "--disable-gpu",

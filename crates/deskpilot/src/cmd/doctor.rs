@@ -62,6 +62,21 @@ pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), Comp
         ),
         None,
     ));
+    if desktop.sandbox.is_some() {
+        let bwrap = deskpilot_driver_linux::confine::bwrap();
+        checks.push(check(
+            "app confinement",
+            bwrap.is_some(),
+            match bwrap {
+                Some(p) => format!(
+                    "apps started in the sandbox run under {} and cannot see deskpilot's config, state or audit directories",
+                    p.display()
+                ),
+                None => "bubblewrap is missing or cannot make a mount namespace here: apps started in the sandbox can see deskpilot's directories (the host's refusals of those paths still apply)".into(),
+            },
+            Some("apt-get install bubblewrap"),
+        ));
+    }
     if fix && let Err(e) = deskpilot_driver_linux::sandbox::set_a11y_enabled(&desktop.bus_address) {
         checks.push(check(
             "fix",

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use deskpilot_core::{Op, Role};
 use deskpilot_driver_linux::LinuxDriver;
-use deskpilot_driver_linux::atspi::ConnectOptions;
+use deskpilot_driver_linux::atspi::{Confinement, ConnectOptions};
 use std::sync::Mutex;
 
 use deskpilot_host::config::Config;
@@ -24,9 +24,23 @@ use crate::TargetArgs;
 use crate::output::print_ok;
 use crate::target::{self, Desktop};
 
-/// Connects the Linux driver to a desktop.
+/// Connects the Linux driver to a desktop. On a sandbox, apps the driver launches
+/// cannot see deskpilot's own directories ([`own_dirs`], docs/ARCHITECTURE.md §12).
 pub async fn connect(desktop: &Desktop) -> Result<LinuxDriver, ComputerError> {
-    LinuxDriver::connect(ConnectOptions::from_vars(desktop.vars.clone())).await
+    let mut opts = ConnectOptions::from_vars(desktop.vars.clone());
+    if let Some(dir) = &desktop.sandbox_dir {
+        opts.confine = Some(Confinement::for_sandbox(dir, own_dirs()));
+    }
+    LinuxDriver::connect(opts).await
+}
+
+/// deskpilot's own directories (config, runtime state, audit), which apps launched
+/// into a sandbox must not see: [`deskpilot_host::host::protected_dirs`].
+pub fn own_dirs() -> Vec<std::path::PathBuf> {
+    deskpilot_host::host::protected_dirs()
+        .into_iter()
+        .map(std::path::PathBuf::from)
+        .collect()
 }
 
 /// Where a command runs: the desktop, and the session name the CLI's refs and grant

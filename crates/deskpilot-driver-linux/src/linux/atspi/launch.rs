@@ -83,18 +83,35 @@ pub async fn launch(
         ));
     };
     let before = window_handles(bus).await;
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .envs(
-            opts.launch_env
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str())),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(false);
+    let plain = || {
+        let mut c = std::process::Command::new(program);
+        c.args(args);
+        c
+    };
+    let std_cmd = match &opts.confine {
+        None => plain(),
+        Some(c) => {
+            let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            crate::confine::wrap(c, program.as_ref(), &args).unwrap_or_else(|| {
+                tracing::warn!(
+                    program,
+                    "bubblewrap is not usable: the app can see deskpilot's directories"
+                );
+                plain()
+            })
+        }
+    };
+    let mut cmd = tokio::process::Command::from(std_cmd);
+    cmd.envs(
+        opts.launch_env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str())),
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .process_group(0)
+    .kill_on_drop(false);
     let mut child = cmd.spawn().map_err(|e| {
         ComputerError::new(
             ErrorCode::InvalidArgument,

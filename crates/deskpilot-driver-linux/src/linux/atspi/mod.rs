@@ -95,4 +95,4 @@ pub mod walk;
 
 pub use connection::{Bus, CallError};
 pub use handle::ObjRef;
-pub use options::ConnectOptions;
+pub use options::{Confinement, ConnectOptions};

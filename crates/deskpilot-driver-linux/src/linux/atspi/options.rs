@@ -5,6 +5,7 @@
 //! reads environment variables only in [`ConnectOptions::from_env`]; everything else
 //! takes explicit values, because several sandboxes can be driven from one process.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Default per-call timeout: 1,500 ms. A responsive GTK or LibreOffice main loop
@@ -60,6 +61,38 @@ pub struct ConnectOptions {
     /// it (default `true`); `false` always walks object by object, as for an
     /// application without a cache (for diagnosis and tests of that path).
     pub prefer_cache: bool,
+    /// Directories programs started by `apps.launch` must not see (default `None`:
+    /// they see what this process sees). Applied with bubblewrap where it is
+    /// installed and works (docs/ARCHITECTURE.md §12).
+    pub confine: Option<Confinement>,
+}
+
+/// What a launched program is kept from seeing: each `hide` directory is replaced
+/// by an empty, private tmpfs in the program's own mount namespace, then each `keep`
+/// path that exists (a socket, a directory) is bound back at its own place. Absolute
+/// paths only; pure data, so it means the same wherever it is built.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Confinement {
+    /// Directories replaced by an empty tmpfs (deskpilot's config, state, audit and
+    /// runtime directories).
+    pub hide: Vec<PathBuf>,
+    /// Paths under a hidden directory that the program needs, bound back as they are.
+    pub keep: Vec<PathBuf>,
+}
+
+impl Confinement {
+    /// The confinement of an app launched into the sandbox whose directory is
+    /// `sandbox_dir`: `hide` as given; kept are the sandbox's session bus socket
+    /// (`bus`) and the app's own XDG directories (`config`, `cache`, `data`,
+    /// `runtime` — where the accessibility bus socket lives), and nothing else of the
+    /// sandbox directory (not its `sandbox.json`, state files or logs).
+    pub fn for_sandbox(sandbox_dir: &Path, hide: Vec<PathBuf>) -> Confinement {
+        let keep = ["bus", "config", "cache", "data", "runtime"]
+            .iter()
+            .map(|p| sandbox_dir.join(p))
+            .collect();
+        Confinement { hide, keep }
+    }
 }
 
 impl Default for ConnectOptions {
@@ -77,6 +110,7 @@ impl Default for ConnectOptions {
             concurrency: DEFAULT_CONCURRENCY,
             text_cap: DEFAULT_TEXT_CAP,
             prefer_cache: true,
+            confine: None,
         }
     }
 }
