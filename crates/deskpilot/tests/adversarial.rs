@@ -12,6 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use common::own::{Desk, TempDir};
 use common::{Isolated, fails_with, message, ok, sandbox_with_apps};
 use deskpilot_driver_linux::sandbox::Sandbox;
 use serde_json::Value;
@@ -572,14 +573,19 @@ struct Served {
 
 impl Served {
     fn start(sb: &Sandbox, iso: &Isolated) -> Served {
-        let mut child = iso
-            .command(sb)
-            .arg("driver")
+        let mut c = iso.command(sb);
+        c.arg("driver");
+        Served::spawn(c)
+    }
+
+    /// Any line-delimited JSON-RPC server of deskpilot's (`driver`, `mcp`).
+    fn spawn(mut c: std::process::Command) -> Served {
+        let mut child = c
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
-            .expect("deskpilot driver starts");
+            .expect("the server starts");
         let stdin = child.stdin.take().unwrap();
         let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         Served {
@@ -588,6 +594,32 @@ impl Served {
             stdout,
             id: 0,
         }
+    }
+
+    /// Sends a notification (no answer is read).
+    fn notify(&mut self, method: &str, params: Value) {
+        use std::io::Write;
+        let note = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
+        writeln!(self.stdin, "{note}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// An MCP tool call's result: `Ok(structuredContent)` or, for a result with
+    /// `isError`, `Err(code)`.
+    fn tool(&mut self, name: &str, arguments: Value) -> Result<Value, String> {
+        let r = self
+            .call(
+                "tools/call",
+                serde_json::json!({"name": name, "arguments": arguments}),
+            )
+            .unwrap_or_else(|code| panic!("tools/call {name} failed as a request: {code}"));
+        if r["isError"] == true {
+            return Err(r["structuredContent"]["code"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned());
+        }
+        Ok(r["structuredContent"].clone())
     }
 
     /// The response to one request: `Ok(result)` or `Err(data.code)`.
@@ -909,4 +941,106 @@ fn apps_started_in_a_sandbox_cannot_see_deskpilots_directories() {
         assert!(seen_by(pid, &dir.join("bus")), "pid {pid} lost its bus");
     }
     let _ = std::fs::remove_file(&stray);
+}
+
+/// A desk with its own runtime directory and `config`, showing one recorded zenity
+/// question titled `title` whose OK button is `label`.
+fn own_desk_with_question<'a>(
+    dir: &'a TempDir,
+    config: &str,
+    out: &Path,
+    title: &str,
+    label: &str,
+) -> Desk<'a> {
+    let cfg = dir.path().join("cfg");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(cfg.join("config.toml"), config).unwrap();
+    let desk = Desk::start(dir.path());
+    let argv = question(out, title, label);
+    let mut args = vec!["sandbox", "run", "--"];
+    args.extend(argv.iter().map(String::as_str));
+    desk.ok(&args);
+    let start = Instant::now();
+    while !desk.ok(&["apps"]).to_string().contains(title) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no {title} dialog"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    desk
+}
+
+/// Item 8 on a real app: a damaged approvals file is recreated empty (the next
+/// irreversible key asks first instead of failing every confirmation), and a
+/// damaged stop record means stopped — for reading and acting, and still a second
+/// later. The dialog is never answered.
+#[test]
+fn damaged_policy_files_never_mean_go() {
+    let dir = TempDir::new("damaged");
+    let out = dir.path().join("q.out");
+    let desk = own_desk_with_question(&dir, ACCEPT_EDITS, &out, "Damaged", "Send");
+    desk.ok(&["observe", "--app", "zenity"]);
+
+    let approvals = desk.runtime().join("approvals.json");
+    std::fs::write(&approvals, "{\"pending\": [garbage").unwrap();
+    let v = desk.fails_with(&["keys", "space"], "COMPUTER_CONFIRMATION_REQUIRED");
+    assert!(message(&v).contains("send"), "{v}");
+    let text = std::fs::read_to_string(&approvals).expect("approvals recreated");
+    serde_json::from_str::<Value>(&text).expect("the recreated approvals file is valid");
+    still_open(&out);
+
+    std::fs::write(desk.runtime().join("stop.json"), "{\"at_ms\": ").unwrap();
+    for _ in 0..2 {
+        desk.fails_with(&["observe", "--app", "zenity"], "COMPUTER_STOPPED_BY_USER");
+        desk.fails_with(&["keys", "Escape"], "COMPUTER_STOPPED_BY_USER");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    still_open(&out);
+}
+
+/// Item 9 on a real app: an MCP server that is already running applies a config
+/// changed under it to its very next call. Once the mode is `plan`, `computer_keys
+/// Escape` is refused and the dialog stays open; back in accept-edits the same call
+/// closes it (the oracle works).
+#[test]
+fn a_running_mcp_server_applies_a_narrower_config_at_once() {
+    let dir = TempDir::new("reload");
+    let out = dir.path().join("q.out");
+    let desk = own_desk_with_question(&dir, ACCEPT_EDITS, &out, "Reload", "Fine");
+    let mut c = desk.command();
+    c.arg("mcp");
+    let mut mcp = Served::spawn(c);
+    mcp.call(
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "adversarial", "version": "1"}}),
+    )
+    .expect("initialize");
+    mcp.notify("notifications/initialized", serde_json::json!({}));
+    mcp.tool("computer_observe", serde_json::json!({"app": "zenity"}))
+        .expect("observe");
+
+    std::fs::write(
+        desk.config(),
+        "[sandbox]\nmode = \"plan\"\nallow_apps = [\"zenity\"]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        mcp.tool(
+            "computer_keys",
+            serde_json::json!({"keys": "Escape", "app": "zenity"})
+        )
+        .unwrap_err(),
+        "COMPUTER_SCOPE_VIOLATION"
+    );
+    still_open(&out);
+
+    std::fs::write(desk.config(), ACCEPT_EDITS).unwrap();
+    mcp.tool(
+        "computer_keys",
+        serde_json::json!({"keys": "Escape", "app": "zenity"}),
+    )
+    .expect("Escape in accept-edits");
+    assert!(ended(&out).contains("exit=1"), "Escape answers 1 (cancel)");
 }

@@ -13,10 +13,11 @@
 //! numbers quoted for Chromium.
 #![cfg(all(target_os = "linux", not(deskpilot_stub)))]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::own::{Desk, TempDir};
 use serde_json::Value;
 
 /// The page under test: title "Before"; a heading "Waiting" and a paragraph that the
@@ -27,102 +28,6 @@ const PAGE: &str = include_str!("fixtures/chromium_page.html");
 /// How long Chromium may take to show the page's tree. It shows it in ~1.5 s on an
 /// idle 2-core machine; the ceiling covers a machine busy with other builds.
 const FIRST_TREE_TIMEOUT: Duration = Duration::from_secs(90);
-
-fn bin(root: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_deskpilot"));
-    // The test never talks to the caller's own desktop, and keeps its sandbox and
-    // refs under its own runtime directory.
-    c.env_remove("DISPLAY")
-        .env_remove("DBUS_SESSION_BUS_ADDRESS")
-        .env_remove("DESKPILOT_SANDBOX")
-        // Subdirectories: deskpilot's own directories are refused targets, and the
-        // page under test lives in `root`.
-        .env("DESKPILOT_RUNTIME_DIR", root.join("run"))
-        // The sandbox defaults, whatever config the machine has; the audit stays here.
-        .env("DESKPILOT_CONFIG", root.join("cfg").join("config.toml"))
-        .env("XDG_STATE_HOME", root.join("state"));
-    c
-}
-
-/// One sandbox desktop, started and stopped through the CLI.
-struct Desk<'a> {
-    root: &'a Path,
-    display: u32,
-}
-
-impl Desk<'_> {
-    fn start(root: &Path) -> Desk<'_> {
-        let out = bin(root)
-            .args(["sandbox", "start", "--json"])
-            .output()
-            .expect("deskpilot runs");
-        let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
-        assert!(out.status.success(), "sandbox start failed: {v}");
-        let display = v["sandbox"]["display"].as_u64().expect("display") as u32;
-        Desk { root, display }
-    }
-
-    fn run(&self, args: &[&str]) -> (Output, Value) {
-        let out = bin(self.root)
-            .arg("--sandbox")
-            .arg(self.display.to_string())
-            .arg("--json")
-            .args(args)
-            .output()
-            .expect("deskpilot runs");
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout of {args:?} is not one JSON document ({e}):\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        (out, v)
-    }
-
-    fn ok(&self, args: &[&str]) -> Value {
-        let (out, v) = self.run(args);
-        assert!(
-            out.status.success() && v["ok"] == true,
-            "{args:?} failed: {v}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        v
-    }
-}
-
-impl Drop for Desk<'_> {
-    fn drop(&mut self) {
-        let _ = bin(self.root)
-            .args(["--sandbox", &self.display.to_string(), "sandbox", "stop"])
-            .output();
-    }
-}
-
-/// A private directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let p = std::env::temp_dir().join(format!("dp-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&p).expect("temp dir");
-        TempDir(p)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Finds a program on `PATH`.
 fn on_path(program: &str) -> bool {

@@ -3,6 +3,8 @@
 //! app whose window is listed.
 #![allow(dead_code)] // Each test file uses a different subset.
 
+pub mod own;
+
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 

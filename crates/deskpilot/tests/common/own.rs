@@ -1,0 +1,130 @@
+//! A sandbox desktop started through the CLI with its own runtime directory, config
+//! and audit under one temporary directory: for tests that write deskpilot's
+//! runtime files (the stop record, approvals) or need a sandbox no other test shares.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// The `deskpilot` binary for a desk under `root`.
+pub fn bin(root: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_deskpilot"));
+    // The test never talks to the caller's own desktop, and keeps its sandbox and
+    // refs under its own runtime directory.
+    c.env_remove("DISPLAY")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .env_remove("DESKPILOT_SANDBOX")
+        // Subdirectories: deskpilot's own directories are refused targets, and the
+        // page under test lives in `root`.
+        .env("DESKPILOT_RUNTIME_DIR", root.join("run"))
+        // The sandbox defaults, whatever config the machine has; the audit stays here.
+        .env("DESKPILOT_CONFIG", root.join("cfg").join("config.toml"))
+        .env("XDG_STATE_HOME", root.join("state"));
+    c
+}
+
+/// One sandbox desktop, started and stopped through the CLI.
+pub struct Desk<'a> {
+    pub root: &'a Path,
+    pub display: u32,
+}
+
+impl Desk<'_> {
+    pub fn start(root: &Path) -> Desk<'_> {
+        let out = bin(root)
+            .args(["sandbox", "start", "--json"])
+            .output()
+            .expect("deskpilot runs");
+        let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        assert!(out.status.success(), "sandbox start failed: {v}");
+        let display = v["sandbox"]["display"].as_u64().expect("display") as u32;
+        Desk { root, display }
+    }
+
+    pub fn run(&self, args: &[&str]) -> (Output, Value) {
+        let out = bin(self.root)
+            .arg("--sandbox")
+            .arg(self.display.to_string())
+            .arg("--json")
+            .args(args)
+            .output()
+            .expect("deskpilot runs");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout of {args:?} is not one JSON document ({e}):\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out, v)
+    }
+
+    /// The runtime directory the desk's calls use.
+    pub fn runtime(&self) -> PathBuf {
+        self.root.join("run")
+    }
+
+    /// The config file the desk's calls use.
+    pub fn config(&self) -> PathBuf {
+        self.root.join("cfg").join("config.toml")
+    }
+
+    /// `deskpilot --sandbox N ARGS` as a command, to run with other pipes.
+    pub fn command(&self) -> Command {
+        let mut c = bin(self.root);
+        c.arg("--sandbox").arg(self.display.to_string());
+        c
+    }
+
+    /// Runs `args`, which must fail (exit 1) with the error `code`.
+    pub fn fails_with(&self, args: &[&str], code: &str) -> Value {
+        let (out, v) = self.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {v}");
+        assert_eq!(v["error"]["code"], code, "{args:?}: {v}");
+        v
+    }
+
+    pub fn ok(&self, args: &[&str]) -> Value {
+        let (out, v) = self.run(args);
+        assert!(
+            out.status.success() && v["ok"] == true,
+            "{args:?} failed: {v}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        v
+    }
+}
+
+impl Drop for Desk<'_> {
+    fn drop(&mut self) {
+        let _ = bin(self.root)
+            .args(["--sandbox", &self.display.to_string(), "sandbox", "stop"])
+            .output();
+    }
+}
+
+/// A private directory removed when dropped.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let p = std::env::temp_dir().join(format!("dp-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
