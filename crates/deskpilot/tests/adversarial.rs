@@ -971,9 +971,10 @@ fn own_desk_with_question<'a>(
     desk
 }
 
-/// Item 8 on a real app: a damaged approvals file is recreated empty (the next
-/// irreversible key asks first instead of failing every confirmation), and a
-/// damaged stop record means stopped — for reading and acting, and still a second
+/// Items 7 and 8 on a real app: a damaged approvals file is recreated empty (the
+/// next irreversible key asks first instead of failing every confirmation), a yes
+/// written into it by anything but `deskpilot approve` is no yes, and a damaged stop
+/// record means stopped — for reading and acting, and still a second
 /// later. The dialog is never answered.
 #[test]
 fn damaged_policy_files_never_mean_go() {
@@ -987,7 +988,26 @@ fn damaged_policy_files_never_mean_go() {
     let v = desk.fails_with(&["keys", "space"], "COMPUTER_CONFIRMATION_REQUIRED");
     assert!(message(&v).contains("send"), "{v}");
     let text = std::fs::read_to_string(&approvals).expect("approvals recreated");
-    serde_json::from_str::<Value>(&text).expect("the recreated approvals file is valid");
+    let mut file: Value =
+        serde_json::from_str(&text).expect("the recreated approvals file is valid");
+    // An editor marks the pending question approved, as `deskpilot approve` would
+    // have, but without its seal: the key still asks first.
+    fn approve_all(v: &mut Value) -> usize {
+        match v {
+            Value::Object(m) => {
+                let here = usize::from(m.contains_key("approved"));
+                if here == 1 {
+                    m.insert("approved".into(), Value::Bool(true));
+                }
+                here + m.values_mut().map(approve_all).sum::<usize>()
+            }
+            Value::Array(a) => a.iter_mut().map(approve_all).sum(),
+            _ => 0,
+        }
+    }
+    assert!(approve_all(&mut file) > 0, "a pending approval: {text}");
+    std::fs::write(&approvals, file.to_string()).unwrap();
+    desk.fails_with(&["keys", "space"], "COMPUTER_CONFIRMATION_REQUIRED");
     still_open(&out);
 
     std::fs::write(desk.runtime().join("stop.json"), "{\"at_ms\": ").unwrap();
