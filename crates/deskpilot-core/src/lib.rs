@@ -13,6 +13,7 @@ pub mod diff;
 pub mod error;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fixture;
+pub mod names;
 pub mod node;
 pub mod op;
 pub mod redact;

@@ -100,6 +100,19 @@ fn is_decorative_leaf(n: &Node) -> bool {
             && !has_meaningful_state(n))
 }
 
+/// A plain label or text leaf that says exactly its parent's name (`button "7"`
+/// over `label "7"`): the parent's line already says it, so it is not printed. It
+/// still exists for find and refs.
+fn echoes_parent(n: &Node, parent: &Node) -> bool {
+    matches!(n.role, Role::Label | Role::Text)
+        && n.children.is_empty()
+        && !has_value(n)
+        && !is_interactive(n)
+        && !has_meaningful_state(n)
+        && !is_unnamed(n)
+        && n.name.trim() == parent.name.trim()
+}
+
 /// An unnamed, value-less, non-interactive container (group, section, paragraph,
 /// unknown, application) that may be replaced by its only child.
 fn is_foldable(n: &Node) -> bool {
@@ -254,6 +267,10 @@ fn build_node<'a>(
         return None;
     }
     if children.is_empty() && !focus && more == 0 && is_decorative_leaf(n) {
+        return None;
+    }
+    if children.is_empty() && !focus && !matched && more == 0 && echoes_parent(n, parent) {
+        walk.stats.folded += 1;
         return None;
     }
     if children.len() == 1 && !focused && !matched && is_foldable(n) {

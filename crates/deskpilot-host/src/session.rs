@@ -1180,10 +1180,34 @@ impl Session {
             }
             if started.elapsed() >= timeout {
                 self.save()?;
+                let what = match cond {
+                    WaitFor::Element { role, name } => format!(
+                        "no {} named {:?} appeared",
+                        role.as_str(),
+                        deskpilot_core::sanitize::one_line(name)
+                    ),
+                    WaitFor::Text(t) => format!(
+                        "no element with {:?} appeared",
+                        deskpilot_core::sanitize::one_line(t)
+                    ),
+                    WaitFor::Gone(t) => format!(
+                        "the element with {:?} did not go away",
+                        deskpilot_core::sanitize::one_line(t)
+                    ),
+                    WaitFor::Window(t) => format!(
+                        "no window titled like {:?} appeared",
+                        deskpilot_core::sanitize::one_line(t)
+                    ),
+                };
+                let read = if matches!(cond, WaitFor::Window(_)) {
+                    ""
+                } else {
+                    " (the app's tree was read)"
+                };
                 return Err(err(
                     ErrorCode::Timeout,
                     format!(
-                        "the condition did not hold within {} ms; observe the window to see its state, or wait longer with --timeout-ms",
+                        "{what} within {} ms{read}; observe the window to see its state, or wait longer with --timeout-ms",
                         timeout.as_millis()
                     ),
                 ));

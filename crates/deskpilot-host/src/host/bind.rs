@@ -312,26 +312,85 @@ impl Host {
         Ok(hits)
     }
 
-    /// Waits for `cond` in `target` (binding the grant to it). A stop ends the wait
-    /// with `COMPUTER_STOPPED_BY_USER`.
+    /// Binds `target` ([`Host::bind_target`]), polling every 200 ms up to `timeout`
+    /// while its app or window is not on the accessibility bus yet: an app registers
+    /// its tree a second or two after it starts. Only "not found" is waited out; a
+    /// refusal, a frozen app or a stop ends the wait at once.
+    ///
+    /// Errors: `COMPUTER_TIMEOUT` saying the app or window never published a tree
+    /// (with the last "not found" reason); any error of [`Host::begin`] or
+    /// [`Host::bind_target`] other than not found.
+    pub(super) async fn bind_appearing(
+        &mut self,
+        target: &Target,
+        timeout: Duration,
+    ) -> Result<WindowInfo, ComputerError> {
+        let started = std::time::Instant::now();
+        let stop = self.o.stop.clone();
+        loop {
+            let (en, _) = self.begin().await?;
+            let e = match self.bind_target(target, &en).await {
+                Ok(w) => return Ok(w),
+                Err(e) => e,
+            };
+            let waitable = e.code == ErrorCode::ElementNotFound
+                && matches!(target, Target::App(_) | Target::Window(_));
+            if !waitable {
+                return Err(e);
+            }
+            if started.elapsed() >= timeout {
+                let what = match target {
+                    Target::App(name) => format!("app {name:?}"),
+                    _ => "the window".to_owned(),
+                };
+                return Err(fail(
+                    ErrorCode::Timeout,
+                    format!(
+                        "{what} never published an accessibility tree within {} ms ({}); check that it started with accessibility on (`deskpilot doctor`), or wait longer with --timeout-ms",
+                        timeout.as_millis(),
+                        e.message
+                    ),
+                ));
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+                () = stop.stopped() => {
+                    self.apply_stop();
+                    return Err(fail(
+                        ErrorCode::StoppedByUser,
+                        "the user pressed stop: the wait was aborted and the grant revoked",
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Waits for `cond` in `target` (binding the grant to it). An app or window that
+    /// is not on the accessibility bus yet is waited for too, within the same
+    /// `timeout` ([`Host::bind_appearing`]). A stop ends the wait with
+    /// `COMPUTER_STOPPED_BY_USER`.
     pub async fn wait(
         &mut self,
         target: &Target,
         cond: &WaitFor,
         timeout: Duration,
     ) -> Result<WaitOutcome, ComputerError> {
-        let (en, _) = self.begin().await?;
+        let started = std::time::Instant::now();
         let window = match cond {
-            WaitFor::Window(_) => None,
-            _ => Some(self.bind_target(target, &en).await?),
+            WaitFor::Window(_) => {
+                self.begin().await?;
+                None
+            }
+            _ => Some(self.bind_appearing(target, timeout).await?),
         };
         let t = match &window {
             Some(w) => Target::Handle(w.handle.clone()),
             None => target.clone(),
         };
+        let left = timeout.saturating_sub(started.elapsed());
         let stop = self.o.stop.clone();
         let out = tokio::select! {
-            r = self.session.wait(&t, cond, timeout) => r,
+            r = self.session.wait(&t, cond, left) => r,
             () = stop.stopped() => Err(fail(
                 ErrorCode::StoppedByUser,
                 "the user pressed stop: the wait was aborted and the grant revoked",

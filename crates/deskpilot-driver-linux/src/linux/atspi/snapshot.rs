@@ -116,6 +116,9 @@ pub async fn read(
     )
     .await?;
     let mut node = assemble(&root, &w.parts).ok_or_else(|| not_found(&root))?;
+    // Class names and doubled labels are not names (GTK 4): tidied once, here, so
+    // every read (observe, find, diff) sees the same names.
+    deskpilot_core::names::tidy_names(&mut node);
     if root == window {
         node.role = toplevel_role(node.role);
     }
