@@ -204,6 +204,10 @@ fn value_clause(
     }
     let b = b.unwrap_or(Cow::Borrowed(""));
     let a = a.unwrap_or(Cow::Borrowed(""));
+    if b == a {
+        // No value and an empty one render alike: no change to report.
+        return (!protected && lb != la).then(|| format!("value length {lb} → {la} chars"));
+    }
     let bd = redact::cut_redacted(before.0, &b, max_chars);
     let ad = redact::cut_redacted(after.0, &a, max_chars);
     if bd != ad {
@@ -231,13 +235,12 @@ fn value_clause(
             sanitize::one_line(&sanitize::truncate_value(&mid, max_chars))
         )
     };
-    Some(format!(
-        "value \"{}\" → \"{}\" ({} → {} chars)",
-        excerpt(&bc),
-        excerpt(&ac),
-        lb,
-        la
-    ))
+    let (eb, ea) = (excerpt(&bc), excerpt(&ac));
+    if eb == ea && lb == la {
+        // The difference does not show once escaped and cut: not a rendered change.
+        return None;
+    }
+    Some(format!("value \"{eb}\" → \"{ea}\" ({lb} → {la} chars)"))
 }
 
 /// The `~` line for an element present in both trees, if anything shown changed.
@@ -549,5 +552,19 @@ mod tests {
         );
         assert_eq!(states_clause(&["▸"], &["▾"]).as_deref(), Some("▸ → ▾"));
         assert_eq!(states_clause(&["focused"], &["focused"]), None);
+    }
+
+    #[test]
+    fn no_value_and_an_empty_value_are_no_change() {
+        let before = Node::new("h:t", crate::Role::Textbox, "Name");
+        let mut after = before.clone();
+        after.value = Some(String::new());
+        assert_eq!(value_clause((&before, None), (&after, None), 80), None);
+        assert_eq!(value_clause((&after, None), (&before, None), 80), None);
+        after.value = Some("x".into());
+        assert_eq!(
+            value_clause((&before, None), (&after, None), 80).as_deref(),
+            Some("value \"\" → \"x\"")
+        );
     }
 }

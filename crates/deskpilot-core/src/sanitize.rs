@@ -250,6 +250,93 @@ pub fn head_of(s: &str, max_chars: usize, total: usize) -> String {
     format!("{}…({} chars)", &s[..cut], human_count(total))
 }
 
+/// A search text, matched the way the renderer shows text: case-insensitive (Unicode
+/// lower case), with invisible characters ([`is_invisible`]) ignored on both sides,
+/// and accepted both as typed and as copied from a snapshot line (the escapes of
+/// [`one_line`] undone: `S\u{200b}end` finds the name `S`+U+200B+`end`, and so does
+/// `Send`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Needle {
+    forms: Vec<String>,
+}
+
+impl Needle {
+    /// The needle of `query`, trimmed.
+    pub fn new(query: &str) -> Needle {
+        let q = query.trim();
+        let mut forms = vec![search_form(q)];
+        let unescaped = search_form(&unescape_shown(q));
+        if unescaped != forms[0] {
+            forms.push(unescaped);
+        }
+        Needle { forms }
+    }
+
+    /// True when nothing is searched for (an empty or invisible query).
+    pub fn is_empty(&self) -> bool {
+        self.forms.iter().all(String::is_empty)
+    }
+
+    /// True when `hay` contains the needle in any of its forms.
+    pub fn found_in(&self, hay: &str) -> bool {
+        let hay = search_form(hay);
+        self.forms.iter().any(|f| hay.contains(f.as_str()))
+    }
+}
+
+/// `s` in lower case without invisible characters: the form search compares.
+pub fn search_form(s: &str) -> String {
+    s.chars()
+        .filter(|&c| !is_invisible(c))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// `s` with the escapes [`one_line`] writes undone: `\u{hex}`, `\xNN`, `\n`, `\r`,
+/// `\t`, `\"` and `\\`. Anything else after a backslash is kept as written.
+pub fn unescape_shown(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let (decoded, used) = match after.chars().next() {
+            Some('n') => (Some('\n'), 1),
+            Some('r') => (Some('\r'), 1),
+            Some('t') => (Some('\t'), 1),
+            Some('"') => (Some('"'), 1),
+            Some('\\') => (Some('\\'), 1),
+            Some('x') => after
+                .get(1..3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .map_or((None, 0), |b| (Some(char::from(b)), 3)),
+            Some('u') => after
+                .strip_prefix("u{")
+                .and_then(|t| t.find('}').map(|end| (&t[..end], end)))
+                .and_then(|(h, end)| {
+                    u32::from_str_radix(h, 16)
+                        .ok()
+                        .and_then(char::from_u32)
+                        .map(|c| (c, end + 3))
+                })
+                .map_or((None, 0), |(c, n)| (Some(c), n)),
+            _ => (None, 0),
+        };
+        match decoded {
+            Some(c) => {
+                out.push(c);
+                rest = &after[used..];
+            }
+            None => {
+                out.push('\\');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,5 +434,20 @@ mod tests {
         assert_eq!(head_of("🇩🇪🇫🇷", 3, 10), "🇩🇪…(10 chars)");
         assert_eq!(head_end("abc", 3), None);
         assert_eq!(head_end("abcd", 3), Some(3));
+    }
+
+    #[test]
+    fn a_needle_matches_as_typed_and_as_shown() {
+        let hidden = "S\u{200b}end";
+        for q in ["send", "Send", "S\\u{200b}end", "s\\u{200B}END"] {
+            assert!(Needle::new(q).found_in(hidden), "{q}");
+        }
+        assert!(Needle::new(&one_line(hidden)).found_in(hidden));
+        assert!(Needle::new(r#"say \"hi\""#).found_in(r#"they say "hi""#));
+        assert!(!Needle::new("sent").found_in(hidden));
+        assert!(Needle::new("\u{200b}").is_empty());
+        // A backslash that is no escape of ours is text.
+        assert!(Needle::new(r"C:\Users").found_in(r"C:\Users\me"));
+        assert_eq!(unescape_shown(r"a\qb\u{zz}c\x4"), r"a\qb\u{zz}c\x4");
     }
 }

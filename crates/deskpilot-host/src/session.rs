@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use deskpilot_core::diff::{DiffOptions, diff};
 use deskpilot_core::render::{RenderOptions, render};
+use deskpilot_core::sanitize::Needle;
 use deskpilot_core::{Handle, Node, Op, Role, State, StateSet};
 use deskpilot_protocol::types::*;
 use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
@@ -118,6 +119,67 @@ pub struct FindHit {
     pub bounds: Option<deskpilot_core::Bounds>,
     pub window_ref: String,
     pub window_title: String,
+}
+
+/// What a search did not look at, so that "no match" is never read as "not there"
+/// (docs/ARCHITECTURE.md §9). All counts are of elements of the searched window.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Unsearched {
+    /// Elements that match but are off screen: not returned, because only what is on
+    /// screen can be acted on; scroll, or observe with scope, to reach them.
+    pub offscreen_matches: u64,
+    /// Children the read never reached (past the child cap or the node cap, below
+    /// the depth limit, or in a container that creates its children on demand):
+    /// counted, not searched.
+    pub unread_children: u64,
+    /// Long text values read only in part (the head of each): the rest of their
+    /// text was not searched.
+    pub values_cut: u64,
+}
+
+impl Unsearched {
+    /// True when the search looked at everything.
+    pub fn is_empty(&self) -> bool {
+        *self == Unsearched::default()
+    }
+
+    /// One sentence naming what was not searched, e.g. `not searched: 480 children
+    /// past the read's limits, 1 long text beyond its first 2,000 characters`; empty
+    /// when everything was.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if self.offscreen_matches > 0 {
+            parts.push(format!(
+                "{} matching element(s) off screen (scroll or observe with scope to reach them)",
+                self.offscreen_matches
+            ));
+        }
+        if self.unread_children > 0 {
+            parts.push(format!(
+                "{} element(s) the read did not reach (observe scope=REF to read them)",
+                self.unread_children
+            ));
+        }
+        if self.values_cut > 0 {
+            parts.push(format!(
+                "the rest of {} long text value(s) beyond what was read",
+                self.values_cut
+            ));
+        }
+        if parts.is_empty() {
+            return String::new();
+        }
+        format!("not searched: {}", parts.join("; "))
+    }
+}
+
+/// The result of a search: the matches on screen, and what was not searched.
+#[derive(Debug, Clone, Default, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Found {
+    pub hits: Vec<FindHit>,
+    pub unsearched: Unsearched,
 }
 
 /// What an action changed on the desktop.
@@ -238,18 +300,14 @@ fn ms_since(t: Instant) -> u64 {
     t.elapsed().as_millis() as u64
 }
 
-fn matches_text(n: &Node, needle_lower: &str) -> bool {
+fn matches_text(n: &Node, needle: &Needle) -> bool {
     if n.has(State::Password) {
         // A password field is found by its name only, never by its value.
-        return n.name.to_lowercase().contains(needle_lower);
+        return needle.found_in(&n.name);
     }
-    n.name.to_lowercase().contains(needle_lower)
-        || n.value
-            .as_deref()
-            .is_some_and(|v| v.to_lowercase().contains(needle_lower))
-        || n.description
-            .as_deref()
-            .is_some_and(|v| v.to_lowercase().contains(needle_lower))
+    needle.found_in(&n.name)
+        || n.value.as_deref().is_some_and(|v| needle.found_in(v))
+        || n.description.as_deref().is_some_and(|v| needle.found_in(v))
 }
 
 impl Session {
@@ -584,14 +642,38 @@ impl Session {
         text: &str,
         role: Option<Role>,
         limit: usize,
-    ) -> Result<Vec<FindHit>, ComputerError> {
+    ) -> Result<Found, ComputerError> {
         let window = self.resolve_window(target).await?;
         let (root, _) = self.read(&window).await?;
         let hits = Self::search(&root, &window, text, role, limit);
+        let unsearched = Self::unsearched(&root, text, role);
         self.remember(&window, root);
         self.state.current = Some(window.handle.0.clone());
         self.save()?;
-        Ok(hits)
+        Ok(Found { hits, unsearched })
+    }
+
+    /// What [`Session::search`] over `root` could not look at.
+    fn unsearched(root: &Node, text: &str, role: Option<Role>) -> Unsearched {
+        let needle = Needle::new(text);
+        let mut u = Unsearched::default();
+        for n in root.walk() {
+            u.unread_children += n.child_count.saturating_sub(n.children.len() as u64);
+            if n.value_length.is_some()
+                && !n.has(State::Password)
+                && role.is_none_or(|r| n.role == r)
+            {
+                u.values_cut += 1;
+            }
+            if n.has(State::Offscreen)
+                && n.ref_.as_deref().is_some_and(|r| r.starts_with('e'))
+                && role.is_none_or(|r| n.role == r)
+                && matches_text(n, &needle)
+            {
+                u.offscreen_matches += 1;
+            }
+        }
+        u
     }
 
     fn search(
@@ -601,13 +683,13 @@ impl Session {
         role: Option<Role>,
         limit: usize,
     ) -> Vec<FindHit> {
-        let lower = text.to_lowercase();
+        let needle = Needle::new(text);
         let wref = root.ref_.clone().unwrap_or_default();
         root.walk()
             .filter(|n| n.ref_.as_deref().is_some_and(|r| r.starts_with('e')))
             .filter(|n| !n.has(State::Offscreen))
             .filter(|n| role.is_none_or(|r| n.role == r))
-            .filter(|n| matches_text(n, &lower))
+            .filter(|n| matches_text(n, &needle))
             .take(limit)
             .map(|n| FindHit {
                 ref_: n.ref_.clone().unwrap_or_default(),

@@ -410,7 +410,7 @@ fn a_rebind_bumps_the_revision_and_refs_shown_before_it_are_stale() {
         // again: bind the calculator with `find` (r4), then close it. The desktop
         // grant falls back to the editor under a new revision; the editor's refs
         // were last shown under r3.
-        let hits = h.find(&calc(), "7", None, 5).await.unwrap();
+        let hits = h.find(&calc(), "7", None, 5).await.unwrap().hits;
         let seven = hits[0].ref_.clone();
         let r4 = h.grant_view().unwrap().revision;
         assert!(r4 > r3);
@@ -651,7 +651,7 @@ fn plan_mode_reads_but_never_acts() {
         let mut h = env.host(settings(Mode::Plan), None);
         let obs = observe(&mut h, &editor()).await;
         assert_eq!(obs.grant.as_ref().unwrap().mode, Mode::Plan);
-        let hits = h.find(&editor(), "Save", None, 5).await.unwrap();
+        let hits = h.find(&editor(), "Save", None, 5).await.unwrap().hits;
         assert!(!hits.is_empty());
         let save = ref_of(&obs.text, &["button \"Save\""]);
         let basis = Basis::parse(obs.basis.as_deref().unwrap()).unwrap();

@@ -377,7 +377,8 @@ fn find_never_matches_a_password_by_its_value() {
         let hits = s
             .find(&Target::App("editor".into()), "hunter2", None, 20)
             .await
-            .unwrap();
+            .unwrap()
+            .hits;
         assert!(hits.is_empty(), "{hits:?}");
         let hits = s
             .find(
@@ -387,7 +388,8 @@ fn find_never_matches_a_password_by_its_value() {
                 20,
             )
             .await
-            .unwrap();
+            .unwrap()
+            .hits;
         let lines: Vec<&str> = hits
             .iter()
             .map(|h| h.line.split_once("] ").unwrap().1)

@@ -23,7 +23,7 @@ use deskpilot_agent::run::ScopeWindow;
 use deskpilot_agent::{ExecutedAction, Question, RunStatus, ScopeView};
 use deskpilot_core::{Op, Role};
 use deskpilot_host::host::{GrantView, ListedApp, ListedWindow};
-use deskpilot_host::session::{Change, FindHit, NewWindow, Observation};
+use deskpilot_host::session::{Change, FindHit, NewWindow, Observation, Unsearched};
 use deskpilot_host::{ActOutcome, KeysOutcome};
 use deskpilot_protocol::types::{ActStatus, Channel};
 use deskpilot_protocol::{ComputerError, ErrorCode};
@@ -273,6 +273,9 @@ pub struct FindOutput {
     pub matches: Vec<FindHit>,
     /// Matches found but left out to stay within the token budget.
     pub omitted: usize,
+    /// What the search did not look at (off-screen matches, elements the read did
+    /// not reach, the rest of long texts): all zero when it looked at everything.
+    pub unsearched: Unsearched,
 }
 
 /// Result of `computer_wait`.

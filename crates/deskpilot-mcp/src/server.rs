@@ -426,11 +426,11 @@ impl Server {
         let Some(mut h) = self.lock(ctx).await else {
             return cancelled();
         };
-        let hits = match h
+        let (hits, unsearched) = match h
             .find(&target(&a.app, &a.window), &a.text, role, limit)
             .await
         {
-            Ok(hits) => hits,
+            Ok(found) => (found.hits, found.unsearched),
             Err(e) => return failure(&e, ""),
         };
         let lines: Vec<String> = hits
@@ -442,16 +442,26 @@ impl Server {
                 "({rest} more matches not shown, over the {DEFAULT_MAX_TOKENS}-token budget; narrow with role= or a longer text, or observe with query=)\n"
             )
         });
-        if hits.is_empty() {
-            text.push_str(&format!("no element matches {:?}", a.text));
-        } else if hits.len() == limit {
+        let shown = deskpilot_core::sanitize::one_line(&a.text);
+        if hits.is_empty() && unsearched.is_empty() {
+            text.push_str(&format!("no element matches \"{shown}\""));
+        } else if hits.is_empty() {
             text.push_str(&format!(
-                "(showing the first {limit} matches; raise limit for more)"
+                "no element matches \"{shown}\" in what was searched; {}",
+                unsearched.describe()
             ));
+        } else {
+            if hits.len() == limit {
+                text.push_str(&format!(
+                    "(showing the first {limit} matches; raise limit for more)\n"
+                ));
+            }
+            text.push_str(&unsearched.describe());
         }
         let data = FindOutput {
             matches: hits.iter().take(hits.len() - omitted).cloned().collect(),
             omitted,
+            unsearched,
         };
         success(with_warnings(text.trim_end().to_string(), &h), &data)
     }

@@ -101,3 +101,91 @@ fn gtk4_names_are_names() {
     let found = desk.ok(&["find", "GtkMenuButton", "--app", "gnome-calculator"]);
     assert_eq!(found["matches"], serde_json::json!([]), "{found}");
 }
+
+/// find matches what observe shows: a button whose label hides a zero-width space
+/// is shown as `S\u{200b}end`, and both that text, copied from the snapshot, and the
+/// plain word find it.
+#[test]
+fn find_matches_the_text_observe_shows() {
+    let dir = TempDir::new("find-shown");
+    let desk = Desk::start(dir.path());
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "zenity",
+        "--question",
+        "--title",
+        "Shown",
+        "--ok-label",
+        "S\u{200b}end",
+        "--cancel-label",
+        "Keep",
+    ]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "zenity",
+        "--role",
+        "button",
+        "--name",
+        "Keep",
+        "--timeout-ms",
+        "60000",
+    ]);
+    let obs = desk.ok(&["observe", "--app", "zenity"]);
+    let text = obs["text"].as_str().unwrap();
+    let shown = r"S\u{200b}end";
+    assert!(text.contains(&format!("button \"{shown}\"")), "{text}");
+    for query in [shown, "Send", "send"] {
+        let found = desk.ok(&["find", query, "--app", "zenity", "--role", "button"]);
+        assert_eq!(
+            found["matches"].as_array().map(Vec::len),
+            Some(1),
+            "{query:?}: {found}"
+        );
+        assert_eq!(found["matches"][0]["name"], "S\u{200b}end", "{found}");
+    }
+}
+
+/// A search that could not look at everything says so: in a 128k-character file
+/// whose last line holds the marker, `find` of the marker is not "no element
+/// matches" alone but names the long text whose rest was not searched.
+#[test]
+fn find_says_what_it_did_not_search() {
+    let dir = TempDir::new("find-partial");
+    let file = dir.path().join("long.txt");
+    let mut body = String::new();
+    while body.len() < 128 * 1024 {
+        body.push_str("lorem ipsum dolor sit amet, consectetur adipiscing elit\n");
+    }
+    body.push_str("TAIL_MARKER_Ωβγ\n");
+    std::fs::write(&file, &body).unwrap();
+    let desk = Desk::start(dir.path());
+    desk.ok(&["sandbox", "run", "--", "mousepad", file.to_str().unwrap()]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "mousepad",
+        "--text",
+        "lorem ipsum",
+        "--timeout-ms",
+        "60000",
+    ]);
+    let found = desk.ok(&["find", "TAIL_MARKER", "--app", "mousepad"]);
+    assert_eq!(found["matches"], serde_json::json!([]), "{found}");
+    assert_eq!(found["unsearched"]["values_cut"], 1, "{found}");
+    let (out, _) = {
+        let mut c = desk.command();
+        let out = c
+            .args(["find", "TAIL_MARKER", "--app", "mousepad"])
+            .output()
+            .unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), out)
+    };
+    assert!(out.contains("in what was searched"), "{out}");
+    assert!(out.contains("not searched"), "{out}");
+    // What was read is still found.
+    let found = desk.ok(&["find", "lorem ipsum", "--app", "mousepad"]);
+    assert!(!found["matches"].as_array().unwrap().is_empty(), "{found}");
+}

@@ -13,7 +13,7 @@ use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::{Basis, Enumeration, Host, ListedApp, ListedWindow, fail, refused};
 use crate::control;
-use crate::session::{FindHit, Observation, ObserveOptions, Target, WaitFor, WaitOutcome};
+use crate::session::{Found, Observation, ObserveOptions, Target, WaitFor, WaitOutcome};
 
 /// The facts the refusals judge a window of `app` on: names and title as listed, the
 /// process's uid, and its executable as the kernel resolved it (a renamed link to a
@@ -293,23 +293,24 @@ impl Host {
         Ok(obs)
     }
 
-    /// Finds elements in `target` (binding the grant to it).
+    /// Finds elements in `target` (binding the grant to it): the matches on screen
+    /// and what was not searched ([`crate::session::Unsearched`]).
     pub async fn find(
         &mut self,
         target: &Target,
         text: &str,
         role: Option<Role>,
         limit: usize,
-    ) -> Result<Vec<FindHit>, ComputerError> {
+    ) -> Result<Found, ComputerError> {
         let (en, _) = self.begin().await?;
         let window = self.bind_target(target, &en).await?;
-        let hits = self
+        let found = self
             .session
             .find(&Target::Handle(window.handle.clone()), text, role, limit)
             .await?;
         self.stamp(&window, None);
         self.after_call()?;
-        Ok(hits)
+        Ok(found)
     }
 
     /// Binds `target` ([`Host::bind_target`]), polling every 200 ms up to `timeout`

@@ -375,7 +375,8 @@ impl Bench<'_> {
     ) -> Result<Figure, ComputerError> {
         let hits = session
             .find(target, act.name.unwrap_or(""), Some(act.role), 500)
-            .await?;
+            .await?
+            .hits;
         let hit = hits
             .into_iter()
             .find(|h| match act.name {
@@ -462,7 +463,7 @@ impl Bench<'_> {
         let mut found = 0;
         for i in 0..=self.runs {
             let t = Instant::now();
-            let hits = session.find(target, text, Some(role), 20).await?;
+            let hits = session.find(target, text, Some(role), 20).await?.hits;
             let elapsed = ms(t);
             if i > 0 {
                 samples.push(elapsed);
@@ -542,7 +543,7 @@ async fn wait_ready(
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
         if let Ok(hits) = session.find(target, spec.ready_text, None, 1).await
-            && !hits.is_empty()
+            && !hits.hits.is_empty()
         {
             return Ok(());
         }

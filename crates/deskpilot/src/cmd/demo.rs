@@ -97,7 +97,11 @@ impl Demo {
         name: &str,
         pred: impl Fn(&FindHit) -> bool,
     ) -> Result<FindHit, ComputerError> {
-        let hits = self.host.find(&Target::Current, name, None, 200).await?;
+        let hits = self
+            .host
+            .find(&Target::Current, name, None, 200)
+            .await?
+            .hits;
         hits.into_iter()
             .find(|h| roles.contains(&h.role) && pred(h))
             .ok_or_else(|| fail(format!("no {roles:?} named {name:?} in the current window")))

@@ -227,15 +227,27 @@ pub async fn find(
     limit: usize,
 ) -> Result<(), ComputerError> {
     let (mut h, _) = open(ctx, "cli").await?;
-    let hits = h.find(&to_target(&target), &text, role, limit).await?;
+    let found = h.find(&to_target(&target), &text, role, limit).await?;
     let mut out = String::new();
-    for hit in &hits {
+    for hit in &found.hits {
         out.push_str(&format!("{}   (in {})\n", hit.line, hit.window_ref));
     }
-    if hits.is_empty() {
-        out.push_str(&format!("no element matches {text:?}"));
+    let text = deskpilot_core::sanitize::one_line(&text);
+    match (found.hits.is_empty(), found.unsearched.is_empty()) {
+        (true, true) => out.push_str(&format!("no element matches \"{text}\"")),
+        (true, false) => out.push_str(&format!(
+            "no element matches \"{text}\" in what was searched; {}",
+            found.unsearched.describe()
+        )),
+        (false, false) => out.push_str(&found.unsearched.describe()),
+        (false, true) => {}
     }
-    finish(ctx, &h, &serde_json::json!({ "matches": hits }), &out);
+    finish(
+        ctx,
+        &h,
+        &serde_json::json!({ "matches": found.hits, "unsearched": found.unsearched }),
+        &out,
+    );
     Ok(())
 }
 

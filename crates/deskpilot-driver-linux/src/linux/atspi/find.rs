@@ -3,9 +3,12 @@
 //! Owns [`search`] (pure, over an already read tree) and [`find`], which reads the
 //! windows to search: the one given, every window of the named application, or every
 //! window of every responsive application. Matching is case-insensitive on Unicode
-//! lower case; an empty text with a role lists that role. It never acts and never
+//! lower case, ignoring invisible characters, and a text copied from a snapshot line
+//! matches with its escapes undone ([`Needle`]); an empty text with a role lists
+//! that role. It never acts and never
 //! reads a window it does not search.
 
+use deskpilot_core::sanitize::Needle;
 use deskpilot_core::{Node, Role};
 use deskpilot_protocol::ComputerError;
 use deskpilot_protocol::types::{AppStatus, FindMatch, FindParams, FindResult, SnapshotParams};
@@ -18,22 +21,16 @@ use super::snapshot::read;
 /// Default number of matches (the protocol's `limit` default).
 pub const DEFAULT_LIMIT: u32 = 20;
 
-fn contains(hay: &str, needle_lower: &str) -> bool {
-    hay.to_lowercase().contains(needle_lower)
-}
-
 /// Matches in `root` (pre-order), each without its children, at most `limit`.
 pub fn search(root: &Node, text: &str, role: Option<Role>, limit: usize) -> Vec<Node> {
-    let needle = text.trim().to_lowercase();
+    let needle = Needle::new(text);
     root.walk()
         .filter(|n| role.is_none_or(|r| n.role == r))
         .filter(|n| {
             needle.is_empty()
-                || contains(&n.name, &needle)
-                || n.value.as_deref().is_some_and(|v| contains(v, &needle))
-                || n.description
-                    .as_deref()
-                    .is_some_and(|d| contains(d, &needle))
+                || needle.found_in(&n.name)
+                || n.value.as_deref().is_some_and(|v| needle.found_in(v))
+                || n.description.as_deref().is_some_and(|d| needle.found_in(d))
         })
         .take(limit)
         .map(|n| Node {
