@@ -189,3 +189,45 @@ fn find_says_what_it_did_not_search() {
     let found = desk.ok(&["find", "lorem ipsum", "--app", "mousepad"]);
     assert!(!found["matches"].as_array().unwrap().is_empty(), "{found}");
 }
+
+/// A text field with no name of its own is named by its label (relation
+/// `LABELLED_BY`): the file name field of a GTK Save dialog is "Name", found by it.
+#[test]
+fn text_fields_are_named_by_their_label() {
+    let dir = TempDir::new("labelled");
+    let desk = Desk::start(dir.path());
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "zenity",
+        "--file-selection",
+        "--save",
+        "--title",
+        "Labelled",
+    ]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "zenity",
+        "--role",
+        "button",
+        "--name",
+        "Cancel",
+        "--timeout-ms",
+        "60000",
+    ]);
+    let found = desk.ok(&["find", "Name", "--app", "zenity", "--role", "textbox"]);
+    let names: Vec<&str> = found["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    assert_eq!(names, ["Name"], "{found}");
+    let obs = desk.ok(&["observe", "--app", "zenity"]);
+    assert!(
+        obs["text"].as_str().unwrap().contains("textbox \"Name\""),
+        "{obs}"
+    );
+}

@@ -27,14 +27,20 @@ pub struct Needs {
     pub number: bool,
     pub actions: bool,
     pub automation_id: bool,
+    /// The name of the label that labels an unnamed form field (AT-SPI relation
+    /// `LABELLED_BY`), shown as the field's name.
+    pub label: bool,
 }
 
 impl Needs {
     /// True when at least one detail is needed.
     pub fn any(&self) -> bool {
-        self.extents || self.text || self.number || self.actions || self.automation_id
+        self.extents || self.text || self.number || self.actions || self.automation_id || self.label
     }
 }
+
+/// AT-SPI `RelationType::LabelledBy` (`ATSPI_RELATION_LABELLED_BY`).
+const RELATION_LABELLED_BY: u32 = 2;
 
 /// Decides which details to read for a node (pure). The walk root is always read.
 pub fn plan(info: &NodeInfo, is_root: bool) -> Needs {
@@ -57,7 +63,38 @@ pub fn plan(info: &NodeInfo, is_root: bool) -> Needs {
         number,
         actions: info.ifaces.has(Ifaces::ACTION),
         automation_id: role.is_interactive(),
+        label: info.name.trim().is_empty()
+            && matches!(
+                role,
+                Role::Textbox | Role::Combobox | Role::Spinbutton | Role::Slider
+            ),
     }
+}
+
+/// The name of the first labelling object of `obj` (`Accessible.GetRelationSet`,
+/// relation `LABELLED_BY`) that has one, trimmed, without a trailing colon
+/// (`"Name:"` → `"Name"`). `None` when nothing labels it.
+async fn labelled_by(bus: &Bus, obj: &ObjRef) -> Result<Option<String>, CallError> {
+    use zbus::zvariant::OwnedObjectPath;
+    let relations: Vec<(u32, Vec<(String, OwnedObjectPath)>)> = bus
+        .call(obj, iface::ACCESSIBLE, "GetRelationSet", &())
+        .await?;
+    for (kind, targets) in relations {
+        if kind != RELATION_LABELLED_BY {
+            continue;
+        }
+        for (name, path) in targets {
+            let target = ObjRef::new(name, path.as_str());
+            let Ok(label) = bus.prop::<String>(&target, iface::ACCESSIBLE, "Name").await else {
+                continue;
+            };
+            let label = label.trim().trim_end_matches(':').trim_end();
+            if !label.is_empty() {
+                return Ok(Some(label.to_owned()));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// One detail read.
@@ -67,6 +104,7 @@ enum Piece {
     Number(f64),
     Actions(Vec<String>),
     Id(String),
+    Label(String),
 }
 
 /// `Component.GetExtents` in screen coordinates (coordinate type 0).
@@ -156,6 +194,10 @@ async fn read_piece(
         }
         2 => Piece::Number(bus.prop::<f64>(obj, iface::VALUE, "CurrentValue").await?),
         3 => Piece::Actions(action_names(bus, obj).await?),
+        5 => match labelled_by(bus, obj).await? {
+            Some(name) => Piece::Label(name),
+            None => return Ok(None),
+        },
         _ => {
             let id: String = bus.prop(obj, iface::ACCESSIBLE, "AccessibleId").await?;
             if id.is_empty() {
@@ -187,6 +229,7 @@ pub async fn read_details(
             (n.number, 2),
             (n.actions, 3),
             (n.automation_id, 4),
+            (n.label, 5),
         ] {
             if flag {
                 jobs.push((obj.clone(), which));
@@ -214,6 +257,7 @@ pub async fn read_details(
                     Piece::Number(v) => d.number = Some(v),
                     Piece::Actions(a) => d.actions = a,
                     Piece::Id(id) => d.automation_id = Some(id),
+                    Piece::Label(name) => d.label = Some(name),
                 }
             }
             Ok(None) => {}

@@ -52,6 +52,8 @@ pub struct Details {
     pub automation_id: Option<String>,
     /// Shape and visible range of a table read through `Table`.
     pub table: Option<TableInfo>,
+    /// The name of the label of an unnamed form field (relation `LABELLED_BY`).
+    pub label: Option<String>,
 }
 
 /// Everything [`assemble`] needs.
@@ -143,7 +145,12 @@ fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> O
         role = Role::Menuitem;
     }
     let states = map_states(info.states, info.role);
-    let name = info.name.trim().to_string();
+    let mut name = info.name.trim().to_string();
+    if name.is_empty()
+        && let Some(label) = details.and_then(|d| d.label.as_ref())
+    {
+        name = label.clone();
+    }
 
     let editable = states.contains(deskpilot_core::State::Editable);
     let listed = parts.kids.get(obj);
