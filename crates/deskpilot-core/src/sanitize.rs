@@ -12,6 +12,7 @@
 /// What [`one_line`] does with one character.
 enum Treat {
     Keep,
+    Drop,
     Invisible,
     Escape(&'static str),
     Hex,
@@ -28,6 +29,7 @@ fn treat(c: char) -> Treat {
         '\u{2029}' => Treat::Escape("\\u{2029}"),
         // C0 controls, DEL and C1 controls (including U+0085 NEXT LINE).
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => Treat::Hex,
+        c if is_direction_mark(c) => Treat::Drop,
         c if is_invisible(c) => Treat::Invisible,
         _ => Treat::Keep,
     }
@@ -38,6 +40,15 @@ fn treat(c: char) -> Treat {
 /// letter mark U+061C.
 pub fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+}
+
+/// True for a directional mark — LEFT-TO-RIGHT MARK U+200E, RIGHT-TO-LEFT MARK U+200F,
+/// ARABIC LETTER MARK U+061C — which [`one_line`] drops: toolkits put them into
+/// ordinary text (GTK's file chooser writes times as `13`+U+200E+`:41`), they only
+/// set the direction of neutral characters next to them, and they hide no letter
+/// from the rules that match words (those ignore every invisible character).
+pub fn is_direction_mark(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{61c}')
 }
 
 /// True for a character [`one_line`] shows escaped because it renders as nothing (or as a
@@ -78,7 +89,8 @@ pub fn is_invisible(c: char) -> bool {
 /// - `\` → `\\`, `"` → `\"`, newline → `\n`, carriage return → `\r`, tab → `\t`,
 ///   U+2028/U+2029 → `\u{2028}`/`\u{2029}`;
 /// - any other C0/C1 control or DEL → `\xNN` (two hex digits);
-/// - invisible characters ([`is_invisible`]: bidi controls, zero-width characters,
+/// - directional marks ([`is_direction_mark`]) are dropped;
+/// - other invisible characters ([`is_invisible`]: bidi controls, zero-width characters,
 ///   tag characters, U+FFFC, …) are shown as `\u{hex}`; a run of more than
 ///   [`INVISIBLE_RUN_SHOWN`] shows that many and then `…(+N invisible)`, so a hidden
 ///   payload of tag characters costs a few characters, not six per character. Two
@@ -119,6 +131,9 @@ fn treat_all(s: &str, keep_quotes: bool) -> String {
     let mut run = 0usize; // invisible characters in the current run
     let mut hidden = 0usize; // of them, not shown
     for c in s.chars() {
+        if matches!(treat(c), Treat::Drop) {
+            continue;
+        }
         let invisible = matches!(treat(c), Treat::Invisible) && !joins_emoji(prev, c);
         if !invisible && hidden > 0 {
             push_hidden(&mut out, hidden);
@@ -167,6 +182,7 @@ pub fn plain_line(s: &str) -> String {
 fn push_treated(out: &mut String, c: char) {
     match treat(c) {
         Treat::Keep => out.push(c),
+        Treat::Drop => {}
         Treat::Invisible => push_escaped(out, c),
         Treat::Escape(e) => out.push_str(e),
         Treat::Hex => {
@@ -360,10 +376,8 @@ mod tests {
             one_line("a\u{200b}b\u{feff}c\u{fffc}d\u{2066}e"),
             "a\\u{200b}b\\u{feff}c\\u{fffc}d\\u{2066}e"
         );
-        assert_eq!(
-            one_line("\u{200e}\u{200f}\u{61c}"),
-            "\\u{200e}\\u{200f}\\u{61c}"
-        );
+        // Directional marks are dropped: they hide nothing.
+        assert_eq!(one_line("13\u{200e}:41\u{200f}\u{61c}"), "13:41");
         // A joiner inside a word is shown; one inside an emoji sequence is kept.
         assert_eq!(one_line("Se\u{200d}nd"), "Se\\u{200d}nd");
         assert_eq!(one_line("👩\u{200d}💻 ❤\u{fe0f}"), "👩\u{200d}💻 ❤\u{fe0f}");

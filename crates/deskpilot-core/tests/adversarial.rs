@@ -525,12 +525,15 @@ fn first_quoted(line: &str) -> String {
     panic!("unterminated quote in {line}")
 }
 
-/// `h` with every run of invisible characters cut to its first
+/// `h` without directional marks and with every run of invisible characters cut to its first
 /// `sanitize::INVISIBLE_RUN_SHOWN` and `…(+N invisible)` for the rest.
 fn shown_runs(h: &str) -> String {
     let mut out = String::new();
     let (mut run, mut hidden) = (0, 0);
     for c in h.chars() {
+        if sanitize::is_direction_mark(c) {
+            continue;
+        }
         if sanitize::is_invisible(c) {
             run += 1;
             if run > sanitize::INVISIBLE_RUN_SHOWN {

@@ -153,6 +153,41 @@ struct Cell {
     text_length: Option<u64>,
 }
 
+/// Children of a nameless cell whose names and texts name it (GTK 3 puts an icon
+/// and a text renderer inside a file chooser's Name cell): 4 at most.
+const CELL_PARTS: i32 = 4;
+
+/// The name and text of `obj`: its `Name`, and the head of its text when it
+/// implements `Text` (asked first with `GetInterfaces`: a text call on an object
+/// without `Text` makes GTK print `ATK_IS_TEXT` criticals).
+async fn name_and_text(
+    bus: &Bus,
+    obj: &ObjRef,
+    text_cap: usize,
+) -> Result<(String, RawStates, String, Option<u64>, i32), CallError> {
+    let (name, states, ifaces, children) = tokio::try_join!(
+        bus.prop::<String>(obj, iface::ACCESSIBLE, "Name"),
+        bus.call::<_, Vec<u32>>(obj, iface::ACCESSIBLE, "GetState", &()),
+        bus.call::<_, Vec<String>>(obj, iface::ACCESSIBLE, "GetInterfaces", &()),
+        bus.prop::<i32>(obj, iface::ACCESSIBLE, "ChildCount"),
+    )?;
+    let (text, text_length) = if Ifaces::from_names(ifaces).has(Ifaces::TEXT) {
+        match text_head(bus, obj, text_cap).await {
+            Err(e) if e.is_unsupported() => (String::new(), None),
+            other => other?,
+        }
+    } else {
+        (String::new(), None)
+    };
+    Ok((
+        name,
+        RawStates::from_words(&states),
+        text,
+        text_length,
+        children,
+    ))
+}
+
 async fn read_cell(
     bus: &Bus,
     table: &ObjRef,
@@ -168,20 +203,38 @@ async fn read_cell(
         .call(table, iface::TABLE, "GetAccessibleAt", &(r, c))
         .await?;
     let obj = obj_from_wire(wire);
-    let (name, states, (text, text_length)) = tokio::try_join!(
-        bus.prop::<String>(&obj, iface::ACCESSIBLE, "Name"),
-        bus.call::<_, Vec<u32>>(&obj, iface::ACCESSIBLE, "GetState", &()),
-        async {
-            match text_head(bus, &obj, text_cap).await {
-                Err(e) if e.is_unsupported() => Ok((String::new(), None)),
-                other => other,
+    let (mut name, states, text, text_length, children) =
+        name_and_text(bus, &obj, text_cap).await?;
+    if name.trim().is_empty() && text.trim().is_empty() && children > 0 {
+        // A composite cell: its parts say what it shows.
+        let mut said = Vec::new();
+        for i in 0..children.min(CELL_PARTS) {
+            let Ok(wire) = bus
+                .call::<_, (String, zbus::zvariant::OwnedObjectPath)>(
+                    &obj,
+                    iface::ACCESSIBLE,
+                    "GetChildAtIndex",
+                    &(i,),
+                )
+                .await
+            else {
+                continue;
+            };
+            let part = obj_from_wire(wire);
+            if let Ok((n, _, t, _, _)) = name_and_text(bus, &part, text_cap).await {
+                let shown = if n.trim().is_empty() { t } else { n };
+                let shown = shown.trim();
+                if !shown.is_empty() && !said.iter().any(|s: &String| s == shown) {
+                    said.push(shown.to_owned());
+                }
             }
-        },
-    )?;
+        }
+        name = said.join(" ");
+    }
     Ok(Cell {
         obj,
         name,
-        states: RawStates::from_words(&states),
+        states,
         text,
         text_length,
     })
