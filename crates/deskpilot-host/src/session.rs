@@ -157,7 +157,7 @@ impl Unsearched {
         }
         if self.unread_children > 0 {
             parts.push(format!(
-                "{} element(s) the read did not reach (observe scope=REF to read them)",
+                "{} element(s) the read did not reach (scroll to them, or observe scope=REF)",
                 self.unread_children
             ));
         }

@@ -286,3 +286,70 @@ fn file_chooser_rows_show_and_find_their_names() {
         "text calls on non-text objects:\n{log}"
     );
 }
+
+/// A long GTK list shows the rows on screen: after `keys End` the table's marker and
+/// rows follow the view to row 200 (zenity prints the row it returns, the oracle
+/// that row 200 is the one selected), and `scroll up` moves the view back through
+/// the scroll bar.
+#[test]
+fn a_long_list_shows_the_rows_on_screen_and_scrolls() {
+    let dir = TempDir::new("long-list");
+    let out = dir.path().join("list.out");
+    let items: Vec<String> = (1..=200).map(|i| format!("'item {i}'")).collect();
+    let script = format!(
+        "zenity --list --title Long --column=Item {} > '{}'",
+        items.join(" "),
+        out.display()
+    );
+    let cfg = dir.path().join("cfg");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(
+        cfg.join("config.toml"),
+        "[sandbox]\nmode = \"accept-edits\"\n",
+    )
+    .unwrap();
+    let desk = Desk::start(dir.path());
+    desk.ok(&["sandbox", "run", "--", "sh", "-c", &script]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "zenity",
+        "--role",
+        "cell",
+        "--name",
+        "item 1",
+        "--timeout-ms",
+        "60000",
+    ]);
+    desk.ok(&["observe", "--app", "zenity"]);
+    desk.ok(&["keys", "End", "--app", "zenity"]);
+    let obs = desk.ok(&["observe", "--app", "zenity"]);
+    let text = obs["text"].as_str().unwrap();
+    assert!(text.contains("table 200×1, showing rows "), "{text}");
+    assert!(
+        text.contains("-200, columns"),
+        "the view ends at row 200:\n{text}"
+    );
+    assert!(text.contains("cell \"item 200\""), "{text}");
+    assert!(!text.contains("cell \"item 1\""), "{text}");
+    let table = desk.ok(&["find", "", "--app", "zenity", "--role", "table"])["matches"][0]["ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let v = desk.ok(&["act", &table, "scroll", "up"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    let obs = desk.ok(&["observe", "--app", "zenity"]);
+    let text = obs["text"].as_str().unwrap();
+    assert!(!text.contains("-200, columns"), "scrolled up:\n{text}");
+    // The oracle: Return answers with the selected row, row 200.
+    desk.ok(&["keys", "Return", "--app", "zenity"]);
+    let start = std::time::Instant::now();
+    while std::fs::read_to_string(&out).unwrap_or_default().is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "zenity did not answer"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(std::fs::read_to_string(&out).unwrap().trim(), "item 200");
+}

@@ -76,6 +76,10 @@ pub enum Method {
     /// the item runs from the toolkit's own event loop and the dialog stays readable.
     MenuKeyboard,
     ScrollIntoView,
+    /// Scroll a page up, down, left or right: the `Value` of the scroll bar that
+    /// scrolls the element (its own, its parent's or its grandparent's), moved by the
+    /// element's visible height or width.
+    ScrollBy(Direction),
     /// Already in the asked state: nothing to send.
     Nothing(&'static str),
     /// No semantic path: type through the keyboard into the focused element.
@@ -98,6 +102,10 @@ impl Method {
             Method::SelectInParent => (Channel::Action, "Selection.SelectChild".into()),
             Method::MenuKeyboard => (Channel::Keyboard, "Selection.SelectChild + Return".into()),
             Method::ScrollIntoView => (Channel::Action, "Component.ScrollTo".into()),
+            Method::ScrollBy(d) => (
+                Channel::Value,
+                format!("scroll bar Value.CurrentValue ({})", d.as_str()),
+            ),
             Method::Nothing(_) => (Channel::Action, "none".into()),
             Method::Keyboard { replace: true, .. } => (
                 Channel::Keyboard,
@@ -302,11 +310,10 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Comp
                 "it has no Component interface",
                 POINTER_FALLBACK,
             )),
-            "up" | "down" | "left" | "right" => Err(not_actionable(
-                op,
-                "AT-SPI has no scroll-by-page method",
-                "input.pointer scroll_up/scroll_down over the element, or input.keys Page_Up/Page_Down",
-            )),
+            "up" => Ok(Method::ScrollBy(Direction::Up)),
+            "down" => Ok(Method::ScrollBy(Direction::Down)),
+            "left" => Ok(Method::ScrollBy(Direction::Left)),
+            "right" => Ok(Method::ScrollBy(Direction::Right)),
             other => Err(ComputerError::new(
                 ErrorCode::InvalidArgument,
                 format!("scroll value {other:?} is not one of up, down, left, right, into_view"),
@@ -426,6 +433,136 @@ fn from_bool(ok: bool, what: &str) -> Outcome {
     }
 }
 
+/// A direction to scroll by a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Up,
+    Down,
+    Left,
+    Right,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Up => "up",
+            Direction::Down => "down",
+            Direction::Left => "left",
+            Direction::Right => "right",
+        }
+    }
+
+    fn vertical(self) -> bool {
+        matches!(self, Direction::Up | Direction::Down)
+    }
+}
+
+/// Children looked at per level when looking for a scroll bar: 64.
+const SCROLLBAR_SEARCH_CHILDREN: usize = 64;
+
+/// The scroll bar of orientation `vertical` among the children of `obj`, its parent
+/// and its grandparent (a GTK tree view's scroll bars are its siblings in a scrolled
+/// window). A scroll bar that states neither orientation is taken for either.
+async fn scrollbar_for(bus: &Bus, obj: &ObjRef, vertical: bool) -> Option<ObjRef> {
+    let mut level = Some(obj.clone());
+    for _ in 0..3 {
+        let here = level?;
+        let kids = super::walk::get_children(bus, &here)
+            .await
+            .unwrap_or_default();
+        for k in kids.into_iter().take(SCROLLBAR_SEARCH_CHILDREN) {
+            let Ok(role) = bus
+                .call::<_, u32>(&k, iface::ACCESSIBLE, "GetRole", &())
+                .await
+            else {
+                continue;
+            };
+            if map_role_code(role) != Role::Scrollbar {
+                continue;
+            }
+            let states: Vec<u32> = bus
+                .call(&k, iface::ACCESSIBLE, "GetState", &())
+                .await
+                .unwrap_or_default();
+            let st = RawStates::from_words(&states);
+            let (v, h) = (
+                st.has(atspi::State::Vertical),
+                st.has(atspi::State::Horizontal),
+            );
+            if (v == h) || v == vertical {
+                return Some(k);
+            }
+        }
+        level = parent_of(bus, &here).await;
+    }
+    None
+}
+
+/// Scrolls `obj` a page in `d` through its scroll bar's `Value` (docs/ARCHITECTURE.md
+/// §6): the page is 90% of the element's visible height (width) when the bar counts
+/// pixels (its range is larger than that), else a tenth of the range. `Rejected`
+/// when no scroll bar is found; `Executed` with a note when already at the end.
+async fn scroll_by(bus: &Bus, obj: &ObjRef, d: Direction) -> Result<Outcome, CallError> {
+    let Some(bar) = scrollbar_for(bus, obj, d.vertical()).await else {
+        return Ok(Outcome {
+            status: ActStatus::Rejected,
+            note: Some(format!(
+                "no {} scroll bar scrolls this element; nothing happened. Fallback: keys Page_Up/Page_Down with it focused",
+                if d.vertical() {
+                    "vertical"
+                } else {
+                    "horizontal"
+                }
+            )),
+        });
+    };
+    let cur: f64 = bus.prop(&bar, iface::VALUE, "CurrentValue").await?;
+    let min: f64 = bus.prop(&bar, iface::VALUE, "MinimumValue").await?;
+    let max: f64 = bus.prop(&bar, iface::VALUE, "MaximumValue").await?;
+    let extent = super::details::extents(bus, obj)
+        .await
+        .ok()
+        .map(|b| f64::from(if d.vertical() { b.height } else { b.width }));
+    let range = (max - min).max(0.0);
+    let page = match extent {
+        Some(e) if e > 0.0 && range > e => e * 0.9,
+        _ => (range / 10.0).max(1.0),
+    };
+    let target = match d {
+        Direction::Up | Direction::Left => (cur - page).max(min),
+        Direction::Down | Direction::Right => (cur + page).min(max),
+    };
+    if (target - cur).abs() < f64::EPSILON {
+        return Ok(Outcome {
+            status: ActStatus::Executed,
+            note: Some(format!(
+                "already scrolled to the {}; nothing moved",
+                match d {
+                    Direction::Up => "top",
+                    Direction::Down => "bottom",
+                    Direction::Left => "left end",
+                    Direction::Right => "right end",
+                }
+            )),
+        });
+    }
+    bus.set_prop(&bar, iface::VALUE, "CurrentValue", Value::F64(target))
+        .await?;
+    let now: f64 = bus.prop(&bar, iface::VALUE, "CurrentValue").await?;
+    if (now - cur).abs() < f64::EPSILON {
+        return Ok(Outcome {
+            status: ActStatus::Rejected,
+            note: Some(format!(
+                "the scroll bar stayed at {cur} when set to {target}; nothing moved"
+            )),
+        });
+    }
+    Ok(Outcome {
+        status: ActStatus::Executed,
+        note: Some(format!("scroll bar {cur} → {now} (range {min}–{max})")),
+    })
+}
+
 /// Turns a failed dispatch into a status (timeouts) or an error (gone, unsupported).
 fn dispatch_error(e: CallError, obj: &ObjRef, what: &str) -> Result<Outcome, ComputerError> {
     match e {
@@ -524,6 +661,7 @@ pub async fn perform(bus: &Bus, obj: &ObjRef, method: &Method) -> Result<Outcome
                     &what,
                 )
             }
+            Method::ScrollBy(d) => scroll_by(bus, obj, *d).await?,
             Method::ScrollIntoView => from_bool(
                 // ScrollType ANYWHERE = 6.
                 bus.call(obj, iface::COMPONENT, "ScrollTo", &(6u32,))
@@ -715,8 +853,8 @@ mod tests {
             Method::ScrollIntoView
         );
         assert_eq!(
-            choose(Op::Scroll, &entry, Some("down")).unwrap_err().code,
-            ErrorCode::ElementNotActionable
+            choose(Op::Scroll, &entry, Some("down")).unwrap(),
+            Method::ScrollBy(Direction::Down)
         );
         assert_eq!(
             choose(Op::Scroll, &entry, Some("sideways"))

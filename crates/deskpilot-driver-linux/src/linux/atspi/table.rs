@@ -65,6 +65,10 @@ pub fn parse_a1(name: &str) -> Option<(u64, u64)> {
     (row >= 1).then(|| (row - 1, col - 1))
 }
 
+/// How far inwards (pixels) the corners of a table are probed for a cell, in turn:
+/// past a column header (GTK's is ~25 px) or a half-shown last row.
+const CORNER_PROBES: [i32; 4] = [0, 12, 28, 48];
+
 /// The range of cells to read: from the top-left visible cell to the bottom-right one
 /// (either may be unknown), clipped to the table and to [`MAX_ROWS`] × [`MAX_COLUMNS`].
 /// Returns inclusive `(rows, columns)` ranges, or `None` for an empty table.
@@ -77,7 +81,14 @@ pub fn read_range(
     if rows == 0 || columns == 0 {
         return None;
     }
-    let (r0, c0) = top_left.unwrap_or((0, 0));
+    // Only the bottom known (the top probe hit no cell): the rows up to it.
+    let guess = bottom_right.map_or((0, 0), |(r, c)| {
+        (
+            r.saturating_sub(MAX_ROWS - 1),
+            c.saturating_sub(MAX_COLUMNS - 1),
+        )
+    });
+    let (r0, c0) = top_left.unwrap_or(guess);
     let (r0, c0) = (r0.min(rows - 1), c0.min(columns - 1));
     let (r1, c1) = bottom_right.unwrap_or((r0 + MAX_ROWS - 1, c0 + MAX_COLUMNS - 1));
     let r1 = r1.max(r0).min(rows - 1).min(r0 + MAX_ROWS - 1);
@@ -268,22 +279,29 @@ async fn read_table(
     let (tl, br) = if bounds.is_empty() {
         (None, None)
     } else {
-        let tl = cell_at_point(bus, table, bounds.x + 1, bounds.y + 1).await;
-        let br = cell_at_point(
-            bus,
-            table,
-            bounds.x + bounds.width - 2,
-            bounds.y + bounds.height - 2,
-        )
-        .await;
-        let tl_pos = match &tl {
-            Some(c) => cell_position(bus, table, c).await,
-            None => None,
-        };
-        let br_pos = match &br {
-            Some(c) => cell_position(bus, table, c).await,
-            None => None,
-        };
+        // A column header sits at the top of a GTK tree view, and a last row may be
+        // cut at the bottom: each corner is probed a few times further inwards
+        // until the point is over a cell.
+        let (left, right) = (bounds.x + 1, bounds.x + bounds.width - 2);
+        let (top, bottom) = (bounds.y + 1, bounds.y + bounds.height - 2);
+        let mut tl_pos = None;
+        for dy in CORNER_PROBES.iter().filter(|&&d| d < bounds.height / 2) {
+            if let Some(c) = cell_at_point(bus, table, left, top + dy).await
+                && let Some(p) = cell_position(bus, table, &c).await
+            {
+                tl_pos = Some(p);
+                break;
+            }
+        }
+        let mut br_pos = None;
+        for dy in CORNER_PROBES.iter().filter(|&&d| d < bounds.height / 2) {
+            if let Some(c) = cell_at_point(bus, table, right, bottom - dy).await
+                && let Some(p) = cell_position(bus, table, &c).await
+            {
+                br_pos = Some(p);
+                break;
+            }
+        }
         (tl_pos, br_pos)
     };
     let mut info = TableInfo {
@@ -451,6 +469,11 @@ mod tests {
         // A small table: its own size.
         assert_eq!(read_range(3, 2, None, None), Some(((0, 2), (0, 1))));
         assert_eq!(read_range(0, 5, None, None), None);
+        // Only the bottom known (a list scrolled to its end): the rows up to it.
+        assert_eq!(
+            read_range(200, 1, None, Some((199, 0))),
+            Some(((160, 199), (0, 0)))
+        );
         // Corners swapped by a bad hit test never give an empty range.
         assert_eq!(
             read_range(10, 10, Some((5, 5)), Some((2, 2))),
