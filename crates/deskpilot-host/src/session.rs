@@ -417,6 +417,15 @@ impl Session {
                 }
                 let known: Vec<String> = apps.iter().map(|a| a.name.clone()).collect();
                 if let Some(a) = apps.iter().find(|a| a.name.to_lowercase().contains(&lower)) {
+                    if a.status == AppStatus::AccessibilityDisabled {
+                        return Err(err(
+                            ErrorCode::AccessibilityDisabled,
+                            format!(
+                                "app {:?} shows windows but publishes no accessibility tree: it was started without accessibility (before the accessibility bus existed, or with NO_AT_BRIDGE=1; Chromium and Electron need --force-renderer-accessibility). Restart it with accessibility on, e.g. `deskpilot sandbox run -- APP`",
+                                a.name
+                            ),
+                        ));
+                    }
                     let code = match a.status {
                         AppStatus::NotResponding => ErrorCode::NotResponding,
                         AppStatus::AccessibilityDisabled => ErrorCode::AccessibilityDisabled,

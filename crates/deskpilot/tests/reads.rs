@@ -353,3 +353,47 @@ fn a_long_list_shows_the_rows_on_screen_and_scrolls() {
     }
     assert_eq!(std::fs::read_to_string(&out).unwrap().trim(), "item 200");
 }
+
+/// An app that shows a window but publishes no tree (mousepad with
+/// `NO_AT_BRIDGE=1`) is listed, not dropped: `apps` marks it
+/// `accessibility_disabled`, reads on it fail with that code and the remedy, and
+/// `doctor` names it.
+#[test]
+fn apps_without_a_tree_are_listed_with_the_remedy() {
+    let dir = TempDir::new("no-tree");
+    let desk = Desk::start(dir.path());
+    desk.ok(&["sandbox", "run", "--", "env", "NO_AT_BRIDGE=1", "mousepad"]);
+    let start = std::time::Instant::now();
+    let app = loop {
+        let apps = desk.ok(&["apps"]);
+        let found = apps["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == "mousepad")
+            .cloned();
+        if let Some(a) = found {
+            break a;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "mousepad never listed: {apps}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(app["status"], "accessibility_disabled", "{app}");
+    let v = desk.fails_with(
+        &["observe", "--app", "mousepad"],
+        "COMPUTER_ACCESSIBILITY_DISABLED",
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Restart it"),
+        "{v}"
+    );
+    let (out, _) = desk.run(&["doctor"]);
+    let doctor = String::from_utf8_lossy(&out.stdout);
+    assert!(doctor.contains("mousepad"), "{doctor}");
+}

@@ -72,6 +72,25 @@ impl LinuxDriver {
         &self.opts
     }
 
+    /// `(pid, title)` of every top-level X11 window, for apps that show windows but
+    /// no tree ([`apps::apps_without_tree`]); empty without an X display.
+    async fn x11_toplevels(&self) -> Vec<(Option<u32>, String)> {
+        if self.opts.display.is_none() {
+            return Vec::new();
+        }
+        let Ok(x) = self.input().await else {
+            return Vec::new();
+        };
+        tokio::task::spawn_blocking(move || x.toplevels())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| (t.pid, t.title))
+            .collect()
+    }
+
     /// The X input connection, opened on first use.
     ///
     /// Errors: `COMPUTER_INPUT_UNAVAILABLE` without an X display or XTEST.
@@ -221,7 +240,10 @@ impl Driver for LinuxDriver {
     }
 
     async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
-        apps::list_apps(&self.bus).await
+        let mut list = apps::list_apps(&self.bus).await?;
+        let tops = self.x11_toplevels().await;
+        list.extend(apps::apps_without_tree(&list, &tops));
+        Ok(list)
     }
 
     async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {

@@ -185,6 +185,41 @@ pub async fn list_apps(bus: &Bus) -> Result<Vec<AppInfo>, ComputerError> {
     Ok(join_all(roots.into_iter().map(|r| app_info(bus, r))).await)
 }
 
+/// Applications that show top-level X11 windows but publish no accessibility tree
+/// (started before the accessibility bus existed, with `NO_AT_BRIDGE=1`, or a
+/// Chromium/Electron app without renderer accessibility): one [`AppInfo`] per
+/// process owning a window in `tops` that no app of `apps` covers (same pid, or a
+/// descendant of its pid). Status `accessibility_disabled`, no windows (there is no
+/// tree to read), handle `x11:PID`, named from `/proc/PID/comm`, else the first
+/// window's title. Windows without a known pid are left out.
+pub fn apps_without_tree(apps: &[AppInfo], tops: &[(Option<u32>, String)]) -> Vec<AppInfo> {
+    let covered: Vec<u32> = apps.iter().filter_map(|a| a.pid).collect();
+    let mut out: Vec<AppInfo> = Vec::new();
+    for (pid, title) in tops {
+        let Some(pid) = *pid else { continue };
+        if covered
+            .iter()
+            .any(|&c| super::launch::descends_from(pid, c))
+            || out.iter().any(|a| a.pid == Some(pid))
+        {
+            continue;
+        }
+        let name = proc_name(pid)
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| title.clone());
+        out.push(AppInfo {
+            handle: deskpilot_core::Handle::new(format!("x11:{pid}")),
+            name,
+            pid: Some(pid),
+            uid: None,
+            toolkit: None,
+            status: AppStatus::AccessibilityDisabled,
+            windows: Vec::new(),
+        });
+    }
+    out
+}
+
 /// `windows.list`: the windows of every responsive application.
 pub async fn list_windows(bus: &Bus) -> Result<Vec<WindowInfo>, ComputerError> {
     Ok(list_apps(bus)
@@ -223,5 +258,33 @@ mod tests {
         assert!(!is_hidden_chromium_surface(Some("GTK"), -1));
         assert!(!is_hidden_chromium_surface(Some("VCL"), -1));
         assert!(!is_hidden_chromium_surface(None, -1));
+    }
+
+    #[test]
+    fn windows_of_apps_without_a_tree_are_listed_once_per_process() {
+        let me = std::process::id();
+        let parent = crate::linux::atspi::launch::parent_pid(me).expect("a parent");
+        let app = AppInfo {
+            handle: deskpilot_core::Handle::new(":1.5|/org/a11y/atspi/accessible/root"),
+            name: "mousepad".into(),
+            pid: Some(parent),
+            uid: None,
+            toolkit: None,
+            status: AppStatus::Ok,
+            windows: Vec::new(),
+        };
+        // This process descends from the app's pid: covered. Pid 1 is not.
+        let tops = vec![
+            (Some(me), "covered".to_owned()),
+            (Some(1), "first".to_owned()),
+            (Some(1), "second".to_owned()),
+            (None, "no pid".to_owned()),
+        ];
+        let extra = apps_without_tree(&[app], &tops);
+        assert_eq!(extra.len(), 1, "{extra:?}");
+        assert_eq!(extra[0].pid, Some(1));
+        assert_eq!(extra[0].status, AppStatus::AccessibilityDisabled);
+        assert_eq!(extra[0].handle.as_str(), "x11:1");
+        assert!(extra[0].windows.is_empty());
     }
 }

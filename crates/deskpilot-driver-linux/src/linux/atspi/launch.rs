@@ -27,7 +27,7 @@ pub const POLL: Duration = Duration::from_millis(100);
 pub const DEFAULT_WAIT_MS: u64 = 15_000;
 
 /// The parent pid of `pid` from `/proc/<pid>/stat`.
-fn parent_pid(pid: u32) -> Option<u32> {
+pub(crate) fn parent_pid(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_ppid(&stat)
 }
@@ -41,7 +41,7 @@ pub fn parse_ppid(stat: &str) -> Option<u32> {
 }
 
 /// True when `pid` is `ancestor` or descends from it (up to 64 generations).
-fn descends_from(pid: u32, ancestor: u32) -> bool {
+pub(crate) fn descends_from(pid: u32, ancestor: u32) -> bool {
     let mut p = pid;
     for _ in 0..64 {
         if p == ancestor {
