@@ -26,7 +26,7 @@ pub mod tokens;
 mod view;
 
 pub use error::CoreError;
-pub use node::{Bounds, Handle, Node, TableInfo};
+pub use node::{Bounds, Handle, Node, TableInfo, ValueRange};
 pub use op::Op;
 pub use role::Role;
 pub use state::{State, StateSet};

@@ -156,6 +156,20 @@ pub struct Node {
     /// long text); `None` when `value` is complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value_length: Option<u64>,
+    /// The bounds of a range control's value (AT-SPI `Value.MinimumValue` /
+    /// `MaximumValue`), formatted like `value`: slider, scroll bar, progress bar,
+    /// spin button.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<ValueRange>,
+}
+
+/// The least and greatest value of a range control, each formatted as the driver
+/// formats `value` (`0`, `100`, `4512.5`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ValueRange {
+    pub min: String,
+    pub max: String,
 }
 
 impl Node {

@@ -35,11 +35,15 @@ pub enum State {
     /// A container that creates its children on demand (AT-SPI `MANAGES_DESCENDANTS`):
     /// its children must never be enumerated, only read by visible range.
     ManagesDescendants,
+    /// A range control (slider, scroll bar, progress bar) laid out left to right.
+    Horizontal,
+    /// A range control laid out top to bottom.
+    Vertical,
 }
 
 impl State {
     /// Every state, in declaration order (also the bit order of [`StateSet`]).
-    pub const ALL: [State; 14] = [
+    pub const ALL: [State; 16] = [
         State::Focused,
         State::Disabled,
         State::Checked,
@@ -54,6 +58,8 @@ impl State {
         State::Modal,
         State::Focusable,
         State::ManagesDescendants,
+        State::Horizontal,
+        State::Vertical,
     ];
 
     /// The lowercase name used in snapshot text and on the wire.
@@ -73,6 +79,8 @@ impl State {
             State::Modal => "modal",
             State::Focusable => "focusable",
             State::ManagesDescendants => "manages_descendants",
+            State::Horizontal => "horizontal",
+            State::Vertical => "vertical",
         }
     }
 

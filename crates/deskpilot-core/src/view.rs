@@ -368,6 +368,15 @@ pub(crate) fn table_marker(t: &TableInfo) -> String {
     s
 }
 
+/// True for the roles whose value lies in a range: slider, scroll bar, progress bar,
+/// spin button. Only they show an orientation.
+pub(crate) fn is_range(role: Role) -> bool {
+    matches!(
+        role,
+        Role::Slider | Role::Scrollbar | Role::Progressbar | Role::Spinbutton
+    )
+}
+
 /// The state words of a line, in display order. `shows_children` tells whether any
 /// child of the element is on display: a menu item with a hidden submenu gets `▸`.
 /// Offscreen, focusable and manages-descendants are never shown.
@@ -392,6 +401,13 @@ pub(crate) fn state_words(n: &Node, shows_children: bool) -> Vec<&'static str> {
         && n.child_count > 0
         && !shows_children
         && !redact::is_secret_field(n);
+    if is_range(n.role) {
+        if n.has(State::Horizontal) {
+            words.push("horizontal");
+        } else if n.has(State::Vertical) {
+            words.push("vertical");
+        }
+    }
     if n.has(State::Expanded) {
         words.push("▾");
     } else if n.has(State::Collapsed) || hidden_submenu {
@@ -439,6 +455,14 @@ pub(crate) fn element_line(
     }
     if let Some(v) = shown_value(n, parent, max_chars) {
         let _ = write!(s, " value=\"{v}\"");
+    }
+    if let Some(r) = &n.range {
+        let _ = write!(
+            s,
+            " range={}–{}",
+            sanitize::one_line(&r.min),
+            sanitize::one_line(&r.max)
+        );
     }
     for w in state_words(n, shows_children) {
         s.push(' ');

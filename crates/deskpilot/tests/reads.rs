@@ -397,3 +397,65 @@ fn apps_without_a_tree_are_listed_with_the_remedy() {
     let doctor = String::from_utf8_lossy(&out.stdout);
     assert!(doctor.contains("mousepad"), "{doctor}");
 }
+
+/// Range controls say their orientation and bounds: gtk3-widget-factory's scales
+/// and progress bars show `range=MIN–MAX` and `horizontal`/`vertical`, in text and
+/// in `--json` states.
+#[test]
+fn ranges_show_orientation_and_bounds() {
+    let dir = TempDir::new("ranges");
+    let desk = Desk::start(dir.path());
+    desk.ok(&["sandbox", "run", "--", "gtk3-widget-factory"]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "gtk3-widget-factory",
+        "--role",
+        "slider",
+        "--name",
+        "",
+        "--timeout-ms",
+        "60000",
+    ]);
+    let found = desk.ok(&[
+        "find",
+        "",
+        "--app",
+        "gtk3-widget-factory",
+        "--role",
+        "slider",
+    ]);
+    let lines: Vec<&str> = found["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["line"].as_str())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("value=\"50\" range=1–100 horizontal")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("range=1–100 vertical")),
+        "{lines:#?}"
+    );
+    let states: Vec<String> = found["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["states"].as_array().cloned().unwrap_or_default())
+        .filter_map(|s| s.as_str().map(str::to_owned))
+        .collect();
+    assert!(states.iter().any(|s| s == "vertical"), "{states:?}");
+    let bars = desk.ok(&[
+        "find",
+        "",
+        "--app",
+        "gtk3-widget-factory",
+        "--role",
+        "progressbar",
+    ]);
+    assert!(bars.to_string().contains("range=0–1 horizontal"), "{bars}");
+}

@@ -30,12 +30,20 @@ pub struct Needs {
     /// The name of the label that labels an unnamed form field (AT-SPI relation
     /// `LABELLED_BY`), shown as the field's name.
     pub label: bool,
+    /// `Value.MinimumValue`/`MaximumValue` of a range control.
+    pub range: bool,
 }
 
 impl Needs {
     /// True when at least one detail is needed.
     pub fn any(&self) -> bool {
-        self.extents || self.text || self.number || self.actions || self.automation_id || self.label
+        self.extents
+            || self.text
+            || self.number
+            || self.actions
+            || self.automation_id
+            || self.label
+            || self.range
     }
 }
 
@@ -63,6 +71,11 @@ pub fn plan(info: &NodeInfo, is_root: bool) -> Needs {
         number,
         actions: info.ifaces.has(Ifaces::ACTION),
         automation_id: role.is_interactive(),
+        range: info.ifaces.has(Ifaces::VALUE)
+            && matches!(
+                role,
+                Role::Slider | Role::Spinbutton | Role::Progressbar | Role::Scrollbar
+            ),
         label: info.name.trim().is_empty()
             && matches!(
                 role,
@@ -105,6 +118,7 @@ enum Piece {
     Actions(Vec<String>),
     Id(String),
     Label(String),
+    Range(f64, f64),
 }
 
 /// `Component.GetExtents` in screen coordinates (coordinate type 0).
@@ -194,6 +208,13 @@ async fn read_piece(
         }
         2 => Piece::Number(bus.prop::<f64>(obj, iface::VALUE, "CurrentValue").await?),
         3 => Piece::Actions(action_names(bus, obj).await?),
+        6 => {
+            let (min, max) = tokio::try_join!(
+                bus.prop::<f64>(obj, iface::VALUE, "MinimumValue"),
+                bus.prop::<f64>(obj, iface::VALUE, "MaximumValue"),
+            )?;
+            Piece::Range(min, max)
+        }
         5 => match labelled_by(bus, obj).await? {
             Some(name) => Piece::Label(name),
             None => return Ok(None),
@@ -230,6 +251,7 @@ pub async fn read_details(
             (n.actions, 3),
             (n.automation_id, 4),
             (n.label, 5),
+            (n.range, 6),
         ] {
             if flag {
                 jobs.push((obj.clone(), which));
@@ -258,6 +280,7 @@ pub async fn read_details(
                     Piece::Actions(a) => d.actions = a,
                     Piece::Id(id) => d.automation_id = Some(id),
                     Piece::Label(name) => d.label = Some(name),
+                    Piece::Range(min, max) => d.range = Some((min, max)),
                 }
             }
             Ok(None) => {}

@@ -89,6 +89,16 @@ pub fn map_states(raw: RawStates, role_code: u32) -> StateSet {
     put(raw.has(S::Modal), State::Modal);
     put(raw.has(S::Focusable), State::Focusable);
     put(raw.manages_descendants(), State::ManagesDescendants);
+    // Orientation only where it says how the value moves: range controls.
+    let range = matches!(
+        super::role_map::map_role_code(role_code),
+        deskpilot_core::Role::Slider
+            | deskpilot_core::Role::Scrollbar
+            | deskpilot_core::Role::Progressbar
+            | deskpilot_core::Role::Spinbutton
+    );
+    put(range && raw.has(S::Horizontal), State::Horizontal);
+    put(range && raw.has(S::Vertical), State::Vertical);
     out
 }
 

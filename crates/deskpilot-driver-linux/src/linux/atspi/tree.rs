@@ -54,6 +54,8 @@ pub struct Details {
     pub table: Option<TableInfo>,
     /// The name of the label of an unnamed form field (relation `LABELLED_BY`).
     pub label: Option<String>,
+    /// `Value.MinimumValue` and `MaximumValue` of a range control.
+    pub range: Option<(f64, f64)>,
 }
 
 /// Everything [`assemble`] needs.
@@ -221,6 +223,12 @@ fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> O
         child_count,
         table,
         value_length,
+        range: details
+            .and_then(|d| d.range)
+            .map(|(min, max)| deskpilot_core::ValueRange {
+                min: format_number(min),
+                max: format_number(max),
+            }),
     })
 }
 
