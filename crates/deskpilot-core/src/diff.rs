@@ -186,6 +186,84 @@ fn states_clause(before: &[&str], after: &[&str]) -> Option<String> {
     }
 }
 
+/// Cells of one table selected or unselected together from this many on are said as
+/// one line with their range (a spreadsheet's select-all changes hundreds).
+pub const SELECTION_SUMMARY_MIN: usize = 3;
+
+/// `Some(now selected)` when the only change from `b` to `a` is the selected state.
+fn selection_only(b: &Node, a: &Node) -> Option<bool> {
+    let mut bs = b.states;
+    let mut as_ = a.states;
+    let (was, now) = (bs.contains(State::Selected), as_.contains(State::Selected));
+    bs.remove(State::Selected);
+    as_.remove(State::Selected);
+    (was != now
+        && bs == as_
+        && b.role == a.role
+        && b.name == a.name
+        && b.value == a.value
+        && b.value_length == a.value_length
+        && b.children.len() == a.children.len())
+    .then_some(now)
+}
+
+/// `(row, column)` of an A1 cell name, 0-based.
+fn a1(name: &str) -> Option<(u64, u64)> {
+    let split = name.find(|c: char| c.is_ascii_digit())?;
+    let (letters, digits) = name.split_at(split);
+    if letters.is_empty()
+        || letters.len() > 4
+        || !letters.chars().all(|c| c.is_ascii_uppercase())
+        || !digits.chars().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let col = letters
+        .bytes()
+        .fold(0u64, |acc, b| acc * 26 + u64::from(b - b'A') + 1);
+    let row: u64 = digits.parse().ok()?;
+    (row >= 1).then(|| (row - 1, col - 1))
+}
+
+/// One line for many cells of `table` selected (`now`) or unselected together:
+/// `~ [e5] table "Sheet1" 480 cells (unselected) → selected: A1:L40`, with the
+/// bounding range when every cell has an A1 name (and `N cells in` when they do not
+/// fill it).
+fn selection_line(table: &Node, now: bool, cells: &[(&View<'_>, &View<'_>)]) -> String {
+    let mut line = String::from("~ ");
+    if let Some(r) = &table.ref_ {
+        line.push_str(&format!("[{}] ", sanitize::one_line(r)));
+    }
+    line.push_str(table.role.as_str());
+    if let Some(n) = view::shown_name(table, DEFAULT_MAX_VALUE_CHARS) {
+        line.push_str(&format!(" \"{n}\""));
+    }
+    let n = cells.len();
+    let change = if now {
+        "(unselected) → selected"
+    } else {
+        "selected → (unselected)"
+    };
+    line.push_str(&format!(" {n} cells {change}"));
+    let spots: Option<Vec<(u64, u64)>> =
+        cells.iter().map(|(_, a)| a1(a.node.name.trim())).collect();
+    if let Some(spots) = spots.filter(|s| !s.is_empty()) {
+        let r0 = spots.iter().map(|p| p.0).min().unwrap_or(0);
+        let r1 = spots.iter().map(|p| p.0).max().unwrap_or(0);
+        let c0 = spots.iter().map(|p| p.1).min().unwrap_or(0);
+        let c1 = spots.iter().map(|p| p.1).max().unwrap_or(0);
+        let name = |r: u64, c: u64| format!("{}{}", view::column_name(c), r + 1);
+        let whole = (r1 - r0 + 1).saturating_mul(c1 - c0 + 1) == n as u64;
+        line.push_str(&format!(
+            ": {}{}:{}",
+            if whole { "" } else { "within " },
+            name(r0, c0),
+            name(r1, c1)
+        ));
+    }
+    line
+}
+
 /// `value "old" → "new"`, or for an edit inside a long value an excerpt from a little
 /// (20 grapheme clusters) before the first difference, with exact lengths:
 /// `value "…lazy dog. " → "…lazy dog. Hello" (5000 → 5005 chars)`.
@@ -480,6 +558,9 @@ pub fn diff(before: &Node, after: &Node, opts: &DiffOptions) -> Diff {
     }
 
     let mut changed = 0;
+    // Cells of one table whose only change is being selected (or unselected), kept
+    // aside to be said as one range: `(table index in fa, now selected)` → cells.
+    let mut selections: Vec<((usize, bool), Vec<(&View<'_>, &View<'_>)>)> = Vec::new();
     for f in &fa {
         let Some(k) = f.key else { continue };
         let Some(&bi) = mb.get(&k) else { continue };
@@ -489,7 +570,39 @@ pub fn diff(before: &Node, after: &Node, opts: &DiffOptions) -> Diff {
             (Some(pb), Some(pa)) if pb != pa => Some(pa.0),
             _ => None,
         };
+        if moved_under.is_none()
+            && let Some(p) = f
+                .parent
+                .filter(|&p| fa[p].v.node.role == crate::Role::Table)
+            && let Some(now) = selection_only(fb[bi].v.node, f.v.node)
+        {
+            match selections.iter_mut().find(|(key, _)| *key == (p, now)) {
+                Some((_, cells)) => cells.push((fb[bi].v, f.v)),
+                None => selections.push(((p, now), vec![(fb[bi].v, f.v)])),
+            }
+            continue;
+        }
         if let Some(text) = change_line(fb[bi].v, f.v, moved_under, opts.max_value_chars) {
+            changed += 1;
+            lines.push(Line {
+                text,
+                glued: None,
+                parent: None,
+                class: 0,
+                hint: None,
+            });
+        }
+    }
+    for ((table, now), cells) in selections {
+        let texts: Vec<String> = if cells.len() >= SELECTION_SUMMARY_MIN {
+            vec![selection_line(fa[table].v.node, now, &cells)]
+        } else {
+            cells
+                .iter()
+                .filter_map(|(b, a)| change_line(b, a, None, opts.max_value_chars))
+                .collect()
+        };
+        for text in texts {
             changed += 1;
             lines.push(Line {
                 text,
@@ -566,5 +679,39 @@ mod tests {
             value_clause((&before, None), (&after, None), 80).as_deref(),
             Some("value \"\" → \"x\"")
         );
+    }
+
+    #[test]
+    fn cells_selected_together_are_one_range() {
+        use crate::refs::RefRegistry;
+        let cell = |name: &str, selected: bool| {
+            let mut c = Node::new(format!("h:{name}"), crate::Role::Cell, name);
+            if selected {
+                c.states.insert(State::Selected);
+            }
+            c
+        };
+        let sheet = |selected: bool| {
+            let mut cells = Vec::new();
+            for r in 1..=3 {
+                for c in ["A", "B"] {
+                    cells.push(cell(&format!("{c}{r}"), selected));
+                }
+            }
+            Node::new("h:w", crate::Role::Window, "Calc").children(vec![
+                Node::new("h:t", crate::Role::Table, "Sheet1").children(cells),
+            ])
+        };
+        let mut refs = RefRegistry::default();
+        let mut before = sheet(false);
+        refs.assign(&mut before);
+        let mut after = sheet(true);
+        refs.assign(&mut after);
+        let d = diff(&before, &after, &DiffOptions::default());
+        assert_eq!(
+            d.text,
+            "~ [e1] table \"Sheet1\" 6 cells (unselected) → selected: A1:B3"
+        );
+        assert_eq!(d.changed, 1);
     }
 }

@@ -317,7 +317,7 @@ pub(crate) fn priority(v: &View<'_>, is_top: bool) -> u8 {
 }
 
 /// Spreadsheet column name of a 0-based index: 0 → `A`, 25 → `Z`, 26 → `AA`.
-fn column_name(mut i: u64) -> String {
+pub(crate) fn column_name(mut i: u64) -> String {
     let mut s = Vec::new();
     loop {
         s.push(b'A' + (i % 26) as u8);

@@ -459,3 +459,40 @@ fn ranges_show_orientation_and_bounds() {
     ]);
     assert!(bars.to_string().contains("range=0–1 horizontal"), "{bars}");
 }
+
+/// Selecting all of a LibreOffice Calc sheet is one diff line with its range, not a
+/// line per visible cell.
+#[test]
+fn a_calc_selection_is_one_range_in_the_diff() {
+    let dir = TempDir::new("calc-select");
+    let desk = Desk::start(dir.path());
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "soffice",
+        "--calc",
+        "--norestore",
+        "--nologo",
+    ]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "soffice",
+        "--role",
+        "cell",
+        "--name",
+        "B2",
+        "--timeout-ms",
+        "120000",
+    ]);
+    desk.ok(&["observe", "--app", "soffice"]);
+    let v = desk.ok(&["keys", "ctrl+a", "--app", "soffice"]);
+    let diff = v["text"].as_str().unwrap();
+    assert!(
+        diff.contains("cells (unselected) → selected: A1:"),
+        "{diff}"
+    );
+    let cell_lines = diff.lines().filter(|l| l.contains("] cell ")).count();
+    assert!(cell_lines < 3, "cells one by one:\n{diff}");
+}
