@@ -190,6 +190,9 @@ fn states_clause(before: &[&str], after: &[&str]) -> Option<String> {
 /// one line with their range (a spreadsheet's select-all changes hundreds).
 pub const SELECTION_SUMMARY_MIN: usize = 3;
 
+/// A cell before and after a change.
+type CellChange<'v, 'a> = (&'v View<'a>, &'v View<'a>);
+
 /// `Some(now selected)` when the only change from `b` to `a` is the selected state.
 fn selection_only(b: &Node, a: &Node) -> Option<bool> {
     let mut bs = b.states;
@@ -229,7 +232,7 @@ fn a1(name: &str) -> Option<(u64, u64)> {
 /// `~ [e5] table "Sheet1" 480 cells (unselected) → selected: A1:L40`, with the
 /// bounding range when every cell has an A1 name (and `N cells in` when they do not
 /// fill it).
-fn selection_line(table: &Node, now: bool, cells: &[(&View<'_>, &View<'_>)]) -> String {
+fn selection_line(table: &Node, now: bool, cells: &[CellChange<'_, '_>]) -> String {
     let mut line = String::from("~ ");
     if let Some(r) = &table.ref_ {
         line.push_str(&format!("[{}] ", sanitize::one_line(r)));
@@ -560,7 +563,7 @@ pub fn diff(before: &Node, after: &Node, opts: &DiffOptions) -> Diff {
     let mut changed = 0;
     // Cells of one table whose only change is being selected (or unselected), kept
     // aside to be said as one range: `(table index in fa, now selected)` → cells.
-    let mut selections: Vec<((usize, bool), Vec<(&View<'_>, &View<'_>)>)> = Vec::new();
+    let mut selections: Vec<((usize, bool), Vec<CellChange<'_, '_>>)> = Vec::new();
     for f in &fa {
         let Some(k) = f.key else { continue };
         let Some(&bi) = mb.get(&k) else { continue };
