@@ -239,6 +239,7 @@ async fn the_walk_without_cache_reads_the_same_window() {
             scope: None,
             depth: None,
             max_nodes: None,
+            text_cap: None,
         })
         .await
         .expect("walked snapshot");
@@ -265,6 +266,7 @@ async fn the_walk_without_cache_reads_the_same_window() {
             scope: None,
             depth: Some(1),
             max_nodes: None,
+            text_cap: None,
         })
         .await
         .expect("depth 1");

@@ -144,6 +144,7 @@ impl Guarded {
                 scope: None,
                 depth: None,
                 max_nodes: None,
+                text_cap: None,
             })
             .await?;
         let password = match element {

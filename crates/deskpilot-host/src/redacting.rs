@@ -254,6 +254,7 @@ mod tests {
                     scope: None,
                     depth: None,
                     max_nodes: None,
+                    text_cap: None,
                 })
                 .await
                 .unwrap();

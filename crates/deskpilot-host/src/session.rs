@@ -121,6 +121,57 @@ pub struct FindHit {
     pub window_title: String,
 }
 
+/// A part of an element's whole text ([`Session::read_text`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct TextRead {
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    pub role: Role,
+    /// Accessible name (secrets masked).
+    pub name: String,
+    /// The characters `from..to` of the text, exactly (secrets masked, as in every
+    /// read); never cut inside a character.
+    pub text: String,
+    /// First character returned, in Unicode scalar values from the start.
+    pub from: u64,
+    /// One past the last character returned.
+    pub to: u64,
+    /// Characters in the whole text.
+    pub total_chars: u64,
+    /// False when the text is longer than one read takes (`MAX_TEXT_CAP`
+    /// characters): `to` then stops there.
+    pub complete: bool,
+}
+
+/// Characters `from..to` of `text` (Unicode scalar values; `to` past the end means
+/// the end), or the last `tail` characters when `tail` is given. Returns the part and
+/// its bounds.
+pub fn char_slice(
+    text: &str,
+    from: Option<u64>,
+    to: Option<u64>,
+    tail: Option<u64>,
+) -> (String, u64, u64) {
+    let n = text.chars().count() as u64;
+    let (a, b) = match tail {
+        Some(t) => (n.saturating_sub(t), n),
+        None => {
+            let a = from.unwrap_or(0).min(n);
+            (a, to.unwrap_or(n).clamp(a, n))
+        }
+    };
+    let part: String = text
+        .chars()
+        .skip(usize::try_from(a).unwrap_or(usize::MAX))
+        .take(usize::try_from(b - a).unwrap_or(usize::MAX))
+        .collect();
+    (part, a, b)
+}
+
+/// Long text fields whose whole text one `find` reads to search it: 8.
+pub const FULL_TEXT_FIELDS: usize = 8;
+
 /// What a search did not look at, so that "no match" is never read as "not there"
 /// (docs/ARCHITECTURE.md §9). All counts are of elements of the searched window.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -524,6 +575,7 @@ impl Session {
                 scope: None,
                 depth: None,
                 max_nodes: None,
+                text_cap: None,
             })
             .await?;
         let wref = self.state.windows.assign(&window.handle);
@@ -654,12 +706,134 @@ impl Session {
     ) -> Result<Found, ComputerError> {
         let window = self.resolve_window(target).await?;
         let (root, _) = self.read(&window).await?;
-        let hits = Self::search(&root, &window, text, role, limit);
-        let unsearched = Self::unsearched(&root, text, role);
+        let mut hits = Self::search(&root, &window, text, role, limit);
+        let mut unsearched = Self::unsearched(&root, text, role);
+        self.search_long_texts(
+            &root,
+            &window,
+            text,
+            role,
+            limit,
+            &mut hits,
+            &mut unsearched,
+        )
+        .await;
         self.remember(&window, root);
         self.state.current = Some(window.handle.0.clone());
         self.save()?;
         Ok(Found { hits, unsearched })
+    }
+
+    /// The text of element `r` of the current window, whole (up to `MAX_TEXT_CAP`
+    /// characters, through a one-node scoped read, redacted as every read is), or
+    /// the part `from..to` / the last `tail` characters of it ([`char_slice`]).
+    ///
+    /// Errors: as for acting on a ref — unknown or stale refs, a vanished window.
+    pub async fn read_text(
+        &mut self,
+        r: &str,
+        from: Option<u64>,
+        to: Option<u64>,
+        tail: Option<u64>,
+    ) -> Result<TextRead, ComputerError> {
+        let (_, ws) = self.current_window_state()?;
+        ws.registry
+            .resolve(r)
+            .map_err(|e| ComputerError::from(&e))?;
+        let window = ws.info.clone().ok_or_else(|| {
+            err(
+                ErrorCode::ElementNotFound,
+                "the current window is unknown; observe it again",
+            )
+        })?;
+        let (h, _, fresh) = self.fresh_handle(&window, r).await?;
+        let node = fresh
+            .walk()
+            .find(|n| n.handle == h)
+            .cloned()
+            .ok_or_else(|| {
+                err(
+                    ErrorCode::StaleRef,
+                    format!("{r} vanished while it was read"),
+                )
+            })?;
+        let whole = self
+            .driver
+            .snapshot(SnapshotParams {
+                window: window.handle.clone(),
+                scope: Some(h),
+                depth: Some(0),
+                max_nodes: Some(1),
+                text_cap: Some(MAX_TEXT_CAP),
+            })
+            .await?;
+        let value = whole.root.value.clone().unwrap_or_default();
+        let read = value.chars().count() as u64;
+        let total = whole.root.value_length.unwrap_or(read);
+        let (text, from, to) = char_slice(&value, from, to, tail);
+        Ok(TextRead {
+            ref_: r.to_owned(),
+            role: node.role,
+            name: node.name,
+            text,
+            from,
+            to,
+            total_chars: total,
+            complete: whole.root.value_length.is_none(),
+        })
+    }
+
+    /// Searches the whole text of long values that the read took only the head of
+    /// (at most [`FULL_TEXT_FIELDS`] fields on screen, each read whole up to
+    /// `MAX_TEXT_CAP` characters through a one-node scoped read), adding a hit for
+    /// each that holds the text and taking it off `unsearched.values_cut` when its
+    /// whole text was read. A read that fails leaves the field counted as unsearched.
+    #[allow(clippy::too_many_arguments)]
+    async fn search_long_texts(
+        &self,
+        root: &Node,
+        window: &WindowInfo,
+        text: &str,
+        role: Option<Role>,
+        limit: usize,
+        hits: &mut Vec<FindHit>,
+        unsearched: &mut Unsearched,
+    ) {
+        let needle = Needle::new(text);
+        if needle.is_empty() || hits.len() >= limit {
+            return;
+        }
+        let long: Vec<&Node> = root
+            .walk()
+            .filter(|n| n.ref_.as_deref().is_some_and(|r| r.starts_with('e')))
+            .filter(|n| n.value_length.is_some() && !n.has(State::Password))
+            .filter(|n| !n.has(State::Offscreen))
+            .filter(|n| role.is_none_or(|r| n.role == r))
+            .filter(|n| !matches_text(n, &needle))
+            .take(FULL_TEXT_FIELDS)
+            .collect();
+        for n in long {
+            let whole = self
+                .driver
+                .snapshot(SnapshotParams {
+                    window: window.handle.clone(),
+                    scope: Some(n.handle.clone()),
+                    depth: Some(0),
+                    max_nodes: Some(1),
+                    text_cap: Some(MAX_TEXT_CAP),
+                })
+                .await;
+            let Ok(whole) = whole else { continue };
+            let Some(value) = whole.root.value.as_deref() else {
+                continue;
+            };
+            if whole.root.value_length.is_none() {
+                unsearched.values_cut = unsearched.values_cut.saturating_sub(1);
+            }
+            if needle.found_in(value) && hits.len() < limit {
+                hits.push(Self::hit(n, root, window));
+            }
+        }
     }
 
     /// What [`Session::search`] over `root` could not look at.
@@ -693,24 +867,28 @@ impl Session {
         limit: usize,
     ) -> Vec<FindHit> {
         let needle = Needle::new(text);
-        let wref = root.ref_.clone().unwrap_or_default();
         root.walk()
             .filter(|n| n.ref_.as_deref().is_some_and(|r| r.starts_with('e')))
             .filter(|n| !n.has(State::Offscreen))
             .filter(|n| role.is_none_or(|r| n.role == r))
             .filter(|n| matches_text(n, &needle))
             .take(limit)
-            .map(|n| FindHit {
-                ref_: n.ref_.clone().unwrap_or_default(),
-                role: n.role,
-                name: n.name.clone(),
-                states: n.states,
-                line: Self::hit_line(n),
-                bounds: n.bounds,
-                window_ref: wref.clone(),
-                window_title: window.title.clone(),
-            })
+            .map(|n| Self::hit(n, root, window))
             .collect()
+    }
+
+    /// The hit of element `n` of the window `root`.
+    fn hit(n: &Node, root: &Node, window: &WindowInfo) -> FindHit {
+        FindHit {
+            ref_: n.ref_.clone().unwrap_or_default(),
+            role: n.role,
+            name: n.name.clone(),
+            states: n.states,
+            line: Self::hit_line(n),
+            bounds: n.bounds,
+            window_ref: root.ref_.clone().unwrap_or_default(),
+            window_title: window.title.clone(),
+        }
     }
 
     fn current_window_state(&self) -> Result<(String, &WindowState), ComputerError> {
@@ -1386,5 +1564,35 @@ fn stopped_after(e: ComputerError, sent: &[String], step: &KeyStep) -> ComputerE
         code: e.code,
         message,
         detail: Some(detail),
+    }
+}
+
+#[cfg(test)]
+mod char_slice_tests {
+    use super::char_slice;
+
+    #[test]
+    fn parts_are_cut_by_characters_never_inside_one() {
+        let t = "héllo 你好 Ωβγ";
+        assert_eq!(char_slice(t, None, None, None), (t.to_owned(), 0, 12));
+        assert_eq!(
+            char_slice(t, Some(1), Some(5), None),
+            ("éllo".to_owned(), 1, 5)
+        );
+        assert_eq!(
+            char_slice(t, None, None, Some(3)),
+            ("Ωβγ".to_owned(), 9, 12)
+        );
+        assert_eq!(
+            char_slice(t, Some(6), Some(8), None),
+            ("你好".to_owned(), 6, 8)
+        );
+        // Out of range asks clamp to the text.
+        assert_eq!(
+            char_slice(t, Some(20), Some(30), None),
+            (String::new(), 12, 12)
+        );
+        assert_eq!(char_slice(t, Some(5), Some(2), None), (String::new(), 5, 5));
+        assert_eq!(char_slice(t, None, None, Some(99)), (t.to_owned(), 0, 12));
     }
 }

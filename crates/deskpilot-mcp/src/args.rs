@@ -90,6 +90,24 @@ pub struct FindArgs {
     pub limit: Option<u32>,
 }
 
+/// Arguments of `computer_read`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// Element ref from the last observe (e.g. "e19"): a text field or a document.
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    /// First character to return (Unicode characters from 0; default 0).
+    #[serde(default)]
+    pub from: Option<u64>,
+    /// One past the last character to return (default: the end).
+    #[serde(default)]
+    pub to: Option<u64>,
+    /// Return only the last N characters (instead of from/to).
+    #[serde(default)]
+    pub tail: Option<u64>,
+}
+
 /// One action of a batch.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

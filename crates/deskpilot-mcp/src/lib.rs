@@ -2,7 +2,7 @@
 //! official Rust SDK (`rmcp`), on stdio or on streamable HTTP bound to loopback.
 //!
 //! Tools (docs/ARCHITECTURE.md §9): `computer_apps`, `computer_observe`, `computer_find`,
-//! `computer_act`, `computer_wait`, `computer_keys`, `computer_launch`,
+//! `computer_read`, `computer_act`, `computer_wait`, `computer_keys`, `computer_launch`,
 //! `computer_screenshot`, and `computer_task` (the bounded inner loop of
 //! `deskpilot_agent` with the model bound in the config, docs/ARCHITECTURE.md §10). Each
 //! publishes an input schema and (except the

@@ -23,6 +23,7 @@ use deskpilot_agent::run::ScopeWindow;
 use deskpilot_agent::{ExecutedAction, Question, RunStatus, ScopeView};
 use deskpilot_core::{Op, Role};
 use deskpilot_host::host::{GrantView, ListedApp, ListedWindow};
+pub use deskpilot_host::session::TextRead;
 use deskpilot_host::session::{Change, FindHit, NewWindow, Observation, Unsearched};
 use deskpilot_host::{ActOutcome, KeysOutcome};
 use deskpilot_protocol::types::{ActStatus, Channel};

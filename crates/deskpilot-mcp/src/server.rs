@@ -410,6 +410,24 @@ impl Server {
         success(with_warnings(text, &h), &data)
     }
 
+    async fn read(&self, a: ReadArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
+        let Some(mut h) = self.lock(ctx).await else {
+            return cancelled();
+        };
+        let out = match h.read_text(&a.ref_, a.from, a.to, a.tail).await {
+            Ok(out) => out,
+            Err(e) => return failure(&e, ""),
+        };
+        let mut text = out.text.clone();
+        if !out.complete {
+            text.push_str(&format!(
+                "\n(read {} of {} characters: one read takes at most that many)",
+                out.to, out.total_chars
+            ));
+        }
+        success(with_warnings(text, &h), &out)
+    }
+
     async fn find(&self, a: FindArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
         if a.text.is_empty() {
             return failure(&ComputerError::invalid("say what text to find"), "");
@@ -1066,6 +1084,7 @@ impl ServerHandler for Server {
             tools::APPS => run!(apps),
             tools::OBSERVE => run!(observe),
             tools::FIND => run!(find),
+            tools::READ => run!(read),
             tools::ACT => run!(act),
             tools::WAIT => run!(wait),
             tools::KEYS => run!(keys),

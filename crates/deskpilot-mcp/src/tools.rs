@@ -16,6 +16,7 @@ use crate::output::*;
 pub const APPS: &str = "computer_apps";
 pub const OBSERVE: &str = "computer_observe";
 pub const FIND: &str = "computer_find";
+pub const READ: &str = "computer_read";
 pub const ACT: &str = "computer_act";
 pub const WAIT: &str = "computer_wait";
 pub const KEYS: &str = "computer_keys";
@@ -24,8 +25,8 @@ pub const SCREENSHOT: &str = "computer_screenshot";
 pub const TASK: &str = "computer_task";
 
 /// Every tool name, in the order the list publishes them.
-pub const NAMES: [&str; 9] = [
-    APPS, OBSERVE, FIND, ACT, WAIT, KEYS, LAUNCH, SCREENSHOT, TASK,
+pub const NAMES: [&str; 10] = [
+    APPS, OBSERVE, FIND, READ, ACT, WAIT, KEYS, LAUNCH, SCREENSHOT, TASK,
 ];
 
 /// The server instructions (about 245 words, at most 250): the working method of
@@ -126,6 +127,12 @@ pub fn tools() -> Vec<Tool> {
             "Find elements whose name, value or description contains a text (optionally of one role), with their refs. Read-only.",
             read_only("Find elements"),
         ),
+        tool::<ReadArgs, TextRead>(
+            READ,
+            "Read a text",
+            "Return the text of an element (a text field, a document) exactly, whole or a part by character offsets (from/to, or tail): for a long text that snapshots show only the head of. Read-only.",
+            read_only("Read a text"),
+        ),
         tool::<ActArgs, ActOutput>(
             ACT,
             "Act on elements",
@@ -183,7 +190,8 @@ mod tests {
         assert_eq!(names, NAMES);
         for t in &list {
             let a = t.annotations.as_ref().expect("annotations");
-            let read_only = [APPS, OBSERVE, FIND, WAIT, SCREENSHOT].contains(&t.name.as_ref());
+            let read_only =
+                [APPS, OBSERVE, FIND, READ, WAIT, SCREENSHOT].contains(&t.name.as_ref());
             assert_eq!(a.open_world_hint, Some(false), "{}", t.name);
             assert_eq!(a.read_only_hint, Some(read_only), "{}", t.name);
             assert_eq!(a.destructive_hint, Some(!read_only), "{}", t.name);

@@ -407,6 +407,7 @@ fn handshake_tools_and_the_schema_contract() {
                 "computer_apps",
                 "computer_observe",
                 "computer_find",
+                "computer_read",
                 "computer_act",
                 "computer_wait",
                 "computer_keys",
@@ -683,6 +684,7 @@ fn every_result_fits_its_published_output_schema() {
                 "computer_keys",
                 "computer_launch",
                 "computer_observe",
+                "computer_read",
                 "computer_task",
                 "computer_wait"
             ]
@@ -740,10 +742,27 @@ fn every_result_fits_its_published_output_schema() {
             )
             .await;
         assert_fits(&v, "computer_find", &r, false);
-        has_keys(&r["structuredContent"], &["matches", "omitted"]);
+        has_keys(
+            &r["structuredContent"],
+            &["matches", "omitted", "unsearched"],
+        );
         has_keys(
             &r["structuredContent"]["matches"][0],
             &["ref", "role", "name", "line", "window_ref", "window_title"],
+        );
+        let r = c
+            .call("computer_read", json!({ "ref": body, "tail": 5 }))
+            .await;
+        assert_fits(&v, "computer_read", &r, false);
+        has_keys(
+            &r["structuredContent"],
+            &["ref", "text", "from", "to", "total_chars", "complete"],
+        );
+        let sc = &r["structuredContent"];
+        assert_eq!(
+            sc["to"].as_u64().unwrap() - sc["from"].as_u64().unwrap(),
+            sc["text"].as_str().unwrap().chars().count() as u64,
+            "{sc}"
         );
         let r = c
             .call(
@@ -1105,7 +1124,7 @@ fn progress_cancellation_and_robustness() {
         big.extend(br#""}}}"#);
         c.send_raw(&big).await;
         let list = c.request("tools/list", json!({})).await;
-        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 9, "{list}");
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 10, "{list}");
     });
 }
 

@@ -381,6 +381,7 @@ mod tests {
                 scope: None,
                 depth: Some(2),
                 max_nodes: None,
+                text_cap: None,
             })
         );
     }

@@ -129,7 +129,16 @@ pub struct SnapshotParams {
     /// Maximum nodes to read (default 5,000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_nodes: Option<u32>,
+    /// Characters (Unicode scalar values) of text read per text field for this read:
+    /// default the driver's own (2,000 on Linux), at most [`MAX_TEXT_CAP`]. For
+    /// reading one long text whole (`find` in long texts, `read`), with a scope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_cap: Option<u32>,
 }
+
+/// The most characters of text a single read takes per text field: 1,048,576
+/// (1 Mi characters, a few MB of UTF-8), a bound on one answer's size.
+pub const MAX_TEXT_CAP: u32 = 1 << 20;
 
 /// How a snapshot was read and what was skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

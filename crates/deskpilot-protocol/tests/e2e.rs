@@ -51,6 +51,7 @@ async fn every_method_matches_the_in_process_driver() {
         scope: None,
         depth: None,
         max_nodes: None,
+        text_cap: None,
     };
     let r = remote.snapshot(snap.clone()).await;
     assert_eq!(
@@ -63,6 +64,7 @@ async fn every_method_matches_the_in_process_driver() {
         scope: Some(h("h:21")),
         depth: Some(0),
         max_nodes: None,
+        text_cap: None,
     };
     same(
         "snapshot scoped",
@@ -259,6 +261,7 @@ async fn a_slow_request_does_not_block_others() {
             scope: None,
             depth: None,
             max_nodes: None,
+            text_cap: None,
         })
         .await
         .map(|_| Instant::now())
@@ -304,6 +307,7 @@ async fn a_timeout_is_reported_and_the_connection_survives() {
             scope: None,
             depth: None,
             max_nodes: None,
+            text_cap: None,
         })
         .await
         .unwrap_err();

@@ -101,6 +101,7 @@ fn wire_form_is_pinned_for_one_request() {
         scope: None,
         depth: Some(2),
         max_nodes: None,
+        text_cap: None,
     })
     .to_request(7)
     .unwrap();

@@ -106,6 +106,25 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
+    /// Print the whole text of an element (a text field, a document), or a part of
+    /// it by character offsets: exact text, never cut inside a character.
+    ///
+    /// Examples: `deskpilot read e19`, `deskpilot read e19 --tail 200`,
+    /// `deskpilot read e19 --from 1000 --to 2000`.
+    Read {
+        /// Element ref from the last observe (e.g. e19).
+        #[arg(value_name = "REF")]
+        ref_: String,
+        /// First character (Unicode scalar values, from 0).
+        #[arg(long)]
+        from: Option<u64>,
+        /// One past the last character.
+        #[arg(long)]
+        to: Option<u64>,
+        /// Only the last N characters.
+        #[arg(long, conflicts_with_all = ["from", "to"])]
+        tail: Option<u64>,
+    },
     /// Act on an element by ref: click, set_value, type, toggle, select, focus, …
     /// Prints what changed.
     Act {

@@ -23,6 +23,7 @@ TOOLS = [
     "computer_apps",
     "computer_observe",
     "computer_find",
+    "computer_read",
     "computer_act",
     "computer_wait",
     "computer_keys",
@@ -30,7 +31,14 @@ TOOLS = [
     "computer_screenshot",
     "computer_task",
 ]
-READ_ONLY = {"computer_apps", "computer_observe", "computer_find", "computer_wait", "computer_screenshot"}
+READ_ONLY = {
+    "computer_apps",
+    "computer_observe",
+    "computer_find",
+    "computer_read",
+    "computer_wait",
+    "computer_screenshot",
+}
 MARKER = "hello from the MCP client"
 
 

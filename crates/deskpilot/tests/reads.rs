@@ -148,11 +148,11 @@ fn find_matches_the_text_observe_shows() {
     }
 }
 
-/// A search that could not look at everything says so: in a 128k-character file
-/// whose last line holds the marker, `find` of the marker is not "no element
-/// matches" alone but names the long text whose rest was not searched.
+/// find searches long texts whole: in a 128k-character file whose last line holds
+/// the marker (far past the 2,000 characters every read takes of a field), `find`
+/// finds the text field, and says nothing was left unsearched.
 #[test]
-fn find_says_what_it_did_not_search() {
+fn find_searches_long_texts_whole() {
     let dir = TempDir::new("find-partial");
     let file = dir.path().join("long.txt");
     let mut body = String::new();
@@ -172,19 +172,41 @@ fn find_says_what_it_did_not_search() {
         "--timeout-ms",
         "60000",
     ]);
+    // The marker lies past the head every read takes: find reads that one long
+    // text whole and finds it, and nothing is left unsearched.
     let found = desk.ok(&["find", "TAIL_MARKER", "--app", "mousepad"]);
-    assert_eq!(found["matches"], serde_json::json!([]), "{found}");
-    assert_eq!(found["unsearched"]["values_cut"], 1, "{found}");
-    let (out, _) = {
-        let mut c = desk.command();
-        let out = c
-            .args(["find", "TAIL_MARKER", "--app", "mousepad"])
-            .output()
-            .unwrap();
-        (String::from_utf8_lossy(&out.stdout).into_owned(), out)
-    };
-    assert!(out.contains("in what was searched"), "{out}");
-    assert!(out.contains("not searched"), "{out}");
+    assert_eq!(found["matches"][0]["role"], "textbox", "{found}");
+    assert_eq!(found["unsearched"]["values_cut"], 0, "{found}");
+    // `read` returns the text exactly, whole or in parts by character offsets,
+    // checked against the file itself.
+    let field = found["matches"][0]["ref"].as_str().unwrap().to_owned();
+    let whole = desk.ok(&["read", &field]);
+    assert_eq!(whole["complete"], true, "{}", whole["total_chars"]);
+    assert_eq!(
+        whole["text"].as_str().unwrap().trim_end(),
+        body.trim_end(),
+        "the whole text as in the file"
+    );
+    let tail = desk.ok(&["read", &field, "--tail", "16"]);
+    assert_eq!(tail["text"].as_str().unwrap().trim_end(), "TAIL_MARKER_Ωβγ");
+    let part = desk.ok(&["read", &field, "--from", "6", "--to", "11"]);
+    assert_eq!(part["text"], "ipsum", "{part}");
+    assert_eq!(
+        (part["from"].as_u64(), part["to"].as_u64()),
+        (Some(6), Some(11))
+    );
+    // A text in no field: "no element matches", and nothing unsearched to add.
+    let out = desk
+        .command()
+        .args(["find", "NOT_IN_THE_FILE_xyz", "--app", "mousepad"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.trim(),
+        "no element matches \"NOT_IN_THE_FILE_xyz\"",
+        "{out}"
+    );
     // What was read is still found.
     let found = desk.ok(&["find", "lorem ipsum", "--app", "mousepad"]);
     assert!(!found["matches"].as_array().unwrap().is_empty(), "{found}");

@@ -117,6 +117,7 @@ impl Desk {
                 scope: None,
                 depth: None,
                 max_nodes: None,
+                text_cap: None,
             })
             .await
             .unwrap_or_else(|e| panic!("snapshot of {:?} failed: {e}", w.title))

@@ -293,6 +293,23 @@ impl Host {
         Ok(obs)
     }
 
+    /// The text of element `r` of the window the grant is bound to
+    /// ([`crate::session::Session::read_text`]). Read-only.
+    pub async fn read_text(
+        &mut self,
+        r: &str,
+        from: Option<u64>,
+        to: Option<u64>,
+        tail: Option<u64>,
+    ) -> Result<crate::session::TextRead, ComputerError> {
+        let (en, _) = self.begin().await?;
+        let window = self.bind_target(&Target::Current, &en).await?;
+        let out = self.session.read_text(r, from, to, tail).await?;
+        self.stamp(&window, None);
+        self.after_call()?;
+        Ok(out)
+    }
+
     /// Finds elements in `target` (binding the grant to it): the matches on screen
     /// and what was not searched ([`crate::session::Unsearched`]).
     pub async fn find(

@@ -30,6 +30,7 @@ fn snap(window: &str, scope: Option<&str>, depth: Option<u32>, max: Option<u32>)
         scope: scope.map(h),
         depth,
         max_nodes: max,
+        text_cap: None,
     }
 }
 

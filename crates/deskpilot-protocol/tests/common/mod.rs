@@ -101,6 +101,7 @@ pub fn every_call() -> Vec<(Call, Value)> {
                 scope: Some(h(":1.42|/org/a11y/atspi/accessible/5")),
                 depth: Some(3),
                 max_nodes: Some(500),
+                text_cap: None,
             }),
             v(&TreeSnapshot {
                 window: window_info(),

@@ -61,6 +61,12 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
             query,
             max_tokens,
         } => session::observe(&ctx, target, scope, query, max_tokens).await,
+        Command::Read {
+            ref_,
+            from,
+            to,
+            tail,
+        } => session::read(&ctx, ref_, from, to, tail).await,
         Command::Find {
             text,
             role,

@@ -251,6 +251,27 @@ pub async fn find(
     Ok(())
 }
 
+/// `deskpilot read REF [--from N] [--to N] [--tail N]`: the element's text, exactly.
+pub async fn read(
+    ctx: &Ctx,
+    r: String,
+    from: Option<u64>,
+    to: Option<u64>,
+    tail: Option<u64>,
+) -> Result<(), ComputerError> {
+    let (mut h, _) = open(ctx, "cli").await?;
+    let out = h.read_text(&r, from, to, tail).await?;
+    let mut text = out.text.clone();
+    if !out.complete {
+        text.push_str(&format!(
+            "\n(read {} of {} characters: one read takes at most that many)",
+            out.to, out.total_chars
+        ));
+    }
+    finish(ctx, &h, &out, &text);
+    Ok(())
+}
+
 pub async fn act(ctx: &Ctx, r: String, op: Op, value: Option<String>) -> Result<(), ComputerError> {
     let (mut h, _) = open(ctx, "cli").await?;
     let out = h.act(&r, op, value).await?;

@@ -73,6 +73,7 @@ pub async fn find(
             scope: None,
             depth: None,
             max_nodes: None,
+            text_cap: None,
         };
         let r = match read(bus, opts, &params).await {
             Ok(r) => r,

@@ -102,7 +102,11 @@ pub async fn read(
     if !w.parts.infos.contains_key(&root) || w.parts.vanished.contains(&root) {
         return Err(not_found(&root));
     }
-    read_details(bus, &mut w.parts, &root, opts.concurrency, opts.text_cap).await?;
+    // A request may ask for more (or less) text per field, up to MAX_TEXT_CAP.
+    let text_cap = p.text_cap.map_or(opts.text_cap, |c| {
+        c.min(deskpilot_protocol::types::MAX_TEXT_CAP) as usize
+    });
+    read_details(bus, &mut w.parts, &root, opts.concurrency, text_cap).await?;
     let left = u64::from(limits.max_nodes).saturating_sub(w.parts.infos.len() as u64);
     let viewport = w.parts.details.get(&window).and_then(|d| d.bounds);
     let cells = read_tables(
@@ -110,7 +114,7 @@ pub async fn read(
         &mut w.parts,
         opts.child_cap,
         opts.concurrency,
-        opts.text_cap,
+        text_cap,
         left,
         viewport,
     )
