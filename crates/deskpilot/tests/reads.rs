@@ -518,3 +518,66 @@ fn a_calc_selection_is_one_range_in_the_diff() {
     let cell_lines = diff.lines().filter(|l| l.contains("] cell ")).count();
     assert!(cell_lines < 3, "cells one by one:\n{diff}");
 }
+
+/// One frozen app costs one app: with the bound mousepad stopped (`SIGSTOP`), a read
+/// of the bound window says it is not responding and the grant stays on it; the app
+/// is remembered in the runtime directory (so later reads give it one short probe);
+/// another app still reads; once mousepad runs again the same read works and the
+/// record is gone.
+#[test]
+fn a_frozen_app_costs_one_app_and_keeps_the_grant() {
+    let dir = TempDir::new("frozen");
+    let desk = Desk::start(dir.path());
+    desk.ok(&["sandbox", "run", "--", "mousepad"]);
+    desk.ok(&["sandbox", "run", "--", "gnome-calculator"]);
+    for app in ["mousepad", "gnome-calculator"] {
+        desk.ok(&["wait", "--app", app, "--text", "", "--timeout-ms", "60000"]);
+    }
+    let obs = desk.ok(&["observe", "--app", "mousepad"]);
+    let pid = obs["window"]["pid"].as_u64().expect("mousepad's pid") as i32;
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    };
+    signal("-STOP");
+    let v = desk.fails_with(&["observe"], "COMPUTER_NOT_RESPONDING");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("mousepad"),
+        "{v}"
+    );
+    let record = std::fs::read_to_string(desk.runtime().join("not-responding.json"))
+        .expect("the frozen app is remembered");
+    assert!(record.contains(&format!("\"{pid}\"")), "{record}");
+    let apps = desk.ok(&["apps"]);
+    assert!(
+        apps["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["name"] == "mousepad" && a["status"] == "not_responding"),
+        "{apps}"
+    );
+    desk.ok(&["observe", "--app", "gnome-calculator"]);
+    desk.fails_with(&["observe", "--app", "mousepad"], "COMPUTER_NOT_RESPONDING");
+    signal("-CONT");
+    let start = std::time::Instant::now();
+    loop {
+        let (out, v) = desk.run(&["observe", "--app", "mousepad"]);
+        if out.status.success() {
+            assert_eq!(v["window"]["app"], "mousepad", "{v}");
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "mousepad never answered again: {v}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let record =
+        std::fs::read_to_string(desk.runtime().join("not-responding.json")).unwrap_or_default();
+    assert!(!record.contains(&format!("\"{pid}\"")), "{record}");
+}

@@ -69,6 +69,10 @@ impl Host {
         };
         let mut vanished = None;
         match target {
+            // The bound window's app is frozen, not gone: the grant stays on it (a
+            // read that asks for it says so; one that names another window moves
+            // there as any bind does, audited).
+            Some(t) if en.find(&t).is_none() && en.frozen_app_of(&t).is_some() => {}
             Some(t) if en.find(&t).is_none() => {
                 vanished = Some(old_rev);
                 let before = self.policy().authority.active().cloned();
@@ -151,10 +155,22 @@ impl Host {
         let now = control::now_ms();
         let window = match target {
             Target::Current => match self.bound_handle() {
-                Some(h) => en
-                    .find(&h)
-                    .map(|(w, _)| w.clone())
-                    .ok_or_else(|| fail(ErrorCode::ElementNotFound, "the bound window is gone"))?,
+                Some(h) => match (en.find(&h), en.frozen_app_of(&h)) {
+                    (Some((w, _)), _) => w.clone(),
+                    (None, Some(app)) => {
+                        return Err(fail(
+                            ErrorCode::NotResponding,
+                            format!(
+                                "app {:?}{} that you work in is not responding; the grant stays on it. Wait and try again, or observe another window with --app or --window",
+                                app.name,
+                                app.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+                            ),
+                        ));
+                    }
+                    (None, None) => {
+                        return Err(fail(ErrorCode::ElementNotFound, "the bound window is gone"));
+                    }
+                },
                 None => {
                     let rules = self.rules.clone();
                     let e = self

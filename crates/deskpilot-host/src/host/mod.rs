@@ -158,6 +158,15 @@ impl Enumeration {
     fn list(&self) -> Vec<Candidate> {
         self.candidates.iter().map(|(_, c)| c.clone()).collect()
     }
+    /// The app of window handle `handle` (`"<bus>|<path>"`) when it is listed as not
+    /// responding.
+    fn frozen_app_of(&self, handle: &str) -> Option<&AppInfo> {
+        let bus = handle.split('|').next()?;
+        self.apps.iter().find(|a| {
+            a.status == deskpilot_protocol::types::AppStatus::NotResponding
+                && a.handle.as_str().split('|').next() == Some(bus)
+        })
+    }
 }
 
 fn refused(r: Refusal) -> ComputerError {

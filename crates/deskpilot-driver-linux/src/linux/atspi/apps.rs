@@ -22,6 +22,7 @@ use futures_util::future::join_all;
 
 use super::connection::{Bus, CallError, iface};
 use super::details::extents;
+use super::frozen;
 use super::handle::{ObjRef, REGISTRY_BUS, ROOT_PATH};
 use super::role_map::{map_role_code, toplevel_role};
 use super::state_map::RawStates;
@@ -89,14 +90,43 @@ pub fn is_hidden_chromium_surface(toolkit: Option<&str>, index_in_parent: i32) -
 /// Reads one application: never fails, a timeout becomes `not_responding`.
 pub async fn app_info(bus: &Bus, root: ObjRef) -> AppInfo {
     let a = iface::ACCESSIBLE;
-    let (pid, uid, name, toolkit, children) = tokio::join!(
-        bus.pid_of(&root.bus),
-        bus.uid_of(&root.bus),
+    // The bus daemon answers for the pid and uid, whatever the app's state.
+    let (pid, uid) = tokio::join!(bus.pid_of(&root.bus), bus.uid_of(&root.bus));
+    let pid = pid.ok();
+    // One short probe first: an app that does not answer it costs that much, not a
+    // call timeout per question, and is remembered (frozen::remember) so that the
+    // next reads, in this process or another, give it only 50 ms.
+    let name = match tokio::time::timeout(
+        frozen::probe_time(pid),
         bus.prop::<String>(&root, a, "Name"),
+    )
+    .await
+    {
+        Ok(r) if !r.as_ref().is_err_and(|e| e.is_timeout()) => r,
+        _ => {
+            if let Some(p) = pid {
+                frozen::remember(p);
+            }
+            return AppInfo {
+                handle: root.to_handle(),
+                name: pid.and_then(proc_name).unwrap_or_default(),
+                pid,
+                uid: uid.ok(),
+                toolkit: None,
+                status: AppStatus::NotResponding,
+                windows: Vec::new(),
+            };
+        }
+    };
+    if let Some(p) = pid
+        && frozen::remembered(p)
+    {
+        frozen::forget(p);
+    }
+    let (toolkit, children) = tokio::join!(
         bus.prop::<String>(&root, iface::APPLICATION, "ToolkitName"),
         get_children(bus, &root),
     );
-    let pid = pid.ok();
     let mut status = AppStatus::Ok;
     let name = match name {
         Ok(n) if !n.trim().is_empty() => n.trim().to_string(),

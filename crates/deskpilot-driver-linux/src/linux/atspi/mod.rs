@@ -81,6 +81,7 @@ pub mod details;
 pub mod events;
 pub mod find;
 pub mod focus;
+pub mod frozen;
 pub mod handle;
 pub mod info;
 pub mod launch;
