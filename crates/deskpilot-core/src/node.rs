@@ -161,6 +161,15 @@ pub struct Node {
     /// spin button.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range: Option<ValueRange>,
+    /// The index of `children[0]` among all `child_count` children: above 0 when a
+    /// read started further in (a page of a long list, `from=`). The children
+    /// before it are counted in `child_count`, not read.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_child: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The least and greatest value of a range control, each formatted as the driver

@@ -155,6 +155,20 @@ pub fn render(root: &Node, opts: &RenderOptions) -> Rendered {
             n => format!("{n} elements match \"{q}\""),
         });
     }
+    if top.first_child > 0 {
+        let first = top.first_child;
+        let last = first + top.children.len() as u64;
+        let r = top
+            .ref_
+            .as_deref()
+            .map(sanitize::one_line)
+            .unwrap_or_default();
+        notes.push(format!(
+            "children {}–{last} of {}; the first ones: observe scope={r}",
+            first + 1,
+            top.child_count
+        ));
+    }
     if stats.folded > 0 {
         notes.push(match stats.folded {
             1 => "folded 1 unnamed container".to_string(),
@@ -223,9 +237,27 @@ fn flatten(
         )
     );
     let element_ref = v.node.ref_.as_deref().filter(|r| r.starts_with('e'));
+    let off = (v.offscreen > 0).then(|| {
+        let items = if v.offscreen == 1 { "item" } else { "items" };
+        match element_ref {
+            Some(r) => format!(
+                "… {} {items} off screen, act {} scroll down (or up) to bring them into view",
+                v.offscreen,
+                sanitize::one_line(r)
+            ),
+            None => format!("… {} {items} off screen", v.offscreen),
+        }
+    });
     let glued = (v.more > 0).then(|| {
         let items = if v.more == 1 { "item" } else { "items" };
         match element_ref {
+            // The scope itself shows every child read: the rest is the next page.
+            Some(r) if is_top => format!(
+                "{indent}  … {} more {items}, use observe scope={} from={}",
+                v.more,
+                sanitize::one_line(r),
+                v.node.first_child + v.node.children.len() as u64
+            ),
             Some(r) => format!(
                 "{indent}  … {} more {items}, use observe scope={}",
                 v.more,
@@ -234,6 +266,11 @@ fn flatten(
             None => format!("{indent}  … {} more {items}", v.more),
         }
     });
+    let glued = match (glued, off) {
+        (Some(g), Some(o)) => Some(format!("{g}; {o}")),
+        (None, Some(o)) => Some(format!("{indent}  {o}")),
+        (g, None) => g,
+    };
     let me = out.len();
     out.push(Line {
         text,

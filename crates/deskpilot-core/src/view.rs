@@ -28,6 +28,9 @@ pub(crate) struct View<'a> {
     pub children: Vec<View<'a>>,
     /// Children not shown: beyond the list cap, or reported but never read.
     pub more: u64,
+    /// Children of a list-like element read but off screen (left out as every
+    /// hidden element is, and counted here so the list says so).
+    pub offscreen: u64,
     /// This element is focused or has a focused descendant.
     pub focus: bool,
 }
@@ -135,6 +138,18 @@ fn matches_query(n: &Node, parent: Option<&Node>, q: &str) -> bool {
     redact::redacted_value(n, parent).is_some_and(|v| v.to_lowercase().contains(q))
 }
 
+/// Children of a list-like `n` that are read but hidden (off screen or with no
+/// area) and not on the focus path: the render leaves them out and says how many.
+fn offscreen_items(n: &Node, focus_path: &HashSet<usize>) -> u64 {
+    if !n.role.is_list_like() || n.table.is_some() {
+        return 0;
+    }
+    n.children
+        .iter()
+        .filter(|c| is_hidden(c) && !focus_path.contains(&key(c)))
+        .count() as u64
+}
+
 /// Levels below the top element that are read; the children of an element at this
 /// depth are counted as "K more" (reachable with `scope=`). It bounds the recursion
 /// (stack use grows with depth) and matches the deepest level the Linux driver reads
@@ -201,11 +216,13 @@ pub(crate) fn build<'a>(
     }
     let more = unread(root, 0);
     walk.stats.more = walk.stats.more.saturating_add(more);
+    let offscreen = offscreen_items(root, &walk.focus_path);
     View {
         node: root,
         parent: root_parent,
         children,
         more,
+        offscreen,
         focus,
     }
 }
@@ -226,7 +243,10 @@ fn unread(n: &Node, depth: usize) -> u64 {
     } else if n.table.is_some() {
         0
     } else {
-        n.child_count.saturating_sub(n.children.len() as u64)
+        // A page that starts further in (`first_child`) leaves out the ones before
+        // it too; those are said by the render's note, these come after the page.
+        n.child_count
+            .saturating_sub(n.first_child + n.children.len() as u64)
     }
 }
 
@@ -293,11 +313,13 @@ fn build_node<'a>(
         children = kept;
     }
     walk.stats.more = walk.stats.more.saturating_add(more);
+    let offscreen = offscreen_items(n, &walk.focus_path);
     Some(View {
         node: n,
         parent: Some(parent),
         children,
         more,
+        offscreen,
         focus,
     })
 }

@@ -55,6 +55,7 @@ async fn a_frozen_app_is_not_responding_and_never_delays_the_others() {
             depth: None,
             max_nodes: None,
             text_cap: None,
+            from: None,
         });
     let frozen_read = frozen_read.await;
     let read_took = t.elapsed();

@@ -240,6 +240,7 @@ async fn the_walk_without_cache_reads_the_same_window() {
             depth: None,
             max_nodes: None,
             text_cap: None,
+            from: None,
         })
         .await
         .expect("walked snapshot");
@@ -267,6 +268,7 @@ async fn the_walk_without_cache_reads_the_same_window() {
             depth: Some(1),
             max_nodes: None,
             text_cap: None,
+            from: None,
         })
         .await
         .expect("depth 1");

@@ -145,6 +145,7 @@ impl Guarded {
                 depth: None,
                 max_nodes: None,
                 text_cap: None,
+                from: None,
             })
             .await?;
         let password = match element {

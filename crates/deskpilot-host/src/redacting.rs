@@ -255,6 +255,7 @@ mod tests {
                     depth: None,
                     max_nodes: None,
                     text_cap: None,
+                    from: None,
                 })
                 .await
                 .unwrap();

@@ -49,6 +49,10 @@ pub struct ObserveOptions {
     pub query: Option<String>,
     /// Token budget (default [`DEFAULT_MAX_TOKENS`]).
     pub max_tokens: usize,
+    /// With `scope`: read the scope's children from this index on (the next page
+    /// of a container with more children than one read takes; the "… K more items"
+    /// line names it).
+    pub from: Option<u32>,
 }
 
 impl Default for ObserveOptions {
@@ -57,6 +61,7 @@ impl Default for ObserveOptions {
             scope: None,
             query: None,
             max_tokens: DEFAULT_MAX_TOKENS,
+            from: None,
         }
     }
 }
@@ -119,6 +124,20 @@ pub struct FindHit {
     pub bounds: Option<deskpilot_core::Bounds>,
     pub window_ref: String,
     pub window_title: String,
+}
+
+/// Puts `part` in place of the node of `root` whose handle is `handle`; false when
+/// there is none.
+fn splice(root: &mut Node, handle: &Handle, part: Node) -> bool {
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if &n.handle == handle {
+            *n = part;
+            return true;
+        }
+        stack.extend(n.children.iter_mut());
+    }
+    false
 }
 
 /// A part of an element's whole text ([`Session::read_text`]).
@@ -568,7 +587,22 @@ impl Session {
 
     /// Reads a window, assigns refs, remembers the tree, returns the tree.
     async fn read(&mut self, window: &WindowInfo) -> Result<(Node, WalkStats), ComputerError> {
-        let snap = self
+        self.read_paged(window, None).await
+    }
+
+    /// [`Session::read`], with the children of element `page.0` (a ref of this
+    /// window) read from index `page.1` on: the window is read whole, then that
+    /// element alone with `from`, and its subtree takes the element's place before
+    /// refs are assigned.
+    ///
+    /// Errors: those of the reads; `COMPUTER_ELEMENT_NOT_FOUND` for a ref this window
+    /// does not have.
+    async fn read_paged(
+        &mut self,
+        window: &WindowInfo,
+        page: Option<(&str, u32)>,
+    ) -> Result<(Node, WalkStats), ComputerError> {
+        let mut snap = self
             .driver
             .snapshot(SnapshotParams {
                 window: window.handle.clone(),
@@ -576,8 +610,40 @@ impl Session {
                 depth: None,
                 max_nodes: None,
                 text_cap: None,
+                from: None,
             })
             .await?;
+        if let Some((r, from)) = page {
+            let handle = self
+                .state
+                .per_window
+                .get(&window.handle.0)
+                .and_then(|ws| ws.registry.resolve(r).ok())
+                .map(|e| e.handle.clone())
+                .ok_or_else(|| {
+                    err(
+                        ErrorCode::ElementNotFound,
+                        format!("{r} is not an element of this window; observe it again"),
+                    )
+                })?;
+            let part = self
+                .driver
+                .snapshot(SnapshotParams {
+                    window: window.handle.clone(),
+                    scope: Some(handle.clone()),
+                    depth: None,
+                    max_nodes: None,
+                    text_cap: None,
+                    from: Some(from),
+                })
+                .await?;
+            if !splice(&mut snap.root, &handle, part.root) {
+                return Err(err(
+                    ErrorCode::StaleRef,
+                    format!("{r} is no longer in the window; observe it again"),
+                ));
+            }
+        }
         let wref = self.state.windows.assign(&window.handle);
         let ws = self
             .state
@@ -661,7 +727,17 @@ impl Session {
     ) -> Result<Observation, ComputerError> {
         let started = Instant::now();
         let window = self.resolve_window(target).await?;
-        let (root, stats) = self.read(&window).await?;
+        let page = match (&opts.scope, opts.from) {
+            (Some(r), Some(from)) => Some((r.as_str(), from)),
+            (None, Some(_)) => {
+                return Err(err(
+                    ErrorCode::InvalidArgument,
+                    "from pages through the children of a scope: give scope=REF too",
+                ));
+            }
+            _ => None,
+        };
+        let (root, stats) = self.read_paged(&window, page).await?;
         let obs = self.observation(&window, &root, stats, opts, started)?;
         self.remember(&window, root);
         self.state.current = Some(window.handle.0.clone());
@@ -765,6 +841,7 @@ impl Session {
                 depth: Some(0),
                 max_nodes: Some(1),
                 text_cap: Some(MAX_TEXT_CAP),
+                from: None,
             })
             .await?;
         let value = whole.root.value.clone().unwrap_or_default();
@@ -821,6 +898,7 @@ impl Session {
                     depth: Some(0),
                     max_nodes: Some(1),
                     text_cap: Some(MAX_TEXT_CAP),
+                    from: None,
                 })
                 .await;
             let Ok(whole) = whole else { continue };

@@ -57,6 +57,11 @@ pub struct ObserveArgs {
     /// snapshot folded or listed as "K more".
     #[serde(default)]
     pub scope: Option<String>,
+    /// With scope: start at this child of the scope (0-based), for the next page of
+    /// a container with more children than one read takes ("use observe scope=e9
+    /// from=500").
+    #[serde(default)]
+    pub from: Option<u32>,
     /// Show only elements whose name, value or description contains this text
     /// (case-insensitive), with their ancestors.
     #[serde(default)]

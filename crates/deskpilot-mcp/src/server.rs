@@ -383,6 +383,7 @@ impl Server {
             scope: a.scope.filter(|s| !s.is_empty()),
             query: a.query.filter(|s| !s.is_empty()),
             max_tokens: budget,
+            from: a.from,
         };
         let obs = match h.observe(&target(&a.app, &a.window), &opts).await {
             Ok(o) => o,

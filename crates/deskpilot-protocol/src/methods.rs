@@ -382,6 +382,7 @@ mod tests {
                 depth: Some(2),
                 max_nodes: None,
                 text_cap: None,
+                from: None,
             })
         );
     }

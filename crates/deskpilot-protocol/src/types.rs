@@ -134,6 +134,11 @@ pub struct SnapshotParams {
     /// reading one long text whole (`find` in long texts, `read`), with a scope.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_cap: Option<u32>,
+    /// Index of the first child of the read's root (the scope) to read: the children
+    /// before it are counted, not read, and the root's `first_child` says so. For
+    /// paging through a container with more children than one read takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<u32>,
 }
 
 /// The most characters of text a single read takes per text field: 1,048,576

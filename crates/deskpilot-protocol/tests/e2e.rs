@@ -52,6 +52,7 @@ async fn every_method_matches_the_in_process_driver() {
         depth: None,
         max_nodes: None,
         text_cap: None,
+        from: None,
     };
     let r = remote.snapshot(snap.clone()).await;
     assert_eq!(
@@ -65,6 +66,7 @@ async fn every_method_matches_the_in_process_driver() {
         depth: Some(0),
         max_nodes: None,
         text_cap: None,
+        from: None,
     };
     same(
         "snapshot scoped",
@@ -262,6 +264,7 @@ async fn a_slow_request_does_not_block_others() {
             depth: None,
             max_nodes: None,
             text_cap: None,
+            from: None,
         })
         .await
         .map(|_| Instant::now())
@@ -308,6 +311,7 @@ async fn a_timeout_is_reported_and_the_connection_survives() {
             depth: None,
             max_nodes: None,
             text_cap: None,
+            from: None,
         })
         .await
         .unwrap_err();

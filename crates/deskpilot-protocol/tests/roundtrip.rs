@@ -102,6 +102,7 @@ fn wire_form_is_pinned_for_one_request() {
         depth: Some(2),
         max_nodes: None,
         text_cap: None,
+        from: None,
     })
     .to_request(7)
     .unwrap();

@@ -85,6 +85,10 @@ enum Command {
         /// Only the subtree of this ref (e.g. a long list).
         #[arg(long, value_name = "REF")]
         scope: Option<String>,
+        /// With --scope: start at this child of the scope (the next page of a long
+        /// container, as its "… K more items, use observe scope=eN from=K" line says).
+        #[arg(long, value_name = "K", requires = "scope")]
+        from: Option<u32>,
         /// Only elements whose text contains this (with their ancestors).
         #[arg(long, value_name = "TEXT")]
         query: Option<String>,

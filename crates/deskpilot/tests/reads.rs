@@ -581,3 +581,62 @@ fn a_frozen_app_costs_one_app_and_keeps_the_grant() {
         std::fs::read_to_string(desk.runtime().join("not-responding.json")).unwrap_or_default();
     assert!(!record.contains(&format!("\"{pid}\"")), "{record}");
 }
+
+/// A list longer than one read takes is paged, never looped: a Chromium page with a
+/// 600-item list says "… 100 more items, use observe scope=eN from=500" under the
+/// scope, and that page, scrolled to the end, shows item 600 and says which
+/// children it holds. Items read but off screen are counted, not dropped silently.
+#[test]
+fn a_list_longer_than_one_read_is_paged() {
+    let dir = TempDir::new("paged");
+    let items: String = (1..=600).map(|i| format!("<li>item {i}</li>")).collect();
+    let page = dir.path().join("list.html");
+    std::fs::write(
+        &page,
+        format!("<html><head><title>Long list</title></head><body><h1>Top</h1><ul>{items}</ul><button>Bottom</button></body></html>"),
+    )
+    .unwrap();
+    let cfg = dir.path().join("cfg");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(
+        cfg.join("config.toml"),
+        "[sandbox]\nmode = \"accept-edits\"\n",
+    )
+    .unwrap();
+    let desk = Desk::start(dir.path());
+    let url = format!("file://{}", page.display());
+    desk.ok(&["sandbox", "run", "--", "chromium", &url]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "chromium",
+        "--text",
+        "item 1",
+        "--timeout-ms",
+        "90000",
+    ]);
+    desk.ok(&["observe", "--app", "chromium"]);
+    let list = desk.ok(&["find", "", "--app", "chromium", "--role", "list"])["matches"][0]["ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first = desk.ok(&["observe", "--scope", &list]);
+    let text = first["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!(
+            "… 100 more items, use observe scope={list} from=500"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("items off screen"), "{text}");
+    desk.ok(&["keys", "End", "--app", "chromium"]);
+    let last = desk.ok(&["observe", "--scope", &list, "--from", "500"]);
+    let text = last["text"].as_str().unwrap();
+    assert!(text.contains("children 501–600 of 600"), "{text}");
+    assert!(text.contains("item 600\""), "{text}");
+    assert!(!text.contains("item 1\""), "{text}");
+    assert!(
+        !text.contains("more items, use observe"),
+        "nothing after 600:\n{text}"
+    );
+}

@@ -118,6 +118,7 @@ impl Desk {
                 depth: None,
                 max_nodes: None,
                 text_cap: None,
+                from: None,
             })
             .await
             .unwrap_or_else(|e| panic!("snapshot of {:?} failed: {e}", w.title))

@@ -31,6 +31,7 @@ fn snap(window: &str, scope: Option<&str>, depth: Option<u32>, max: Option<u32>)
         depth,
         max_nodes: max,
         text_cap: None,
+        from: None,
     }
 }
 

@@ -102,6 +102,7 @@ pub fn every_call() -> Vec<(Call, Value)> {
                 depth: Some(3),
                 max_nodes: Some(500),
                 text_cap: None,
+                from: None,
             }),
             v(&TreeSnapshot {
                 window: window_info(),

@@ -58,9 +58,10 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
         Command::Observe {
             target,
             scope,
+            from,
             query,
             max_tokens,
-        } => session::observe(&ctx, target, scope, query, max_tokens).await,
+        } => session::observe(&ctx, target, scope, from, query, max_tokens).await,
         Command::Read {
             ref_,
             from,

@@ -182,6 +182,7 @@ pub async fn observe(
     ctx: &Ctx,
     target: TargetArgs,
     scope: Option<String>,
+    from: Option<u32>,
     query: Option<String>,
     max_tokens: usize,
 ) -> Result<(), ComputerError> {
@@ -199,6 +200,7 @@ pub async fn observe(
                 scope,
                 query,
                 max_tokens,
+                from,
             },
         )
         .await?;

@@ -74,6 +74,7 @@ pub async fn find(
             depth: None,
             max_nodes: None,
             text_cap: None,
+            from: None,
         };
         let r = match read(bus, opts, &params).await {
             Ok(r) => r,

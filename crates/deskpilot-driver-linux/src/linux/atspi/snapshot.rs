@@ -97,6 +97,7 @@ pub async fn read(
         max_nodes: p.max_nodes.unwrap_or(opts.max_nodes).min(opts.max_nodes),
         depth: p.depth,
         concurrency: opts.concurrency,
+        from: p.from.unwrap_or(0),
     };
     let mut w = walk(bus, &root, items, &limits).await?;
     if !w.parts.infos.contains_key(&root) || w.parts.vanished.contains(&root) {
@@ -123,6 +124,13 @@ pub async fn read(
     // Class names and doubled labels are not names (GTK 4): tidied once, here, so
     // every read (observe, find, diff) sees the same names.
     deskpilot_core::names::tidy_names(&mut node);
+    if let Some(from) = p.from.filter(|&f| f > 0) {
+        // The page's children start `from` children in; those before it are counted.
+        node.first_child = u64::from(from).min(node.child_count);
+        node.child_count = node
+            .child_count
+            .max(node.first_child + node.children.len() as u64);
+    }
     if root == window {
         node.role = toplevel_role(node.role);
     }

@@ -229,6 +229,7 @@ fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> O
                 min: format_number(min),
                 max: format_number(max),
             }),
+        first_child: 0,
     })
 }
 

@@ -44,6 +44,9 @@ pub struct WalkLimits {
     pub depth: Option<u32>,
     /// Calls in flight at once.
     pub concurrency: usize,
+    /// Children of the root skipped before the first one taken (a page further into
+    /// a long container); they are counted, not read.
+    pub from: u32,
 }
 
 /// The structure read, and what it cost.
@@ -401,6 +404,17 @@ pub async fn walk(
             let Some((count, Some(list))) = by_obj.remove(o) else {
                 continue;
             };
+            let (list, count) = if o == root && limits.from > 0 {
+                // A later page: the first `from` children are skipped, not read.
+                let skip = (limits.from as usize).min(list.len());
+                let rest = list.into_iter().skip(skip).collect::<Vec<_>>();
+                (
+                    rest,
+                    count.saturating_sub(i32::try_from(skip).unwrap_or(i32::MAX)),
+                )
+            } else {
+                (list, count)
+            };
             let (kept, capped) = take_children(list, count, cap, &mut budget, &mut placed);
             out.capped += capped;
             for k in &kept {
@@ -450,6 +464,7 @@ mod tests {
         max_nodes: 5_000,
         depth: None,
         concurrency: 8,
+        from: 0,
     };
 
     #[test]
