@@ -952,10 +952,7 @@ fn own_desk_with_question<'a>(
     title: &str,
     label: &str,
 ) -> Desk<'a> {
-    let cfg = dir.path().join("cfg");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(cfg.join("config.toml"), config).unwrap();
-    let desk = Desk::start(dir.path());
+    let desk = Desk::start_with_config(dir.path(), config);
     let argv = question(out, title, label);
     let mut args = vec!["sandbox", "run", "--"];
     args.extend(argv.iter().map(String::as_str));

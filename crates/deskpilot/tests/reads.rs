@@ -323,14 +323,7 @@ fn a_long_list_shows_the_rows_on_screen_and_scrolls() {
         items.join(" "),
         out.display()
     );
-    let cfg = dir.path().join("cfg");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(
-        cfg.join("config.toml"),
-        "[sandbox]\nmode = \"accept-edits\"\n",
-    )
-    .unwrap();
-    let desk = Desk::start(dir.path());
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
     desk.ok(&["sandbox", "run", "--", "sh", "-c", &script]);
     desk.ok(&[
         "wait",
@@ -596,14 +589,7 @@ fn a_list_longer_than_one_read_is_paged() {
         format!("<html><head><title>Long list</title></head><body><h1>Top</h1><ul>{items}</ul><button>Bottom</button></body></html>"),
     )
     .unwrap();
-    let cfg = dir.path().join("cfg");
-    std::fs::create_dir_all(&cfg).unwrap();
-    std::fs::write(
-        cfg.join("config.toml"),
-        "[sandbox]\nmode = \"accept-edits\"\n",
-    )
-    .unwrap();
-    let desk = Desk::start(dir.path());
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
     let url = format!("file://{}", page.display());
     desk.ok(&["sandbox", "run", "--", "chromium", &url]);
     desk.ok(&[

@@ -60,6 +60,14 @@ impl Desk<'_> {
         (out, v)
     }
 
+    /// [`Desk::start`] with `config` written as the desk's config file first.
+    pub fn start_with_config<'r>(root: &'r Path, config: &str) -> Desk<'r> {
+        let cfg = root.join("cfg");
+        std::fs::create_dir_all(&cfg).expect("config directory");
+        std::fs::write(cfg.join("config.toml"), config).expect("config written");
+        Desk::start(root)
+    }
+
     /// The runtime directory the desk's calls use.
     pub fn runtime(&self) -> PathBuf {
         self.root.join("run")
