@@ -626,3 +626,95 @@ fn a_list_longer_than_one_read_is_paged() {
         "nothing after 600:\n{text}"
     );
 }
+
+/// A document that builds its paragraphs on demand (LibreOffice Writer: `MANAGES_
+/// DESCENDANTS`, and `GetChildren` answers nothing) shows the paragraphs it has,
+/// and find reaches their text. The oracle is pyatspi's own reading of the document.
+#[test]
+fn writer_paragraphs_are_read_and_found() {
+    let dir = TempDir::new("writer");
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "soffice",
+        "--writer",
+        "--norestore",
+        "--nologo",
+    ]);
+    desk.ok(&[
+        "wait",
+        "--window-title",
+        "LibreOffice Writer",
+        "--timeout-ms",
+        "120000",
+    ]);
+    desk.ok(&[
+        "wait",
+        "--window",
+        "Writer",
+        "--role",
+        "document",
+        "--name",
+        "",
+        "--timeout-ms",
+        "60000",
+    ]);
+    desk.ok(&["observe", "--window", "Writer"]);
+    desk.ok(&[
+        "keys",
+        "--text",
+        "First paragraph WRITER_ONE.\nSecond paragraph WRITER_TWO.",
+        "--window",
+        "Writer",
+    ]);
+    let obs = desk.ok(&["observe", "--window", "Writer"]);
+    let text = obs["text"].as_str().unwrap();
+    for p in [
+        "First paragraph WRITER_ONE.",
+        "Second paragraph WRITER_TWO.",
+    ] {
+        assert!(
+            text.contains(&format!("paragraph value=\"{p}\"")),
+            "{p}:\n{text}"
+        );
+    }
+    let found = desk.ok(&["find", "WRITER_TWO", "--window", "Writer"]);
+    assert_eq!(found["matches"][0]["role"], "paragraph", "{found}");
+
+    // pyatspi reads the same two paragraphs under the document.
+    let env = desk.ok(&["sandbox", "env"]);
+    // Debian's own Python, which python3-pyatspi installs into.
+    let mut py = std::process::Command::new("/usr/bin/python3");
+    py.arg("-c").arg(
+        "import pyatspi\n\
+         def walk(n, d=0):\n\
+         \x20   if d > 40: return None\n\
+         \x20   if n.getRoleName() == 'document text': return n\n\
+         \x20   for c in n:\n\
+         \x20       r = walk(c, d + 1)\n\
+         \x20       if r is not None: return r\n\
+         \x20   return None\n\
+         for a in pyatspi.Registry.getDesktop(0):\n\
+         \x20   doc = walk(a) if a and 'soffice' in (a.name or '') else None\n\
+         \x20   if doc is not None:\n\
+         \x20       print('\\n'.join(c.queryText().getText(0, -1) for c in doc))\n",
+    );
+    for (k, v) in env.as_object().unwrap() {
+        if let Some(v) = v.as_str() {
+            py.env(k, v);
+        }
+    }
+    let out = py.output().expect("/usr/bin/python3 runs");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        listed.lines().collect::<Vec<_>>(),
+        [
+            "First paragraph WRITER_ONE.",
+            "Second paragraph WRITER_TWO."
+        ],
+        "pyatspi: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

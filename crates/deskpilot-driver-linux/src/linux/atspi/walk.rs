@@ -73,6 +73,10 @@ pub enum Plan {
     /// The count is unknown (`-1`): read `ChildCount` first, then `GetChildren` if it
     /// is within the cap, else fall back to this cached list.
     CountThenFetch(Vec<ObjRef>),
+    /// Ask for each of this many children with `GetChildAtIndex`: a container that
+    /// builds its children on demand answers `GetChildren` with nothing
+    /// (at-spi2-atk), but gives each one asked for by index.
+    ByIndex(u32),
 }
 
 /// Orders cached siblings: by index in parent where the bridge gave one, then by the
@@ -114,6 +118,20 @@ pub fn plan_children(
         return Plan::Skip { capped: 0 };
     }
     if info.states.manages_descendants() {
+        // A container that builds its children on demand reports how many exist
+        // now. A grid's count is astronomical (LibreOffice Calc: 2³¹−1) and it is
+        // read by visible range (`table`); a text document's is the paragraphs it
+        // has built, on screen (LibreOffice Writer), and those are read like any
+        // children, up to the cap.
+        let readable = !info.ifaces.has(Ifaces::TABLE) && (is_root || info.states.on_screen());
+        if readable && count >= 0 && count as u64 <= u64::from(limits.child_cap) {
+            return Plan::ByIndex(u32::try_from(count).unwrap_or(0));
+        }
+        if readable && count < 0 && !cached.is_empty() {
+            // The cache says "unknown" but holds the ones built (Writer's
+            // paragraphs): take those, capped later.
+            return Plan::Use(order_cached(infos, cached));
+        }
         return Plan::Skip {
             capped: u64::try_from(count).unwrap_or(0),
         };
@@ -207,6 +225,20 @@ async fn run_plan(
         Plan::Skip { .. } => Ok(None),
         Plan::Use(v) => Ok(Some(v)),
         Plan::Fetch => get_children(bus, obj).await.map(Some),
+        Plan::ByIndex(n) => {
+            let mut kids = Vec::new();
+            for i in 0..n.min(cap) {
+                let i = i32::try_from(i).unwrap_or(i32::MAX);
+                let wire: (String, zbus::zvariant::OwnedObjectPath) = bus
+                    .call(obj, iface::ACCESSIBLE, "GetChildAtIndex", &(i,))
+                    .await?;
+                let k = obj_from_wire(wire);
+                if !k.is_null() {
+                    kids.push(k);
+                }
+            }
+            Ok(Some(kids))
+        }
         Plan::CountThenFetch(fallback) => {
             let n: i32 = bus.prop(obj, iface::ACCESSIBLE, "ChildCount").await?;
             if n >= 0 && n as u64 <= ABSURD_CHILD_COUNT.max(u64::from(cap)) {
@@ -469,15 +501,41 @@ mod tests {
 
     #[test]
     fn managed_descendants_are_never_enumerated() {
-        let grid = info(1477, -1, -1, SHOWN | S::ManagesDescendants as u64);
+        let table = Ifaces::from_names(["org.a11y.atspi.Table".to_string()]);
+        let mut grid = info(1477, -1, -1, SHOWN | S::ManagesDescendants as u64);
+        grid.ifaces = table;
         assert_eq!(
             plan_children(&grid, false, &[], &HashMap::new(), 3, &LIMITS),
             Plan::Skip { capped: 0 }
         );
-        let tree = info(5, -1, 120, SHOWN | S::ManagesDescendants as u64);
+        let mut tree = info(5, -1, 120, SHOWN | S::ManagesDescendants as u64);
+        tree.ifaces = table;
         assert_eq!(
             plan_children(&tree, false, &[], &HashMap::new(), 3, &LIMITS),
             Plan::Skip { capped: 120 }
+        );
+        // Off screen, even a small one is left unread.
+        let hidden = info(6, -1, 2, S::ManagesDescendants as u64);
+        assert_eq!(
+            plan_children(&hidden, false, &[], &HashMap::new(), 3, &LIMITS),
+            Plan::Skip { capped: 2 }
+        );
+    }
+
+    #[test]
+    fn a_document_that_builds_its_paragraphs_is_read_by_index() {
+        // LibreOffice Writer: MANAGES_DESCENDANTS, no Table, the paragraphs built.
+        let doc = info(7, -1, 2, SHOWN | S::ManagesDescendants as u64);
+        assert_eq!(
+            plan_children(&doc, false, &[], &HashMap::new(), 3, &LIMITS),
+            Plan::ByIndex(2)
+        );
+        // The cache says "unknown" but holds them: those are taken.
+        let doc = info(7, -1, -1, SHOWN | S::ManagesDescendants as u64);
+        let p = pool(&[info(9, 1, 0, SHOWN), info(8, 0, 0, SHOWN)]);
+        assert_eq!(
+            plan_children(&doc, false, &[obj(9), obj(8)], &p, 3, &LIMITS),
+            Plan::Use(vec![obj(8), obj(9)])
         );
     }
 
