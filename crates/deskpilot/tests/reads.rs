@@ -554,7 +554,13 @@ fn a_frozen_app_costs_one_app_and_keeps_the_grant() {
             .any(|a| a["name"] == "mousepad" && a["status"] == "not_responding"),
         "{apps}"
     );
-    desk.ok(&["observe", "--app", "gnome-calculator"]);
+    // Moving to another window says which app the grant left, and why.
+    let moved = desk.ok(&["observe", "--app", "gnome-calculator"]);
+    let warnings = moved["warnings"].to_string();
+    assert!(
+        warnings.contains("the grant left") && warnings.contains("mousepad"),
+        "{moved}"
+    );
     desk.fails_with(&["observe", "--app", "mousepad"], "COMPUTER_NOT_RESPONDING");
     signal("-CONT");
     let start = std::time::Instant::now();

@@ -203,6 +203,16 @@ impl Host {
             }
             return Ok(window);
         }
+        // Leaving a window whose app froze: say which app was left, and why.
+        if let Some(prev) = self.bound_handle()
+            && let Some(app) = en.frozen_app_of(&prev)
+        {
+            self.warnings.push(format!(
+                "the grant left {:?}{}: it is not responding",
+                app.name,
+                app.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+            ));
+        }
         let rules = self.rules.clone();
         match self.policy_mut().authority.bind(&cand, &rules, now) {
             Ok(_) => {
