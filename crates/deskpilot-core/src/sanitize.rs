@@ -101,7 +101,15 @@ pub fn is_invisible(c: char) -> bool {
 ///
 /// Everything else, including all visible non-ASCII text, is kept as is.
 pub fn one_line(s: &str) -> String {
-    treat_all(s, false)
+    treat_all(s, false, false)
+}
+
+/// A whole text made safe to print to a terminal or show a human, lines kept: as
+/// [`plain_line`], except that line feeds and tabs stay as they are. Escape
+/// sequences (`\x1b…`), other controls and invisible characters are shown escaped,
+/// so a text cannot move the cursor, set a title or hide a payload.
+pub fn multi_line(s: &str) -> String {
+    treat_all(s, true, true)
 }
 
 /// How many characters of one run of invisible characters [`one_line`] shows escaped
@@ -115,9 +123,12 @@ fn joins_emoji(prev: Option<char>, c: char) -> bool {
         && prev.is_some_and(|p| !p.is_ascii() && !p.is_alphanumeric() && !is_invisible(p))
 }
 
-fn treat_all(s: &str, keep_quotes: bool) -> String {
-    let keep =
-        |c: char| (keep_quotes && matches!(c, '"' | '\\')) || matches!(treat(c), Treat::Keep);
+fn treat_all(s: &str, keep_quotes: bool, keep_breaks: bool) -> String {
+    let keep = |c: char| {
+        (keep_quotes && matches!(c, '"' | '\\'))
+            || (keep_breaks && matches!(c, '\n' | '\t'))
+            || matches!(treat(c), Treat::Keep)
+    };
     let mut prev = None;
     if s.chars().all(|c| {
         let ok = keep(c) || joins_emoji(prev, c);
@@ -176,7 +187,7 @@ fn push_hidden(out: &mut String, n: usize) {
 /// that is not placed between quotes (a snapshot header the caller composed, whose
 /// quoted parts it already escaped with [`one_line`]).
 pub fn plain_line(s: &str) -> String {
-    treat_all(s, true)
+    treat_all(s, true, false)
 }
 
 fn push_treated(out: &mut String, c: char) {
@@ -463,5 +474,13 @@ mod tests {
         // A backslash that is no escape of ours is text.
         assert!(Needle::new(r"C:\Users").found_in(r"C:\Users\me"));
         assert_eq!(unescape_shown(r"a\qb\u{zz}c\x4"), r"a\qb\u{zz}c\x4");
+    }
+
+    #[test]
+    fn multi_line_keeps_lines_and_escapes_the_rest() {
+        assert_eq!(
+            multi_line("a\n\tb \"q\" \\ \u{1b}]52;c;x\u{7}\r\u{200b}"),
+            "a\n\tb \"q\" \\ \\x1b]52;c;x\\x07\\r\\u{200b}"
+        );
     }
 }

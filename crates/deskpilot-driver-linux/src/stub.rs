@@ -223,8 +223,8 @@ pub mod sandbox {
         }
 
         /// Directories apps must not see (unreachable: no sandbox exists).
-        pub fn hide_from_apps(&mut self, dirs: Vec<PathBuf>) {
-            let _ = dirs;
+        pub fn hide_from_apps(&mut self, dirs: Vec<PathBuf>, files: Vec<PathBuf>) {
+            let _ = (dirs, files);
             match self.never {}
         }
 

@@ -126,6 +126,53 @@ pub struct FindHit {
     pub window_title: String,
 }
 
+/// The value of `one` (a one-node read of the element `handle`, redacted alone)
+/// redacted again with the element's parent in `tree` (the window's read), as the
+/// window read redacts it: a one-time code whose label sits beside it stays masked.
+/// Empty when it has no value.
+fn in_context(one: &Node, tree: &Node, handle: &Handle) -> String {
+    let mut alone = one.clone();
+    alone.children.clear();
+    let Some(parent) = parent_in(tree, handle) else {
+        return deskpilot_core::redact::redacted_value(&alone, None)
+            .map(|v| v.into_owned())
+            .unwrap_or_default();
+    };
+    // The rules find a node's neighbours by its place among its parent's children:
+    // a copy of the parent (one level) with the whole-text node in that place.
+    let mut around = parent.clone();
+    around.children = parent
+        .children
+        .iter()
+        .map(|c| {
+            if &c.handle == handle {
+                alone.clone()
+            } else {
+                Node {
+                    children: Vec::new(),
+                    ..c.clone()
+                }
+            }
+        })
+        .collect();
+    let at = around.children.iter().position(|c| &c.handle == handle);
+    at.and_then(|i| deskpilot_core::redact::redacted_value(&around.children[i], Some(&around)))
+        .map(|v| v.into_owned())
+        .unwrap_or_default()
+}
+
+/// The parent in `root` of the node whose handle is `handle`.
+fn parent_in<'a>(root: &'a Node, handle: &Handle) -> Option<&'a Node> {
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.children.iter().any(|c| &c.handle == handle) {
+            return Some(n);
+        }
+        stack.extend(n.children.iter());
+    }
+    None
+}
+
 /// Puts `part` in place of the node of `root` whose handle is `handle`; false when
 /// there is none.
 fn splice(root: &mut Node, handle: &Handle, part: Node) -> bool {
@@ -837,14 +884,16 @@ impl Session {
             .driver
             .snapshot(SnapshotParams {
                 window: window.handle.clone(),
-                scope: Some(h),
+                scope: Some(h.clone()),
                 depth: Some(0),
                 max_nodes: Some(1),
                 text_cap: Some(MAX_TEXT_CAP),
                 from: None,
             })
             .await?;
-        let value = whole.root.value.clone().unwrap_or_default();
+        // The one-node read was redacted alone; redact it again with its parent, as
+        // the window read did (a code field's label lives beside it).
+        let value = in_context(&whole.root, &fresh, &h);
         let read = value.chars().count() as u64;
         let total = whole.root.value_length.unwrap_or(read);
         let (text, from, to) = char_slice(&value, from, to, tail);
@@ -902,13 +951,14 @@ impl Session {
                 })
                 .await;
             let Ok(whole) = whole else { continue };
-            let Some(value) = whole.root.value.as_deref() else {
+            if whole.root.value.is_none() {
                 continue;
-            };
+            }
+            let value = in_context(&whole.root, root, &n.handle);
             if whole.root.value_length.is_none() {
                 unsearched.values_cut = unsearched.values_cut.saturating_sub(1);
             }
-            if needle.found_in(value) && hits.len() < limit {
+            if needle.found_in(&value) && hits.len() < limit {
                 hits.push(Self::hit(n, root, window));
             }
         }
@@ -1494,8 +1544,13 @@ impl Session {
                         .then(Vec::new)
                 }
                 _ => match self.resolve_window(target).await {
-                    Ok(window) => {
-                        let (root, _) = self.read(&window).await?;
+                    Ok(window) => 'read: {
+                        let root = match self.read(&window).await {
+                            Ok((root, _)) => root,
+                            // Busy for a moment: not met yet.
+                            Err(e) if e.code == ErrorCode::NotResponding => break 'read None,
+                            Err(e) => return Err(e),
+                        };
                         let hits = match cond {
                             WaitFor::Text(t) | WaitFor::Gone(t) => {
                                 Self::search(&root, &window, t, None, 20)
@@ -1514,6 +1569,8 @@ impl Session {
                     Err(e) if e.code == ErrorCode::ElementNotFound => {
                         matches!(cond, WaitFor::Gone(_)).then(Vec::new)
                     }
+                    // Busy for a moment (loading a document): not met yet.
+                    Err(e) if e.code == ErrorCode::NotResponding => None,
                     Err(e) => return Err(e),
                 },
             };

@@ -432,3 +432,37 @@ fn a_recycled_handle_never_redirects_a_ref_to_another_element() {
         );
     });
 }
+
+#[test]
+fn read_never_gives_a_secret_the_window_read_masks() {
+    let env = Env::new("read-secrets");
+    rt().block_on(async {
+        let mut s = env.session();
+        observe_editor(&mut s).await;
+        let boxes = s
+            .find(&Target::App("editor".into()), "", Some(Role::Textbox), 20)
+            .await
+            .unwrap()
+            .hits;
+        assert!(!boxes.is_empty());
+        for b in &boxes {
+            let got = s.read_text(&b.ref_, None, None, None).await.unwrap();
+            for secret in [fixture::OTP, fixture::API_KEY, PASSWORD] {
+                assert!(
+                    !got.text.contains(secret),
+                    "{} gave out a secret: {:?}",
+                    b.ref_,
+                    got.text
+                );
+            }
+        }
+        // find does not reveal them either, through the whole-text search.
+        for secret in [fixture::OTP, fixture::API_KEY, PASSWORD] {
+            let found = s
+                .find(&Target::App("editor".into()), secret, None, 20)
+                .await
+                .unwrap();
+            assert!(found.hits.is_empty(), "{secret}: {:?}", found.hits);
+        }
+    });
+}

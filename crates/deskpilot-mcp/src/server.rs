@@ -419,7 +419,9 @@ impl Server {
             Ok(out) => out,
             Err(e) => return failure(&e, ""),
         };
-        let mut text = out.text.clone();
+        // The text a model reads has controls and invisible characters escaped
+        // (a hidden payload shows); structured content carries it exactly.
+        let mut text = deskpilot_core::sanitize::multi_line(&out.text);
         if !out.complete {
             text.push_str(&format!(
                 "\n(read {} of {} characters: one read takes at most that many)",

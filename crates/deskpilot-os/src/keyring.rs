@@ -41,9 +41,21 @@ pub fn user_secret(description: &str, lock: &Path) -> io::Result<Vec<u8>> {
 pub fn find_user_secret(description: &str) -> io::Result<Option<Vec<u8>>> {
     use linux_keyutils::{KeyError, KeyRing, KeyRingIdentifier};
     let ring = KeyRing::from_special_id(KeyRingIdentifier::User, true).map_err(unsupported)?;
+    // A key that expired, or was invalidated and not yet collected (the kernel
+    // collects asynchronously), is no entry.
+    let gone = |e: &KeyError| {
+        matches!(
+            e,
+            KeyError::KeyDoesNotExist | KeyError::KeyExpired | KeyError::KeyRevoked
+        )
+    };
     match ring.search(description) {
-        Ok(k) => k.read_to_vec().map(Some).map_err(other),
-        Err(KeyError::KeyDoesNotExist) => Ok(None),
+        Ok(k) => match k.read_to_vec() {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if gone(&e) => Ok(None),
+            Err(e) => Err(other(e)),
+        },
+        Err(e) if gone(&e) => Ok(None),
         Err(e) => Err(other(e)),
     }
 }

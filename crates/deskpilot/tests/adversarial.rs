@@ -941,6 +941,34 @@ fn apps_started_in_a_sandbox_cannot_see_deskpilots_directories() {
         assert!(seen_by(pid, &dir.join("bus")), "pid {pid} lost its bus");
     }
     let _ = std::fs::remove_file(&stray);
+
+    // Nor does the session bus start anything for an app: a service file written
+    // into the apps' own data directory is never run (it would run unconfined).
+    let services = dir.join("data/dbus-1/services");
+    std::fs::create_dir_all(&services).unwrap();
+    let marker = marker_path(&iso, "activated");
+    std::fs::write(
+        services.join("org.deskpilot.Escape.service"),
+        format!(
+            "[D-BUS Service]\nName=org.deskpilot.Escape\nExec=/usr/bin/touch {}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new("dbus-send")
+        .env("DBUS_SESSION_BUS_ADDRESS", &sb.state().bus_address)
+        .args([
+            "--session",
+            "--print-reply",
+            "--dest=org.deskpilot.Escape",
+            "/",
+            "org.deskpilot.Escape.Go",
+        ])
+        .output()
+        .expect("dbus-send runs");
+    assert!(!out.status.success(), "the bus activated a service");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!marker.exists(), "the service ran");
 }
 
 /// A desk with its own runtime directory and `config`, showing one recorded zenity

@@ -222,7 +222,7 @@ fn malformed_input_gets_clean_errors_and_the_server_keeps_serving() {
     let list = s.request("tools/list", json!({}), short);
     assert_eq!(
         list["result"]["tools"].as_array().map(Vec::len),
-        Some(9),
+        Some(10),
         "{list}"
     );
 
@@ -290,7 +290,7 @@ fn malformed_input_gets_clean_errors_and_the_server_keeps_serving() {
     let list = s.request("tools/list", json!({}), short);
     assert_eq!(
         list["result"]["tools"].as_array().map(Vec::len),
-        Some(9),
+        Some(10),
         "{list}"
     );
     let apps = s.request(

@@ -89,6 +89,38 @@ pub struct Sandbox {
     stopped: bool,
     /// Directories apps started by [`Sandbox::spawn`] must not see.
     hide: Vec<PathBuf>,
+    /// Files of deskpilot's outside its own directories that they must not see.
+    mask: Vec<PathBuf>,
+}
+
+/// The session bus config of a sandbox: the policy of Debian's `session.conf`
+/// (anyone may own any name and send anywhere) without `<standard_session_servicedirs/>`
+/// or any service directory, and with `UpdateActivationEnvironment` denied: no
+/// process is ever started by the bus, so none escapes an app's confinement that
+/// way (docs/ARCHITECTURE.md §12).
+/// `address` is the `<listen>` address (XML-escaped here).
+pub fn session_bus_config(address: &str) -> String {
+    let address = address
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    format!(
+        r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <keep_umask/>
+  <listen>{address}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+    <deny send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus" send_member="UpdateActivationEnvironment"/>
+  </policy>
+</busconfig>
+"#
+    )
 }
 
 /// The root directory under which sandboxes keep their state: the runtime directory
@@ -266,13 +298,23 @@ impl Sandbox {
             detach: opts.detach,
             stopped: false,
             hide: Vec::new(),
+            mask: Vec::new(),
         };
 
-        // Session bus on a socket in the sandbox directory.
+        // Session bus on a socket in the sandbox directory, with a config of our own:
+        // no service directories (nothing is started on demand, so an app cannot
+        // write a .service file into its XDG data directory and have the bus run it
+        // outside its confinement) and no UpdateActivationEnvironment.
+        let conf = dir.join("session.conf");
+        deskpilot_os::write_private_atomic(
+            &conf,
+            session_bus_config(&sb.state.bus_address).as_bytes(),
+        )
+        .map_err(|e| ComputerError::internal(format!("cannot write {}: {e}", conf.display())))?;
         let mut d = sb
             .command(dbus)
             .args([
-                "--session".to_string(),
+                format!("--config-file={}", conf.display()),
                 "--nofork".to_string(),
                 "--nosyslog".to_string(),
                 format!("--address={}", sb.state.bus_address),
@@ -341,6 +383,7 @@ impl Sandbox {
             detach: true,
             stopped: false,
             hide: Vec::new(),
+            mask: Vec::new(),
         })
     }
 
@@ -414,11 +457,14 @@ impl Sandbox {
     }
 
     /// Keeps apps started by [`Sandbox::spawn`] from seeing `dirs` (deskpilot's own
-    /// directories): each is an empty tmpfs in the app's mount namespace, through
+    /// directories) and `files` (its files in directories that are not its own):
+    /// each directory is an empty tmpfs and each file an empty one in the app's
+    /// mount namespace, through
     /// bubblewrap where it works ([`crate::confine`]). Not saved: it holds for this
     /// value only.
-    pub fn hide_from_apps(&mut self, dirs: Vec<PathBuf>) {
+    pub fn hide_from_apps(&mut self, dirs: Vec<PathBuf>, files: Vec<PathBuf>) {
         self.hide = dirs;
+        self.mask = files;
     }
 
     /// The confinement of an app started here, `None` when nothing is hidden. A
@@ -427,7 +473,12 @@ impl Sandbox {
         if self.hide.is_empty() {
             return None;
         }
-        let mut c = Confinement::for_sandbox(&self.state.dir, self.hide.clone());
+        let mut c = Confinement::for_sandbox(
+            &self.state.dir,
+            Some(self.state.display),
+            self.hide.clone(),
+            self.mask.clone(),
+        );
         if chromium {
             let profile = self.chromium_profile();
             let _ = deskpilot_os::ensure_private_dir(&profile);

@@ -329,9 +329,10 @@ impl Host {
         tail: Option<u64>,
     ) -> Result<crate::session::TextRead, ComputerError> {
         let (en, _) = self.begin().await?;
-        let window = self.bind_target(&Target::Current, &en).await?;
+        self.bind_target(&Target::Current, &en).await?;
         let out = self.session.read_text(r, from, to, tail).await?;
-        self.stamp(&window, None);
+        // No stamp: a read of one element does not renew the window's other refs
+        // (only an observe that showed them does).
         self.after_call()?;
         Ok(out)
     }
@@ -377,8 +378,12 @@ impl Host {
                 Ok(w) => return Ok(w),
                 Err(e) => e,
             };
-            let waitable = e.code == ErrorCode::ElementNotFound
-                && matches!(target, Target::App(_) | Target::Window(_));
+            // Not there yet, or there but busy (an app that is still starting can
+            // miss the first probe): both are waited out.
+            let waitable = matches!(
+                e.code,
+                ErrorCode::ElementNotFound | ErrorCode::NotResponding
+            ) && matches!(target, Target::App(_) | Target::Window(_));
             if !waitable {
                 return Err(e);
             }

@@ -102,6 +102,9 @@ pub async fn run(json: bool, runs: usize, apps: Vec<String>) -> Result<(), Compu
     }
     say("starting a sandbox desktop (Xvfb + session bus + accessibility bus)…");
     let mut sandbox = Sandbox::start(SandboxOptions::default())?;
+    // The apps measured run as any app started into a sandbox does: confined.
+    let (dirs, files) = super::session::own_paths();
+    sandbox.hide_from_apps(dirs, files);
     let scratch = Scratch::create()?;
     let result = run_in(&mut sandbox, &specs, runs, &scratch.0).await;
     say("stopping the sandbox and every process in it…");

@@ -177,7 +177,8 @@ async fn run_in(
 
     progress(json, "launching mousepad in the sandbox…");
     let t = Instant::now();
-    sandbox.hide_from_apps(super::session::own_dirs());
+    let (dirs, files) = super::session::own_paths();
+    sandbox.hide_from_apps(dirs, files);
     let _app = sandbox.spawn(&["mousepad".to_string()])?;
     let driver = super::session::connect(&desktop).await?;
     let store = StateStore::open_in(&sandbox.state().dir, "demo")?;

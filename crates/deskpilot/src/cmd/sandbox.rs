@@ -83,7 +83,8 @@ pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<()
                     ),
                 ));
             }
-            sb.hide_from_apps(super::session::own_dirs());
+            let (dirs, files) = super::session::own_paths();
+            sb.hide_from_apps(dirs, files);
             let child = sb.spawn(&command)?;
             let pid = child.id();
             // The app belongs to the sandbox now; it is stopped with it.

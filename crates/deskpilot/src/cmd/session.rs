@@ -29,18 +29,47 @@ use crate::target::{self, Desktop};
 pub async fn connect(desktop: &Desktop) -> Result<LinuxDriver, ComputerError> {
     let mut opts = ConnectOptions::from_vars(desktop.vars.clone());
     if let Some(dir) = &desktop.sandbox_dir {
-        opts.confine = Some(Confinement::for_sandbox(dir, own_dirs()));
+        let (dirs, files) = own_paths();
+        opts.confine = Some(Confinement::for_sandbox(dir, desktop.sandbox, dirs, files));
     }
     LinuxDriver::connect(opts).await
 }
 
-/// deskpilot's own directories (config, runtime state, audit), which apps launched
-/// into a sandbox must not see: [`deskpilot_host::host::protected_dirs`].
-pub fn own_dirs() -> Vec<std::path::PathBuf> {
-    deskpilot_host::host::protected_dirs()
-        .into_iter()
-        .map(std::path::PathBuf::from)
-        .collect()
+/// What apps launched into a sandbox must not see (docs/ARCHITECTURE.md §12):
+/// deskpilot's own directories — the config file's, the runtime directory, the
+/// audit log's — where each is deskpilot's own (named `deskpilot…`), else the
+/// files of deskpilot's in it (a config at `/etc/x/c.toml`: that file and its
+/// seal; a runtime directory chosen elsewhere: its approvals and stop record), so a
+/// shared directory such as `/tmp` or `$HOME` is never hidden as a whole. Paths are
+/// made absolute.
+pub fn own_paths() -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
+    use std::path::{Path, PathBuf};
+    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    let ours = |d: &Path| {
+        d.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("deskpilot"))
+    };
+    let (mut dirs, mut files) = (Vec::new(), Vec::new());
+    let config = abs(deskpilot_host::config::config_path());
+    let seal = deskpilot_host::config::seal::seal_path(&config);
+    let audit = abs(deskpilot_host::audit::audit_path());
+    for (file, beside) in [(config, vec![seal]), (audit, Vec::new())] {
+        match file.parent() {
+            Some(d) if ours(d) => dirs.push(d.to_path_buf()),
+            _ => {
+                files.push(file);
+                files.extend(beside);
+            }
+        }
+    }
+    let runtime = abs(deskpilot_host::store::state_dir());
+    if ours(&runtime) {
+        dirs.push(runtime);
+    } else {
+        files.extend(["approvals.json", "stop.json"].map(|f| runtime.join(f)));
+    }
+    (dirs, files)
 }
 
 /// Where a command runs: the desktop, and the session name the CLI's refs and grant
@@ -263,7 +292,9 @@ pub async fn read(
 ) -> Result<(), ComputerError> {
     let (mut h, _) = open(ctx, "cli").await?;
     let out = h.read_text(&r, from, to, tail).await?;
-    let mut text = out.text.clone();
+    // The terminal gets the text with controls and invisible characters escaped;
+    // `--json` carries it exactly.
+    let mut text = deskpilot_core::sanitize::multi_line(&out.text);
     if !out.complete {
         text.push_str(&format!(
             "\n(read {} of {} characters: one read takes at most that many)",

@@ -118,9 +118,8 @@ pub async fn app_info(bus: &Bus, root: ObjRef) -> AppInfo {
             };
         }
     };
-    if let Some(p) = pid
-        && frozen::remembered(p)
-    {
+    if let Some(p) = pid {
+        // It answered: off the record, if it was on it.
         frozen::forget(p);
     }
     let (toolkit, children) = tokio::join!(

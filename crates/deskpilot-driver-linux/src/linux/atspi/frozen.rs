@@ -20,6 +20,14 @@ pub const FIRST_PROBE: Duration = Duration::from_millis(700);
 /// Time the probe of an application remembered as not responding gets: 50 ms. It
 /// answers at once when it has recovered (and is then forgotten).
 pub const REMEMBERED_PROBE: Duration = Duration::from_millis(50);
+/// How long a record gives the short probe: 10 s. After that the app gets a full
+/// first probe again (and is recorded anew if it still does not answer), so a busy
+/// but healthy app, or a record planted by another process, costs it nothing lasting.
+pub const RECORD_LIFETIME_MS: u64 = 10_000;
+/// The most bytes read of the record: 64 KiB (about 1,000 entries).
+const MAX_RECORD_BYTES: u64 = 64 * 1024;
+/// The most entries kept.
+const MAX_ENTRIES: usize = 256;
 
 /// One remembered process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,11 +42,27 @@ fn path() -> PathBuf {
     deskpilot_os::runtime_dir().join("not-responding.json")
 }
 
+/// The record, read only from a private runtime directory, as a regular file that is
+/// not a symlink, and at most [`MAX_RECORD_BYTES`]; anything else is no record.
 fn load() -> BTreeMap<u32, Entry> {
-    std::fs::read(path())
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+    use std::io::Read as _;
+    if !deskpilot_os::is_private_dir(&deskpilot_os::runtime_dir()).unwrap_or(false) {
+        return BTreeMap::new();
+    }
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    deskpilot_os::no_follow_nonblocking(&mut o);
+    let Ok(f) = o.open(path()) else {
+        return BTreeMap::new();
+    };
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return BTreeMap::new();
+    }
+    let mut bytes = Vec::new();
+    if f.take(MAX_RECORD_BYTES).read_to_end(&mut bytes).is_err() {
+        return BTreeMap::new();
+    }
+    serde_json::from_slice(&bytes).unwrap_or_default()
 }
 
 fn save(map: &BTreeMap<u32, Entry>) {
@@ -51,21 +75,31 @@ fn save(map: &BTreeMap<u32, Entry>) {
     }
 }
 
-/// True when `pid` (the same process, by start time) is recorded as not responding.
+/// True when `pid` (the same process, by start time) was recorded as not responding
+/// less than [`RECORD_LIFETIME_MS`] ago.
 pub fn remembered(pid: u32) -> bool {
-    load()
-        .get(&pid)
-        .is_some_and(|e| e.start == deskpilot_os::process_start(pid))
+    load().get(&pid).is_some_and(|e| {
+        e.start == deskpilot_os::process_start(pid)
+            && deskpilot_os::now_ms().saturating_sub(e.since_ms) < RECORD_LIFETIME_MS
+    })
 }
 
 /// Records `pid` as not responding (a no-op when it already is).
 pub fn remember(pid: u32) {
     let mut map = load();
-    if map.contains_key(&pid) {
+    if remembered(pid) {
         return;
     }
-    // Records of processes that are gone are dropped on the way.
-    map.retain(|&p, e| deskpilot_os::pid_alive(p) && e.start == deskpilot_os::process_start(p));
+    // Records of processes that are gone, or too old, are dropped on the way.
+    let now = deskpilot_os::now_ms();
+    map.retain(|&p, e| {
+        now.saturating_sub(e.since_ms) < RECORD_LIFETIME_MS
+            && deskpilot_os::pid_alive(p)
+            && e.start == deskpilot_os::process_start(p)
+    });
+    if map.len() >= MAX_ENTRIES {
+        return;
+    }
     map.insert(
         pid,
         Entry {

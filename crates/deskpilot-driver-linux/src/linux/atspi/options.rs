@@ -68,30 +68,50 @@ pub struct ConnectOptions {
 }
 
 /// What a launched program is kept from seeing: each `hide` directory is replaced
-/// by an empty, private tmpfs in the program's own mount namespace, then each `keep`
-/// path that exists (a socket, a directory) is bound back at its own place. Absolute
-/// paths only; pure data, so it means the same wherever it is built.
+/// by an empty, private tmpfs in the program's own mount namespace, each `mask` file
+/// that exists by an empty read-only file, then each `keep` path that exists (a
+/// socket, a directory) is bound back at its own place. Absolute paths only; pure
+/// data, so it means the same wherever it is built.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Confinement {
     /// Directories replaced by an empty tmpfs (deskpilot's config, state, audit and
     /// runtime directories).
     pub hide: Vec<PathBuf>,
+    /// Files of deskpilot's in directories that are not deskpilot's own (a config
+    /// at `/etc/x/c.toml`): replaced by an empty read-only file.
+    pub mask: Vec<PathBuf>,
     /// Paths under a hidden directory that the program needs, bound back as they are.
     pub keep: Vec<PathBuf>,
 }
 
 impl Confinement {
     /// The confinement of an app launched into the sandbox whose directory is
-    /// `sandbox_dir`: `hide` as given; kept are the sandbox's session bus socket
+    /// `sandbox_dir` on display `:display`: `hide` and `mask` as given, plus the X
+    /// socket directory (`/tmp/.X11-unix`: other displays' sockets) and the user's
+    /// own runtime directory (`/run/user/UID`: the real session bus, deskpilot's
+    /// control sockets). Kept are the sandbox's X socket, its session bus socket
     /// (`bus`) and the app's own XDG directories (`config`, `cache`, `data`,
     /// `runtime` — where the accessibility bus socket lives), and nothing else of the
     /// sandbox directory (not its `sandbox.json`, state files or logs).
-    pub fn for_sandbox(sandbox_dir: &Path, hide: Vec<PathBuf>) -> Confinement {
-        let keep = ["bus", "config", "cache", "data", "runtime"]
+    pub fn for_sandbox(
+        sandbox_dir: &Path,
+        display: Option<u32>,
+        mut hide: Vec<PathBuf>,
+        mask: Vec<PathBuf>,
+    ) -> Confinement {
+        let mut keep: Vec<PathBuf> = ["bus", "config", "cache", "data", "runtime"]
             .iter()
             .map(|p| sandbox_dir.join(p))
             .collect();
-        Confinement { hide, keep }
+        if let Some(n) = display {
+            hide.push(PathBuf::from("/tmp/.X11-unix"));
+            keep.push(PathBuf::from(format!("/tmp/.X11-unix/X{n}")));
+        }
+        hide.push(PathBuf::from(format!(
+            "/run/user/{}",
+            deskpilot_os::current_uid()
+        )));
+        Confinement { hide, mask, keep }
     }
 }
 
