@@ -104,13 +104,14 @@ fn is_decorative_leaf(n: &Node) -> bool {
 }
 
 /// A plain label or text leaf that says exactly its parent's name (`button "7"`
-/// over `label "7"`): the parent's line already says it, so it is not printed. It
-/// still exists for find and refs.
+/// over `label "7"`, possibly through unnamed containers that fold away): the
+/// parent's line already says it, so it is not printed. It still exists for find
+/// and refs.
 fn echoes_parent(n: &Node, parent: &Node) -> bool {
+    // Its own actions do not count: GTK 4 gives every label clipboard and
+    // selection actions.
     matches!(n.role, Role::Label | Role::Text)
-        && n.children.is_empty()
         && !has_value(n)
-        && !is_interactive(n)
         && !has_meaningful_state(n)
         && !is_unnamed(n)
         && n.name.trim() == parent.name.trim()
@@ -271,6 +272,15 @@ fn build_node<'a>(
         return None;
     }
     let mut children = build_children(n, depth, walk);
+    if walk.opts.query.is_none() {
+        // A label that only repeats this element's name (directly or through
+        // folded containers) says nothing the element's line does not.
+        let before = children.len();
+        children.retain(|c| {
+            !(c.children.is_empty() && !c.focus && c.more == 0 && echoes_parent(c.node, n))
+        });
+        walk.stats.folded += before - children.len();
+    }
     let focused = n.has(State::Focused);
     let focus = focused
         || children.iter().any(|c| c.focus)
@@ -287,10 +297,6 @@ fn build_node<'a>(
         return None;
     }
     if children.is_empty() && !focus && more == 0 && is_decorative_leaf(n) {
-        return None;
-    }
-    if children.is_empty() && !focus && !matched && more == 0 && echoes_parent(n, parent) {
-        walk.stats.folded += 1;
         return None;
     }
     if children.len() == 1 && !focused && !matched && is_foldable(n) {

@@ -179,7 +179,11 @@ fn splice(root: &mut Node, handle: &Handle, part: Node) -> bool {
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         if &n.handle == handle {
+            // The role the window read gave it in context (a menu in a menu bar is a
+            // menu item), so its ref still names it.
+            let role = n.role;
             *n = part;
+            n.role = role;
             return true;
         }
         stack.extend(n.children.iter_mut());
@@ -268,7 +272,7 @@ impl Unsearched {
         let mut parts = Vec::new();
         if self.offscreen_matches > 0 {
             parts.push(format!(
-                "{} matching element(s) off screen (scroll or observe with scope to reach them)",
+                "{} matching element(s) not on screen (in a closed menu or scrolled away: open or scroll to reach them)",
                 self.offscreen_matches
             ));
         }
@@ -684,6 +688,23 @@ impl Session {
                     from: Some(from),
                 })
                 .await?;
+            if part.root.table.is_some() {
+                return Err(err(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "{r} is a table read by its visible range, not by child index: scroll it (`act {r} scroll down`) instead of --from"
+                    ),
+                ));
+            }
+            if u64::from(from) >= part.root.child_count.max(1) {
+                return Err(err(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "--from {from} is past the last child of {r} ({} children)",
+                        part.root.child_count
+                    ),
+                ));
+            }
             if !splice(&mut snap.root, &handle, part.root) {
                 return Err(err(
                     ErrorCode::StaleRef,
@@ -895,9 +916,41 @@ impl Session {
             .await?;
         // The one-node read was redacted alone; redact it again with its parent, as
         // the window read did (a code field's label lives beside it).
-        let value = in_context(&whole.root, &fresh, &h);
+        let mut value = in_context(&whole.root, &fresh, &h);
+        if whole.root.value.is_none() {
+            // A label or a paragraph is its name; anything else has no text.
+            if matches!(
+                node.role,
+                Role::Label | Role::Text | Role::Paragraph | Role::Heading
+            ) && !node.name.is_empty()
+            {
+                value = node.name.clone();
+            } else {
+                return Err(err(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "{r} ({}) has no text to read; read a text field, a document or a label, or observe the window",
+                        node.role
+                    ),
+                ));
+            }
+        }
         let read = value.chars().count() as u64;
         let total = whole.root.value_length.unwrap_or(read);
+        if let (Some(a), Some(b)) = (from, to)
+            && a > b
+        {
+            return Err(err(
+                ErrorCode::InvalidArgument,
+                format!("--from {a} is after --to {b}; give from ≤ to"),
+            ));
+        }
+        if let Some(a) = from.filter(|&a| a > read) {
+            return Err(err(
+                ErrorCode::InvalidArgument,
+                format!("--from {a} is past the end of the text ({read} characters read)"),
+            ));
+        }
         let (text, from, to) = char_slice(&value, from, to, tail);
         Ok(TextRead {
             ref_: r.to_owned(),

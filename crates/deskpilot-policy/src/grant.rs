@@ -285,7 +285,7 @@ impl Authority {
         Err(refusal(
             ErrorCode::ScopeViolation,
             if reasons.is_empty() {
-                "no window is open on this desktop".to_string()
+                "no window is open on this desktop; launch an app first (e.g. `deskpilot sandbox run -- mousepad`)".to_string()
             } else {
                 format!(
                     "no window on this desktop is permitted ({})",

@@ -139,7 +139,7 @@ enum Command {
         /// select, expand, collapse, scroll.
         #[arg(value_parser = usage::op)]
         op: deskpilot_core::Op,
-        /// Text for set_value/type; direction for scroll (up, down, into_view).
+        /// Text for set_value/type; direction for scroll (up, down, left, right, into_view).
         value: Option<String>,
     },
     /// Send keys to a window through the keyboard fallback (moves no pointer, but is

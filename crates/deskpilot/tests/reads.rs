@@ -90,6 +90,7 @@ fn gtk4_names_are_names() {
         );
     }
     for class in [
+        "label \"7\"",
         "\"7 7\"",
         "GtkMenuButton",
         "AdwGizmo",
@@ -195,6 +196,23 @@ fn find_searches_long_texts_whole() {
         (part["from"].as_u64(), part["to"].as_u64()),
         (Some(6), Some(11))
     );
+    // Offsets it cannot use, and an element with no text, are errors that say so.
+    let total = whole["total_chars"].as_u64().unwrap();
+    let past = (total + 10).to_string();
+    desk.fails_with(
+        &["read", &field, "--from", &past],
+        "COMPUTER_INVALID_ARGUMENT",
+    );
+    desk.fails_with(
+        &["read", &field, "--from", "10", "--to", "5"],
+        "COMPUTER_INVALID_ARGUMENT",
+    );
+    let menu = desk.ok(&["find", "File", "--app", "mousepad", "--role", "menuitem"])["matches"][0]
+        ["ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    desk.fails_with(&["read", &menu], "COMPUTER_INVALID_ARGUMENT");
     // A text in no field: "no element matches", and nothing unsearched to add.
     let out = desk
         .command()
@@ -351,6 +369,15 @@ fn a_long_list_shows_the_rows_on_screen_and_scrolls() {
         .as_str()
         .unwrap()
         .to_owned();
+    // A table is read by its visible range: --from is not for it.
+    let v = desk.fails_with(
+        &["observe", "--scope", &table, "--from", "10"],
+        "COMPUTER_INVALID_ARGUMENT",
+    );
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("scroll"),
+        "{v}"
+    );
     let v = desk.ok(&["act", &table, "scroll", "up"]);
     assert_eq!(v["result"]["status"], "executed", "{v}");
     let obs = desk.ok(&["observe", "--app", "zenity"]);
@@ -625,6 +652,10 @@ fn a_list_longer_than_one_read_is_paged() {
     let last = desk.ok(&["observe", "--scope", &list, "--from", "500"]);
     let text = last["text"].as_str().unwrap();
     assert!(text.contains("children 501–600 of 600"), "{text}");
+    desk.fails_with(
+        &["observe", "--scope", &list, "--from", "600"],
+        "COMPUTER_INVALID_ARGUMENT",
+    );
     assert!(text.contains("item 600\""), "{text}");
     assert!(!text.contains("item 1\""), "{text}");
     assert!(
