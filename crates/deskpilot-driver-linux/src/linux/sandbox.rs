@@ -32,6 +32,8 @@ use serde::{Deserialize, Serialize};
 pub const FIRST_DISPLAY: u32 = 90;
 /// Displays tried after [`FIRST_DISPLAY`] before giving up.
 const DISPLAY_ATTEMPTS: u32 = 200;
+/// How many sandboxes this process has started (the offset of the next search).
+static NEXT_DISPLAY: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 /// How long each daemon gets to become ready. Xvfb starts in ~100 ms here; the
 /// ceiling covers a loaded 2-core machine.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -41,7 +43,8 @@ pub const MARKER_VAR: &str = "DESKPILOT_SANDBOX";
 /// How to start a sandbox.
 #[derive(Debug, Clone)]
 pub struct SandboxOptions {
-    /// Display number; `None` picks the first free one from [`FIRST_DISPLAY`].
+    /// Display number; `None` picks the first free one from [`FIRST_DISPLAY`] (a
+    /// process's later sandboxes start their search one further on each).
     pub display: Option<u32>,
     /// Screen size in pixels (default 1280×800, 24-bit).
     pub width: u32,
@@ -208,7 +211,15 @@ impl Sandbox {
 
         let candidates: Vec<u32> = match opts.display {
             Some(n) => vec![n],
-            None => (FIRST_DISPLAY..FIRST_DISPLAY + DISPLAY_ATTEMPTS).collect(),
+            // From :90 for the first sandbox of a process; each later one starts its
+            // search one further on, so a number another sandbox of this process has
+            // just given up (whose server may still be exiting) is the last one tried.
+            None => {
+                let turn = NEXT_DISPLAY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                (0..DISPLAY_ATTEMPTS)
+                    .map(|i| FIRST_DISPLAY + (turn + i) % DISPLAY_ATTEMPTS)
+                    .collect()
+            }
         };
         let mut last_err = None;
         for n in candidates {
@@ -632,6 +643,12 @@ impl Sandbox {
         }
         for pid in marked_processes(&marker) {
             deskpilot_os::signal_group_or_pid(pid, Signal::Kill);
+        }
+        // A killed server keeps its sockets until it is really gone: wait (1 s at
+        // most) so the display number is free when it is next chosen.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline && targets.iter().any(|&p| pid_alive(p)) {
+            std::thread::sleep(Duration::from_millis(10));
         }
         for &pid in &targets {
             deskpilot_os::reap_if_exited(pid);
