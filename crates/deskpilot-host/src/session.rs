@@ -870,6 +870,45 @@ impl Session {
         Ok(Found { hits, unsearched })
     }
 
+    /// The current window and its state's window facts, once `r` is known to be a
+    /// well-formed ref of it.
+    ///
+    /// Errors: unknown or malformed refs; `COMPUTER_ELEMENT_NOT_FOUND` when nothing
+    /// was observed yet or the window is unknown.
+    fn window_of_ref(&self, r: &str) -> Result<(String, WindowInfo), ComputerError> {
+        let (cur, ws) = self.current_window_state()?;
+        ws.registry
+            .resolve(r)
+            .map_err(|e| ComputerError::from(&e))?;
+        let window = ws.info.clone().ok_or_else(|| {
+            err(
+                ErrorCode::ElementNotFound,
+                "the current window is unknown; observe it again",
+            )
+        })?;
+        Ok((cur, window))
+    }
+
+    /// Element `h` of `window` alone, its text read whole (up to `MAX_TEXT_CAP`
+    /// characters); redacted alone by the driver boundary — callers redact it again
+    /// in context ([`in_context`]).
+    async fn whole_text(
+        &self,
+        window: &WindowInfo,
+        h: &Handle,
+    ) -> Result<TreeSnapshot, ComputerError> {
+        self.driver
+            .snapshot(SnapshotParams {
+                window: window.handle.clone(),
+                scope: Some(h.clone()),
+                depth: Some(0),
+                max_nodes: Some(1),
+                text_cap: Some(MAX_TEXT_CAP),
+                from: None,
+            })
+            .await
+    }
+
     /// The text of element `r` of the current window, whole (up to `MAX_TEXT_CAP`
     /// characters, through a one-node scoped read, redacted as every read is), or
     /// the part `from..to` / the last `tail` characters of it ([`char_slice`]).
@@ -882,16 +921,7 @@ impl Session {
         to: Option<u64>,
         tail: Option<u64>,
     ) -> Result<TextRead, ComputerError> {
-        let (_, ws) = self.current_window_state()?;
-        ws.registry
-            .resolve(r)
-            .map_err(|e| ComputerError::from(&e))?;
-        let window = ws.info.clone().ok_or_else(|| {
-            err(
-                ErrorCode::ElementNotFound,
-                "the current window is unknown; observe it again",
-            )
-        })?;
+        let (_, window) = self.window_of_ref(r)?;
         let (h, _, fresh) = self.fresh_handle(&window, r).await?;
         let node = fresh
             .walk()
@@ -903,17 +933,7 @@ impl Session {
                     format!("{r} vanished while it was read"),
                 )
             })?;
-        let whole = self
-            .driver
-            .snapshot(SnapshotParams {
-                window: window.handle.clone(),
-                scope: Some(h.clone()),
-                depth: Some(0),
-                max_nodes: Some(1),
-                text_cap: Some(MAX_TEXT_CAP),
-                from: None,
-            })
-            .await?;
+        let whole = self.whole_text(&window, &h).await?;
         // The one-node read was redacted alone; redact it again with its parent, as
         // the window read did (a code field's label lives beside it).
         let mut value = in_context(&whole.root, &fresh, &h);
@@ -994,17 +1014,7 @@ impl Session {
             .take(FULL_TEXT_FIELDS)
             .collect();
         for n in long {
-            let whole = self
-                .driver
-                .snapshot(SnapshotParams {
-                    window: window.handle.clone(),
-                    scope: Some(n.handle.clone()),
-                    depth: Some(0),
-                    max_nodes: Some(1),
-                    text_cap: Some(MAX_TEXT_CAP),
-                    from: None,
-                })
-                .await;
+            let whole = self.whole_text(window, &n.handle).await;
             let Ok(whole) = whole else { continue };
             if whole.root.value.is_none() {
                 continue;
@@ -1128,17 +1138,8 @@ impl Session {
             ));
         }
         let started = Instant::now();
-        let (cur, ws) = self.current_window_state()?;
         // Unknown or malformed refs fail here, before any platform call.
-        ws.registry
-            .resolve(r)
-            .map_err(|e| ComputerError::from(&e))?;
-        let window = ws.info.clone().ok_or_else(|| {
-            err(
-                ErrorCode::ElementNotFound,
-                "the current window is unknown; observe it again",
-            )
-        })?;
+        let (cur, window) = self.window_of_ref(r)?;
         let before_windows = self.window_handles().await?;
         if !before_windows.contains(&Handle(cur.clone())) {
             return Err(err(
