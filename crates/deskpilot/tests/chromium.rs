@@ -66,8 +66,13 @@ fn only_match(v: &Value, role: &str, name: &str) -> Value {
     m[0].clone()
 }
 
+/// One Chromium at a time: two starting together on 2 cores starve each other's
+/// renderer, and a page's own script (the oracle's ping) can then miss its deadline.
+static ONE_CHROMIUM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn chromium_page_is_read_clicked_and_typed_into() {
+    let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
     assert!(
         on_path("chromium"),
         "chromium is not installed: run scripts/install-deps (Debian package `chromium`)"
@@ -333,6 +338,7 @@ const SHOP: &str = r#"<!doctype html><html><head><title>Shop</title></head><body
 /// all stop before anything reaches the server; a harmless button does reach it.
 #[test]
 fn chromium_actions_that_would_pay_or_run_script_do_not_fire() {
+    let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
     assert!(
         on_path("chromium"),
         "chromium is not installed: run scripts/install-deps (Debian package `chromium`)"
