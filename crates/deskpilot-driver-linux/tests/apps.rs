@@ -49,14 +49,9 @@ async fn a_frozen_app_is_not_responding_and_never_delays_the_others() {
     let t = Instant::now();
     let frozen_read = d
         .driver
-        .snapshot(deskpilot_protocol::types::SnapshotParams {
-            window: pad.handle.clone(),
-            scope: None,
-            depth: None,
-            max_nodes: None,
-            text_cap: None,
-            from: None,
-        });
+        .snapshot(deskpilot_protocol::types::SnapshotParams::whole(
+            pad.handle.clone(),
+        ));
     let frozen_read = frozen_read.await;
     let read_took = t.elapsed();
     signal(pad_pid, "CONT");

@@ -234,14 +234,7 @@ async fn the_walk_without_cache_reads_the_same_window() {
     opts.prefer_cache = false;
     let walker = LinuxDriver::connect(opts).await.expect("second driver");
     let walked = walker
-        .snapshot(SnapshotParams {
-            window: w.handle.clone(),
-            scope: None,
-            depth: None,
-            max_nodes: None,
-            text_cap: None,
-            from: None,
-        })
+        .snapshot(SnapshotParams::whole(w.handle.clone()))
         .await
         .expect("walked snapshot");
     eprintln!("walk without cache: {:?}", walked.stats);
@@ -263,12 +256,8 @@ async fn the_walk_without_cache_reads_the_same_window() {
     // A depth limit stops the walk.
     let shallow = walker
         .snapshot(SnapshotParams {
-            window: w.handle.clone(),
-            scope: None,
             depth: Some(1),
-            max_nodes: None,
-            text_cap: None,
-            from: None,
+            ..SnapshotParams::whole(w.handle.clone())
         })
         .await
         .expect("depth 1");

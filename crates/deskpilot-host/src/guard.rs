@@ -139,14 +139,7 @@ impl Guarded {
     ) -> Result<(), ComputerError> {
         let snap = self
             .inner
-            .snapshot(SnapshotParams {
-                window: window.clone(),
-                scope: None,
-                depth: None,
-                max_nodes: None,
-                text_cap: None,
-                from: None,
-            })
+            .snapshot(SnapshotParams::whole(window.clone()))
             .await?;
         let password = match element {
             Some(h) => {

@@ -248,17 +248,7 @@ mod tests {
             .unwrap();
         rt.block_on(async {
             let window = d.windows().await.unwrap()[0].handle.clone();
-            let snap = d
-                .snapshot(SnapshotParams {
-                    window,
-                    scope: None,
-                    depth: None,
-                    max_nodes: None,
-                    text_cap: None,
-                    from: None,
-                })
-                .await
-                .unwrap();
+            let snap = d.snapshot(SnapshotParams::whole(window)).await.unwrap();
             let all: Vec<String> = snap
                 .root
                 .walk()

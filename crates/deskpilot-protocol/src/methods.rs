@@ -377,12 +377,8 @@ mod tests {
         assert_eq!(
             Call::from_parts("tree.snapshot", Some(&json!({"window":"w1","depth":2}))).unwrap(),
             Call::TreeSnapshot(SnapshotParams {
-                window: deskpilot_core::Handle::new("w1"),
-                scope: None,
                 depth: Some(2),
-                max_nodes: None,
-                text_cap: None,
-                from: None,
+                ..SnapshotParams::whole(deskpilot_core::Handle::new("w1"))
             })
         );
     }

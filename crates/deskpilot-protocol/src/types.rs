@@ -126,7 +126,8 @@ pub struct SnapshotParams {
     /// Maximum depth below the root (default: unlimited, still node-capped).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth: Option<u32>,
-    /// Maximum nodes to read (default 5,000).
+    /// Maximum nodes to read (default the driver's own, 5,000 on Linux; at most
+    /// [`MAX_READ_NODES`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_nodes: Option<u32>,
     /// Characters (Unicode scalar values) of text read per text field for this read:
@@ -139,7 +140,39 @@ pub struct SnapshotParams {
     /// paging through a container with more children than one read takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<u32>,
+    /// Read below elements that are not on screen as well, as a search needs: a
+    /// driver may otherwise take its cache's view of them (cheaper, and it may lack
+    /// their children). Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
+    /// Children taken per element at most, for this read: default the driver's own
+    /// (500 on Linux), at most [`MAX_READ_NODES`]. A search raises it to read a long
+    /// list in one read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_cap: Option<u32>,
 }
+
+impl SnapshotParams {
+    /// A read of the whole window `window` with the driver's own limits; set fields
+    /// with struct update syntax for anything else.
+    pub fn whole(window: Handle) -> Self {
+        SnapshotParams {
+            window,
+            scope: None,
+            depth: None,
+            max_nodes: None,
+            text_cap: None,
+            from: None,
+            hidden: false,
+            child_cap: None,
+        }
+    }
+}
+
+/// The most elements one read may be asked for (`max_nodes`, `child_cap`): 50,000 —
+/// a page of 20,000 links with the white space between them, read whole by a
+/// search. A driver's own defaults are far lower (5,000 nodes, 500 children).
+pub const MAX_READ_NODES: u32 = 50_000;
 
 /// The most characters of text a single read takes per text field: 1,048,576
 /// (1 Mi characters, a few MB of UTF-8), a bound on one answer's size.

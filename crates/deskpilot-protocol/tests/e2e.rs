@@ -46,14 +46,7 @@ async fn every_method_matches_the_in_process_driver() {
     same("apps", remote.apps().await, local.apps().await);
     same("windows", remote.windows().await, local.windows().await);
 
-    let snap = SnapshotParams {
-        window: h("h:1"),
-        scope: None,
-        depth: None,
-        max_nodes: None,
-        text_cap: None,
-        from: None,
-    };
+    let snap = SnapshotParams::whole(h("h:1"));
     let r = remote.snapshot(snap.clone()).await;
     assert_eq!(
         r.as_ref().unwrap().root,
@@ -61,12 +54,9 @@ async fn every_method_matches_the_in_process_driver() {
     );
     same("snapshot", r, local.snapshot(snap).await);
     let scoped = SnapshotParams {
-        window: h("h:1"),
         scope: Some(h("h:21")),
         depth: Some(0),
-        max_nodes: None,
-        text_cap: None,
-        from: None,
+        ..SnapshotParams::whole(h("h:1"))
     };
     same(
         "snapshot scoped",
@@ -258,16 +248,9 @@ async fn a_slow_request_does_not_block_others() {
     let r2 = Arc::clone(&remote);
     let started = Instant::now();
     let slow = tokio::spawn(async move {
-        r2.snapshot(SnapshotParams {
-            window: h("h:1"),
-            scope: None,
-            depth: None,
-            max_nodes: None,
-            text_cap: None,
-            from: None,
-        })
-        .await
-        .map(|_| Instant::now())
+        r2.snapshot(SnapshotParams::whole(h("h:1")))
+            .await
+            .map(|_| Instant::now())
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     remote.hello().await.unwrap();
@@ -305,14 +288,7 @@ async fn a_timeout_is_reported_and_the_connection_survives() {
         },
     );
     let e = remote
-        .snapshot(SnapshotParams {
-            window: h("h:1"),
-            scope: None,
-            depth: None,
-            max_nodes: None,
-            text_cap: None,
-            from: None,
-        })
+        .snapshot(SnapshotParams::whole(h("h:1")))
         .await
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::Timeout);

@@ -97,12 +97,8 @@ fn events_batch_notification_round_trips() {
 #[test]
 fn wire_form_is_pinned_for_one_request() {
     let req = Call::TreeSnapshot(SnapshotParams {
-        window: common::h("w"),
-        scope: None,
         depth: Some(2),
-        max_nodes: None,
-        text_cap: None,
-        from: None,
+        ..SnapshotParams::whole(common::h("w"))
     })
     .to_request(7)
     .unwrap();

@@ -440,6 +440,79 @@ fn apps_without_a_tree_are_listed_with_the_remedy() {
     assert!(doctor.contains("mousepad"), "{doctor}");
 }
 
+/// A Chromium started without renderer accessibility (not through `sandbox run`,
+/// which adds `--force-renderer-accessibility`) shows a window whose only child is
+/// the null object: it is listed `accessibility_disabled`, reads on it fail with
+/// that code naming the flag, and `doctor` names it. Before, it read as an empty
+/// window and find answered "no element matches".
+#[test]
+fn chromium_without_accessibility_is_listed_with_the_flag() {
+    let dir = TempDir::new("chromium-no-a11y");
+    let desk = Desk::start(dir.path());
+    let profile = format!("--user-data-dir={}", dir.path().join("profile").display());
+    // `--no-sandbox`: Chromium refuses to run as root without it (CI runs as root).
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "env",
+        "DESKPILOT_TEST=1",
+        "chromium",
+        "--no-sandbox",
+        &profile,
+        "--no-first-run",
+        "about:blank",
+    ]);
+    let chromium = |apps: &serde_json::Value| {
+        apps["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| {
+                a["name"]
+                    .as_str()
+                    .is_some_and(|n| n.eq_ignore_ascii_case("chromium"))
+            })
+            .cloned()
+    };
+    let start = std::time::Instant::now();
+    let mut disabled_since = None;
+    loop {
+        let apps = desk.ok(&["apps"]);
+        let status = chromium(&apps).map(|a| a["status"].clone());
+        if status
+            .as_ref()
+            .is_some_and(|s| s == "accessibility_disabled")
+        {
+            // Listed so for 3 s running: not a window still being built.
+            let since = *disabled_since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() > std::time::Duration::from_secs(3) {
+                break;
+            }
+        } else {
+            disabled_since = None;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(90),
+            "chromium never listed accessibility_disabled: {apps}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let v = desk.fails_with(
+        &["observe", "--app", "chromium"],
+        "COMPUTER_ACCESSIBILITY_DISABLED",
+    );
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("--force-renderer-accessibility"), "{v}");
+    desk.fails_with(
+        &["find", "anything", "--app", "chromium"],
+        "COMPUTER_ACCESSIBILITY_DISABLED",
+    );
+    let (out, _) = desk.run(&["doctor"]);
+    let doctor = String::from_utf8_lossy(&out.stdout);
+    assert!(doctor.to_lowercase().contains("chromium"), "{doctor}");
+}
+
 /// Range controls say their orientation and bounds: gtk3-widget-factory's scales
 /// and progress bars show `range=MIN–MAX` and `horizontal`/`vertical`, in text and
 /// in `--json` states.
@@ -612,6 +685,8 @@ fn a_frozen_app_costs_one_app_and_keeps_the_grant() {
 /// 600-item list says "… 100 more items, use observe scope=eN from=500" under the
 /// scope, and that page, scrolled to the end, shows item 600 and says which
 /// children it holds. Items read but off screen are counted, not dropped silently.
+/// find reaches item 580 past the child cap, and `scroll into_view` brings it on
+/// screen.
 #[test]
 fn a_list_longer_than_one_read_is_paged() {
     let dir = TempDir::new("paged");
@@ -648,6 +723,35 @@ fn a_list_longer_than_one_read_is_paged() {
         "{text}"
     );
     assert!(text.contains("items off screen"), "{text}");
+    // find reaches past the child cap: item 580 is the 580th of 600 children, and
+    // it comes back off screen with the way to bring it into view.
+    let found = desk.ok(&[
+        "find", "item 580", "--app", "chromium", "--role", "listitem",
+    ]);
+    let hit = &found["matches"][0];
+    assert_eq!(found["matches"].as_array().unwrap().len(), 1, "{found}");
+    assert!(
+        hit["line"].as_str().unwrap().contains("item 580\""),
+        "{found}"
+    );
+    assert!(
+        hit["line"].as_str().unwrap().contains("off screen"),
+        "{found}"
+    );
+    assert_eq!(found["unsearched"]["unread_children"], 0, "{found}");
+    let item = hit["ref"].as_str().unwrap().to_owned();
+    desk.ok(&["act", &item, "scroll", "into_view"]);
+    let found = desk.ok(&[
+        "find", "item 580", "--app", "chromium", "--role", "listitem",
+    ]);
+    let line = found["matches"][0]["line"].as_str().unwrap();
+    assert!(
+        line.contains("item 580\"") && !line.contains("off screen"),
+        "{found}"
+    );
+    // The button after the list is reached too.
+    let found = desk.ok(&["find", "Bottom", "--app", "chromium", "--role", "button"]);
+    assert_eq!(found["matches"][0]["name"], "Bottom", "{found}");
     desk.ok(&["keys", "End", "--app", "chromium"]);
     let last = desk.ok(&["observe", "--scope", &list, "--from", "500"]);
     let text = last["text"].as_str().unwrap();

@@ -112,14 +112,7 @@ impl Desk {
 
     pub async fn snapshot(&self, w: &WindowInfo) -> TreeSnapshot {
         self.driver
-            .snapshot(SnapshotParams {
-                window: w.handle.clone(),
-                scope: None,
-                depth: None,
-                max_nodes: None,
-                text_cap: None,
-                from: None,
-            })
+            .snapshot(SnapshotParams::whole(w.handle.clone()))
             .await
             .unwrap_or_else(|e| panic!("snapshot of {:?} failed: {e}", w.title))
     }

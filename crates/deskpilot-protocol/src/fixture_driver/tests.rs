@@ -32,6 +32,8 @@ fn snap(window: &str, scope: Option<&str>, depth: Option<u32>, max: Option<u32>)
         max_nodes: max,
         text_cap: None,
         from: None,
+        hidden: false,
+        child_cap: None,
     }
 }
 

@@ -97,12 +97,10 @@ pub fn every_call() -> Vec<(Call, Value)> {
         ),
         (
             Call::TreeSnapshot(SnapshotParams {
-                window: win.clone(),
                 scope: Some(h(":1.42|/org/a11y/atspi/accessible/5")),
                 depth: Some(3),
                 max_nodes: Some(500),
-                text_cap: None,
-                from: None,
+                ..SnapshotParams::whole(win.clone())
             }),
             v(&TreeSnapshot {
                 window: window_info(),

@@ -87,6 +87,14 @@ pub fn is_hidden_chromium_surface(toolkit: Option<&str>, index_in_parent: i32) -
     is_chromium(toolkit) && index_in_parent < 0
 }
 
+/// True when a Chromium window reports `count` children and gives `readable` of
+/// them: a window whose children are all null objects (pure). Chromium answers so
+/// when its accessibility is off (no `--force-renderer-accessibility`, no screen
+/// reader detected): its frame has one child, and that child is the null object.
+pub fn chromium_window_blank(count: i32, readable: usize) -> bool {
+    count > 0 && readable == 0
+}
+
 /// Reads one application: never fails, a timeout becomes `not_responding`.
 pub async fn app_info(bus: &Bus, root: ObjRef) -> AppInfo {
     let a = iface::ACCESSIBLE;
@@ -155,27 +163,45 @@ pub async fn app_info(bus: &Bus, root: ObjRef) -> AppInfo {
             let app_name = name.as_str();
             let infos = join_all(kids.iter().map(|k| async move {
                 let info = window_info(bus, k, app_name, pid).await?;
-                let index = if chromium {
-                    bus.call::<_, i32>(k, iface::ACCESSIBLE, "GetIndexInParent", &())
-                        .await?
+                let (index, blank) = if chromium {
+                    let (index, count, inside) = tokio::join!(
+                        bus.call::<_, i32>(k, iface::ACCESSIBLE, "GetIndexInParent", &()),
+                        bus.prop::<i32>(k, iface::ACCESSIBLE, "ChildCount"),
+                        get_children(bus, k),
+                    );
+                    let blank = chromium_window_blank(count?, inside?.len());
+                    (index?, blank)
                 } else {
-                    0
+                    (0, false)
                 };
-                Ok::<_, CallError>((info, index))
+                Ok::<_, CallError>((info, index, blank))
             }))
             .await;
+            let mut blank_windows = 0usize;
             for r in infos {
                 match r {
-                    Ok(((w, _), index))
+                    Ok(((w, _), index, _))
                         if is_hidden_chromium_surface(toolkit.as_deref(), index) =>
                     {
                         tracing::debug!(app = %name, window = %w.handle, "hidden popup surface skipped");
                     }
-                    Ok(((w, states), _)) if states.has(atspi::State::Visible) => windows.push(w),
+                    Ok(((w, states), _, blank)) if states.has(atspi::State::Visible) => {
+                        if blank {
+                            blank_windows += 1;
+                        }
+                        windows.push(w);
+                    }
                     Ok(_) => {}
                     Err(e) if e.is_timeout() => status = AppStatus::NotResponding,
                     Err(e) => tracing::debug!(app = %name, error = %e, "window skipped"),
                 }
+            }
+            if status == AppStatus::Ok && blank_windows > 0 && blank_windows == windows.len() {
+                // Chromium started without `--force-renderer-accessibility` (and
+                // with no screen reader seen): its windows are there, with nothing
+                // inside that can be read. Listed with the remedy, never read as empty.
+                status = AppStatus::AccessibilityDisabled;
+                windows.clear();
             }
         }
         Err(e) if e.is_timeout() => status = AppStatus::NotResponding,
@@ -315,5 +341,15 @@ mod tests {
         assert_eq!(extra[0].status, AppStatus::AccessibilityDisabled);
         assert_eq!(extra[0].handle.as_str(), "x11:1");
         assert!(extra[0].windows.is_empty());
+    }
+
+    #[test]
+    fn a_chromium_window_of_null_children_is_blank() {
+        assert!(chromium_window_blank(1, 0));
+        assert!(!chromium_window_blank(1, 1));
+        assert!(
+            !chromium_window_blank(0, 0),
+            "an empty window is not a blank one"
+        );
     }
 }

@@ -55,6 +55,22 @@ pub fn plan(info: &NodeInfo, is_root: bool) -> Needs {
     if !is_root && !info.states.on_screen() {
         return Needs::default();
     }
+    needs(info)
+}
+
+/// The details a search needs of a node that is not on screen (pure): what its
+/// text is — its text, number and label — and nothing about acting on it.
+pub fn plan_hidden(info: &NodeInfo) -> Needs {
+    let n = needs(info);
+    Needs {
+        text: n.text,
+        number: n.number,
+        label: n.label,
+        ..Needs::default()
+    }
+}
+
+fn needs(info: &NodeInfo) -> Needs {
     let role = map_role_code(info.role);
     let editable = info.states.has(atspi::State::Editable);
     let text_worthy = editable || info.name.trim().is_empty() || info.role == code::TABLE_CELL;
@@ -240,10 +256,15 @@ pub async fn read_details(
     root: &ObjRef,
     concurrency: usize,
     text_cap: usize,
+    hidden: bool,
 ) -> Result<(), ComputerError> {
     let mut jobs: Vec<(ObjRef, u8)> = Vec::new();
     for (obj, info) in &parts.infos {
-        let n = plan(info, obj == root);
+        let n = if hidden && obj != root && !info.states.on_screen() {
+            plan_hidden(info)
+        } else {
+            plan(info, obj == root)
+        };
         for (flag, which) in [
             (n.extents, 0u8),
             (n.text, 1),
@@ -337,6 +358,11 @@ mod tests {
     fn hidden_nodes_need_nothing_but_the_root_is_always_read() {
         let hidden = info(43, "OK", S::Visible as u64, &["Component", "Action"]);
         assert!(!plan(&hidden, false).any());
+        // A search reads the text of an off-screen list item, and nothing else.
+        assert!(!plan_hidden(&hidden).any());
+        let item = info(56, "", S::Visible as u64, &["Component", "Action", "Text"]);
+        let n = plan_hidden(&item);
+        assert!(n.text && !n.extents && !n.actions, "{n:?}");
         assert!(plan(&hidden, true).extents);
     }
 

@@ -68,14 +68,7 @@ pub async fn find(
         if matches.len() >= limit {
             break;
         }
-        let params = SnapshotParams {
-            window: handle,
-            scope: None,
-            depth: None,
-            max_nodes: None,
-            text_cap: None,
-            from: None,
-        };
+        let params = SnapshotParams::whole(handle);
         let r = match read(bus, opts, &params).await {
             Ok(r) => r,
             Err(e) if explicit => return Err(e),

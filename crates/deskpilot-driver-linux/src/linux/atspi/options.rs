@@ -51,7 +51,8 @@ pub struct ConnectOptions {
     pub bulk_timeout: Duration,
     /// Children read per node at most; the rest are counted as capped.
     pub child_cap: u32,
-    /// Nodes per snapshot at most (a request's `max_nodes` can only lower it).
+    /// Nodes per snapshot by default (a request may ask for another number, up to
+    /// `MAX_READ_NODES`: a search reads a long list whole).
     pub max_nodes: u32,
     /// D-Bus calls in flight at once while reading details.
     pub concurrency: usize,

@@ -92,12 +92,14 @@ pub async fn read(
             .map(|i| i.name.trim().to_string())
     });
 
+    let most = deskpilot_protocol::types::MAX_READ_NODES;
     let limits = WalkLimits {
-        child_cap: opts.child_cap,
-        max_nodes: p.max_nodes.unwrap_or(opts.max_nodes).min(opts.max_nodes),
+        child_cap: p.child_cap.map_or(opts.child_cap, |c| c.min(most)),
+        max_nodes: p.max_nodes.map_or(opts.max_nodes, |m| m.min(most)),
         depth: p.depth,
         concurrency: opts.concurrency,
         from: p.from.unwrap_or(0),
+        hidden: p.hidden,
     };
     let mut w = walk(bus, &root, items, &limits).await?;
     if !w.parts.infos.contains_key(&root) || w.parts.vanished.contains(&root) {
@@ -107,7 +109,15 @@ pub async fn read(
     let text_cap = p.text_cap.map_or(opts.text_cap, |c| {
         c.min(deskpilot_protocol::types::MAX_TEXT_CAP) as usize
     });
-    read_details(bus, &mut w.parts, &root, opts.concurrency, text_cap).await?;
+    read_details(
+        bus,
+        &mut w.parts,
+        &root,
+        opts.concurrency,
+        text_cap,
+        limits.hidden,
+    )
+    .await?;
     let left = u64::from(limits.max_nodes).saturating_sub(w.parts.infos.len() as u64);
     let viewport = w.parts.details.get(&window).and_then(|d| d.bounds);
     let cells = read_tables(

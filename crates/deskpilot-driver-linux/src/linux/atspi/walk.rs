@@ -47,6 +47,9 @@ pub struct WalkLimits {
     /// Children of the root skipped before the first one taken (a page further into
     /// a long container); they are counted, not read.
     pub from: u32,
+    /// Read the children of objects that are not on screen too, instead of taking
+    /// the cache's view of them (a search).
+    pub hidden: bool,
 }
 
 /// The structure read, and what it cost.
@@ -77,7 +80,17 @@ pub enum Plan {
     /// builds its children on demand answers `GetChildren` with nothing
     /// (at-spi2-atk), but gives each one asked for by index.
     ByIndex(u32),
+    /// Ask for the children `start..end` one by one (`GetChildAtIndex`, several in
+    /// flight): a list too long to ask for whole ([`LIST_BY_INDEX_ABOVE`]).
+    Range { start: u32, end: u32 },
 }
+
+/// Above this many children, a node's children are asked for by index, only those
+/// the read keeps, instead of with `GetChildren`: 2,000. Chromium takes longer than
+/// a call's timeout (1.5 s) to list a page's 40,001 children (20,000 links and the
+/// white space between them), and a reply that long is megabytes; the first
+/// `child_cap` children by index answer in a few milliseconds each.
+pub const LIST_BY_INDEX_ABOVE: u64 = 2_000;
 
 /// Orders cached siblings: by index in parent where the bridge gave one, then by the
 /// path number (creation order).
@@ -149,7 +162,7 @@ pub fn plan_children(
     }
     // Between the child cap and the absurd count (a web page's 501-row table) the
     // children are real objects: list them and keep the first `child_cap`.
-    if !is_root && !info.states.on_screen() {
+    if !is_root && !info.states.on_screen() && !limits.hidden {
         // Hidden: not worth a call; the cache's view is good enough to search.
         return Plan::Use(ordered);
     }
@@ -161,6 +174,13 @@ pub fn plan_children(
     }
     if count < 0 {
         return Plan::CountThenFetch(ordered);
+    }
+    if count as u64 > LIST_BY_INDEX_ABOVE {
+        let start = if is_root { limits.from } else { 0 };
+        let end = start
+            .saturating_add(limits.child_cap)
+            .min(u32::try_from(count).unwrap_or(u32::MAX));
+        return Plan::Range { start, end };
     }
     Plan::Fetch
 }
@@ -212,8 +232,12 @@ pub async fn get_children(bus: &Bus, obj: &ObjRef) -> Result<Vec<ObjRef>, CallEr
         .collect())
 }
 
-/// One node's children list as read: the node, its reported count, the outcome.
-type Listed = (ObjRef, i32, Result<Option<Vec<ObjRef>>, CallError>);
+/// One node's children list as read: the node, its reported count, whether the list
+/// starts at the page's `from` already ([`Plan::Range`]), the outcome.
+type Listed = (ObjRef, i32, bool, Result<Option<Vec<ObjRef>>, CallError>);
+
+/// `GetChildAtIndex` calls in flight at once for one [`Plan::Range`].
+const RANGE_IN_FLIGHT: usize = 16;
 
 async fn run_plan(
     bus: &Bus,
@@ -233,6 +257,27 @@ async fn run_plan(
                     .call(obj, iface::ACCESSIBLE, "GetChildAtIndex", &(i,))
                     .await?;
                 let k = obj_from_wire(wire);
+                if !k.is_null() {
+                    kids.push(k);
+                }
+            }
+            Ok(Some(kids))
+        }
+        Plan::Range { start, end } => {
+            let asked: Vec<Result<ObjRef, CallError>> = stream::iter(start..end)
+                .map(|i| async move {
+                    let i = i32::try_from(i).unwrap_or(i32::MAX);
+                    let wire: (String, zbus::zvariant::OwnedObjectPath) = bus
+                        .call(obj, iface::ACCESSIBLE, "GetChildAtIndex", &(i,))
+                        .await?;
+                    Ok(obj_from_wire(wire))
+                })
+                .buffered(RANGE_IN_FLIGHT)
+                .collect()
+                .await;
+            let mut kids = Vec::with_capacity(asked.len());
+            for k in asked {
+                let k = k?;
                 if !k.is_null() {
                     kids.push(k);
                 }
@@ -393,7 +438,8 @@ pub async fn walk(
             if let Plan::Skip { capped } = plan {
                 out.capped += capped;
             }
-            jobs.push((o.clone(), plan, info.child_count));
+            let offset = matches!(plan, Plan::Range { start, .. } if start > 0);
+            jobs.push((o.clone(), plan, info.child_count, offset));
         }
         for o in &frontier {
             if let Some(info) = pool.get(o) {
@@ -404,9 +450,9 @@ pub async fn walk(
         // 3. Children lists, asking where the plan says so.
         let cap = limits.child_cap;
         let lists: Vec<Listed> = stream::iter(jobs)
-            .map(|(o, plan, count)| async move {
+            .map(|(o, plan, count, offset)| async move {
                 let r = run_plan(bus, &o, plan, cap).await;
-                (o, count, r)
+                (o, count, offset, r)
             })
             .buffer_unordered(limits.concurrency.max(1))
             .collect()
@@ -414,11 +460,11 @@ pub async fn walk(
 
         // 4. Cap, budget, next wave (in frontier order, so the budget keeps the first
         // children of the first nodes).
-        let mut by_obj: HashMap<ObjRef, (i32, Option<Vec<ObjRef>>)> = HashMap::new();
-        for (o, count, r) in lists {
+        let mut by_obj: HashMap<ObjRef, (i32, bool, Option<Vec<ObjRef>>)> = HashMap::new();
+        for (o, count, offset, r) in lists {
             match r {
                 Ok(list) => {
-                    by_obj.insert(o, (count, list));
+                    by_obj.insert(o, (count, offset, list));
                 }
                 Err(e) if e.is_timeout() => return Err(e.to_driver()),
                 Err(e) => {
@@ -433,17 +479,23 @@ pub async fn walk(
         }
         let mut next = Vec::new();
         for o in &frontier {
-            let Some((count, Some(list))) = by_obj.remove(o) else {
+            let Some((count, offset, Some(list))) = by_obj.remove(o) else {
                 continue;
             };
             let (list, count) = if o == root && limits.from > 0 {
-                // A later page: the first `from` children are skipped, not read.
-                let skip = (limits.from as usize).min(list.len());
-                let rest = list.into_iter().skip(skip).collect::<Vec<_>>();
-                (
-                    rest,
-                    count.saturating_sub(i32::try_from(skip).unwrap_or(i32::MAX)),
-                )
+                // A later page: the first `from` children are skipped, not read (a
+                // list asked for by index starts there already).
+                let from = i32::try_from(limits.from).unwrap_or(i32::MAX);
+                if offset {
+                    (list, count.saturating_sub(from))
+                } else {
+                    let skip = (limits.from as usize).min(list.len());
+                    let rest = list.into_iter().skip(skip).collect::<Vec<_>>();
+                    (
+                        rest,
+                        count.saturating_sub(i32::try_from(skip).unwrap_or(i32::MAX)),
+                    )
+                }
             } else {
                 (list, count)
             };
@@ -497,6 +549,7 @@ mod tests {
         depth: None,
         concurrency: 8,
         from: 0,
+        hidden: false,
     };
 
     #[test]
@@ -628,6 +681,51 @@ mod tests {
         let (kept, capped) = take_children(vec![obj(6), obj(7)], 2, 500, &mut budget, &mut placed);
         assert_eq!(kept, vec![obj(6)]);
         assert_eq!((capped, budget), (1, 0));
+    }
+
+    #[test]
+    fn a_very_long_list_is_asked_for_by_index_from_the_page() {
+        let n = info(1, -1, 40_001, SHOWN);
+        assert_eq!(
+            plan_children(&n, false, &[], &HashMap::new(), 1, &LIMITS),
+            Plan::Range { start: 0, end: 500 }
+        );
+        let page = WalkLimits {
+            from: 39_800,
+            ..LIMITS
+        };
+        assert_eq!(
+            plan_children(&n, true, &[], &HashMap::new(), 0, &page),
+            Plan::Range {
+                start: 39_800,
+                end: 40_001
+            }
+        );
+        // Below the threshold the whole list is one call.
+        let n = info(1, -1, 2_000, SHOWN);
+        assert_eq!(
+            plan_children(&n, false, &[], &HashMap::new(), 1, &LIMITS),
+            Plan::Fetch
+        );
+    }
+
+    #[test]
+    fn hidden_children_are_read_only_when_asked() {
+        // An object off screen whose children the cache lacks: the cache's view
+        // (nothing) by default, its own list for a search.
+        let n = info(1, -1, 2, 0);
+        assert_eq!(
+            plan_children(&n, false, &[], &HashMap::new(), 1, &LIMITS),
+            Plan::Use(Vec::new())
+        );
+        let search = WalkLimits {
+            hidden: true,
+            ..LIMITS
+        };
+        assert_eq!(
+            plan_children(&n, false, &[], &HashMap::new(), 1, &search),
+            Plan::Fetch
+        );
     }
 
     #[test]
