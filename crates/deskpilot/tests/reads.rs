@@ -327,13 +327,9 @@ fn file_chooser_rows_show_and_find_their_names() {
     );
 }
 
-/// A long GTK list shows the rows on screen: after `keys End` the table's marker and
-/// rows follow the view to row 200 (zenity prints the row it returns, the oracle
-/// that row 200 is the one selected), and `scroll up` moves the view back through
-/// the scroll bar.
-#[test]
-fn a_long_list_shows_the_rows_on_screen_and_scrolls() {
-    let dir = TempDir::new("long-list");
+/// A zenity list of "item 1" … "item 200" in a sandbox, in accept-edits mode, with
+/// its first row on screen; zenity writes the row it returns to the returned file.
+fn zenity_list(dir: &TempDir) -> (Desk<'_>, std::path::PathBuf) {
     let out = dir.path().join("list.out");
     let items: Vec<String> = (1..=200).map(|i| format!("'item {i}'")).collect();
     let script = format!(
@@ -354,6 +350,30 @@ fn a_long_list_shows_the_rows_on_screen_and_scrolls() {
         "--timeout-ms",
         "60000",
     ]);
+    (desk, out)
+}
+
+/// What zenity printed once its list was answered (Return): the selected row.
+fn zenity_answer(out: &std::path::Path) -> String {
+    let start = std::time::Instant::now();
+    while std::fs::read_to_string(out).unwrap_or_default().is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "zenity did not answer"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::fs::read_to_string(out).unwrap().trim().to_owned()
+}
+
+/// A long GTK list shows the rows on screen: after `keys End` the table's marker and
+/// rows follow the view to row 200 (zenity prints the row it returns, the oracle
+/// that row 200 is the one selected), and `scroll up` moves the view back through
+/// the scroll bar.
+#[test]
+fn a_long_list_shows_the_rows_on_screen_and_scrolls() {
+    let dir = TempDir::new("long-list");
+    let (desk, out) = zenity_list(&dir);
     desk.ok(&["observe", "--app", "zenity"]);
     desk.ok(&["keys", "End", "--app", "zenity"]);
     let obs = desk.ok(&["observe", "--app", "zenity"]);
@@ -385,15 +405,36 @@ fn a_long_list_shows_the_rows_on_screen_and_scrolls() {
     assert!(!text.contains("-200, columns"), "scrolled up:\n{text}");
     // The oracle: Return answers with the selected row, row 200.
     desk.ok(&["keys", "Return", "--app", "zenity"]);
-    let start = std::time::Instant::now();
-    while std::fs::read_to_string(&out).unwrap_or_default().is_empty() {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(20),
-            "zenity did not answer"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    assert_eq!(std::fs::read_to_string(&out).unwrap().trim(), "item 200");
+    assert_eq!(zenity_answer(&out), "item 200");
+}
+
+/// find reaches rows of a GTK list that are not on screen (the table is read whole
+/// for a search, its cells out of view marked off screen), and `scroll into_view`
+/// brings one on screen: GTK 3 answers false to `Component.ScrollTo` on a cell, so
+/// the cell takes focus and the view scrolls to it, saying so. The oracle: zenity
+/// answers with that row.
+#[test]
+fn find_reaches_list_rows_off_screen_and_brings_one_into_view() {
+    let dir = TempDir::new("list-find");
+    let (desk, out) = zenity_list(&dir);
+    let found = desk.ok(&["find", "item 173", "--app", "zenity", "--role", "cell"]);
+    let matches = found["matches"].as_array().unwrap();
+    assert_eq!(matches.len(), 1, "{found}");
+    let line = matches[0]["line"].as_str().unwrap();
+    assert!(line.contains("cell \"item 173\""), "{found}");
+    assert!(line.contains("off screen"), "{found}");
+    let cell = matches[0]["ref"].as_str().unwrap().to_owned();
+    // Off screen, only scrolling it into view is allowed.
+    desk.fails_with(&["act", &cell, "click"], "COMPUTER_ELEMENT_NOT_ACTIONABLE");
+    let v = desk.ok(&["act", &cell, "scroll", "into_view"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    assert!(v["text"].as_str().unwrap().contains("GrabFocus"), "{v}");
+    let obs = desk.ok(&["observe", "--app", "zenity"]);
+    let text = obs["text"].as_str().unwrap();
+    assert!(text.contains("cell \"item 173\""), "{text}");
+    assert!(!text.contains("cell \"item 1\""), "{text}");
+    desk.ok(&["keys", "Return", "--app", "zenity"]);
+    assert_eq!(zenity_answer(&out), "item 173");
 }
 
 /// An app that shows a window but publishes no tree (mousepad with

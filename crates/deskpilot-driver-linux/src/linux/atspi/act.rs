@@ -662,12 +662,34 @@ pub async fn perform(bus: &Bus, obj: &ObjRef, method: &Method) -> Result<Outcome
                 )
             }
             Method::ScrollBy(d) => scroll_by(bus, obj, *d).await?,
-            Method::ScrollIntoView => from_bool(
+            Method::ScrollIntoView => {
                 // ScrollType ANYWHERE = 6.
-                bus.call(obj, iface::COMPONENT, "ScrollTo", &(6u32,))
-                    .await?,
-                &what,
-            ),
+                let scrolled: bool = bus
+                    .call(obj, iface::COMPONENT, "ScrollTo", &(6u32,))
+                    .await?;
+                let role: u32 = if scrolled {
+                    0
+                } else {
+                    bus.call(obj, iface::ACCESSIBLE, "GetRole", &()).await?
+                };
+                if !scrolled && role == code::TABLE_CELL {
+                    // GTK 3 tree views answer false to ScrollTo on a cell; giving the
+                    // cell focus moves the view's cursor to its row, and the view
+                    // scrolls to its cursor (in single-selection lists the row is
+                    // selected too: the note says so, the diff shows it).
+                    let focused: bool =
+                        bus.call(obj, iface::COMPONENT, "GrabFocus", &()).await?;
+                    let mut o = from_bool(focused, "Component.GrabFocus");
+                    if focused {
+                        o.note = Some(
+                            "Component.ScrollTo answered false; Component.GrabFocus moved the list's cursor to the cell, which scrolls it into view (and may select its row)".into(),
+                        );
+                    }
+                    o
+                } else {
+                    from_bool(scrolled, &what)
+                }
+            }
             Method::Nothing(why) => Outcome {
                 status: ActStatus::Executed,
                 note: Some(format!("{why}; nothing sent")),

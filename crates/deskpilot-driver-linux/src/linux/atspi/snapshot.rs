@@ -20,7 +20,7 @@ use super::details::read_details;
 use super::handle::ObjRef;
 use super::options::ConnectOptions;
 use super::role_map::{code, map_role_code, toplevel_role};
-use super::table::read_tables;
+use super::table::{CellReads, read_tables};
 use super::tree::assemble;
 use super::walk::{WalkLimits, walk};
 
@@ -124,8 +124,11 @@ pub async fn read(
         bus,
         &mut w.parts,
         opts.child_cap,
-        opts.concurrency,
-        text_cap,
+        CellReads {
+            concurrency: opts.concurrency,
+            text_cap,
+            whole: limits.hidden,
+        },
         left,
         viewport,
     )

@@ -253,15 +253,29 @@ async fn read_cell(
 
 /// Reads one table's shape and visible cells into `parts` (cells become the table's
 /// children). `bounds` are the table's screen extents.
+/// How the cells of tables are read: calls in flight, characters of text per cell,
+/// and whether a table that fits the budget is read whole (a search) rather than
+/// by its visible range.
+#[derive(Debug, Clone, Copy)]
+pub struct CellReads {
+    pub concurrency: usize,
+    pub text_cap: usize,
+    pub whole: bool,
+}
+
 async fn read_table(
     bus: &Bus,
     parts: &mut Parts,
     table: &ObjRef,
     bounds: Bounds,
-    concurrency: usize,
-    text_cap: usize,
+    how: CellReads,
     max_cells: u64,
 ) -> Result<(), ComputerError> {
+    let CellReads {
+        concurrency,
+        text_cap,
+        whole,
+    } = how;
     let dims: Result<(i32, i32), CallError> = async {
         let rows: i32 = bus.prop(table, iface::TABLE, "NRows").await?;
         let cols: i32 = bus.prop(table, iface::TABLE, "NColumns").await?;
@@ -317,6 +331,14 @@ async fn read_table(
     };
     info.visible_rows = Some((r0, r1));
     info.visible_columns = Some((c0, c1));
+    // A search reads a table whole when it fits the read's budget; the cells out
+    // of view come back without `SHOWING`, so they are known to be off screen.
+    let in_view = |r: u64, c: u64| (r0..=r1).contains(&r) && (c0..=c1).contains(&c);
+    let ((r0, r1), (c0, c1)) = if whole && rows.saturating_mul(cols) <= max_cells {
+        ((0, rows - 1), (0, cols - 1))
+    } else {
+        ((r0, r1), (c0, c1))
+    };
 
     let coords: Vec<(u64, u64)> = (r0..=r1)
         .flat_map(|r| (c0..=c1).map(move |c| (r, c)))
@@ -330,7 +352,12 @@ async fn read_table(
     let mut kids = Vec::new();
     for ((r, c), res) in cells {
         match res {
-            Ok(cell) => {
+            Ok(mut cell) => {
+                if !in_view(r, c) {
+                    // Out of the visible range: off screen, whatever the toolkit
+                    // says (GTK 3 marks every row of a tree view `SHOWING`).
+                    cell.states.0 &= !(atspi::State::Showing as u64);
+                }
                 if (r, c) == (r0, c0) {
                     info.a1 = cell.name.trim() == a1_name(r0, c0);
                 }
@@ -388,14 +415,14 @@ pub fn clip_to(b: Bounds, view: Option<Bounds>) -> Bounds {
 /// an unknown or absurd child count) by visible range, reading at most `max_cells`
 /// cells in all (the snapshot's remaining node budget). Returns the cells read.
 /// `viewport` is the window's extents: the visible range is probed inside it.
+/// `how.whole` (a search) reads every cell of a table that fits in `max_cells`.
 ///
 /// Errors: `COMPUTER_NOT_RESPONDING` when a call times out.
 pub async fn read_tables(
     bus: &Bus,
     parts: &mut Parts,
     child_cap: u32,
-    concurrency: usize,
-    text_cap: usize,
+    how: CellReads,
     max_cells: u64,
     viewport: Option<Bounds>,
 ) -> Result<u64, ComputerError> {
@@ -415,7 +442,7 @@ pub async fn read_tables(
     let mut cells = 0;
     for (t, b) in tables {
         let left = max_cells.saturating_sub(cells);
-        read_table(bus, parts, &t, b, concurrency, text_cap, left).await?;
+        read_table(bus, parts, &t, b, how, left).await?;
         cells += parts.kids.get(&t).map(|k| k.len() as u64).unwrap_or(0);
     }
     Ok(cells)
