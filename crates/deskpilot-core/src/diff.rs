@@ -210,24 +210,6 @@ fn selection_only(b: &Node, a: &Node) -> Option<bool> {
     .then_some(now)
 }
 
-/// `(row, column)` of an A1 cell name, 0-based.
-fn a1(name: &str) -> Option<(u64, u64)> {
-    let split = name.find(|c: char| c.is_ascii_digit())?;
-    let (letters, digits) = name.split_at(split);
-    if letters.is_empty()
-        || letters.len() > 4
-        || !letters.chars().all(|c| c.is_ascii_uppercase())
-        || !digits.chars().all(|c| c.is_ascii_digit())
-    {
-        return None;
-    }
-    let col = letters
-        .bytes()
-        .fold(0u64, |acc, b| acc * 26 + u64::from(b - b'A') + 1);
-    let row: u64 = digits.parse().ok()?;
-    (row >= 1).then(|| (row - 1, col - 1))
-}
-
 /// One line for many cells of `table` selected (`now`) or unselected together:
 /// `~ [e5] table "Sheet1" 480 cells (unselected) → selected: A1:L40`, with the
 /// bounding range when every cell has an A1 name (and `N cells in` when they do not
@@ -248,21 +230,8 @@ fn selection_line(table: &Node, now: bool, cells: &[CellChange<'_, '_>]) -> Stri
         "selected → (unselected)"
     };
     line.push_str(&format!(" {n} cells {change}"));
-    let spots: Option<Vec<(u64, u64)>> =
-        cells.iter().map(|(_, a)| a1(a.node.name.trim())).collect();
-    if let Some(spots) = spots.filter(|s| !s.is_empty()) {
-        let r0 = spots.iter().map(|p| p.0).min().unwrap_or(0);
-        let r1 = spots.iter().map(|p| p.0).max().unwrap_or(0);
-        let c0 = spots.iter().map(|p| p.1).min().unwrap_or(0);
-        let c1 = spots.iter().map(|p| p.1).max().unwrap_or(0);
-        let name = |r: u64, c: u64| format!("{}{}", view::column_name(c), r + 1);
-        let whole = (r1 - r0 + 1).saturating_mul(c1 - c0 + 1) == n as u64;
-        line.push_str(&format!(
-            ": {}{}:{}",
-            if whole { "" } else { "within " },
-            name(r0, c0),
-            name(r1, c1)
-        ));
+    if let Some(span) = view::cell_span(cells.iter().map(|(_, a)| a.node.name.as_str())) {
+        line.push_str(&format!(": {span}"));
     }
     line
 }

@@ -396,6 +396,68 @@ pub(crate) fn table_marker(t: &TableInfo) -> String {
     s
 }
 
+/// `(row, column)` of an A1 cell name, 0-based.
+pub(crate) fn a1(name: &str) -> Option<(u64, u64)> {
+    let split = name.find(|c: char| c.is_ascii_digit())?;
+    let (letters, digits) = name.split_at(split);
+    if letters.is_empty()
+        || letters.len() > 4
+        || !letters.chars().all(|c| c.is_ascii_uppercase())
+        || !digits.chars().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let col = letters
+        .bytes()
+        .fold(0u64, |acc, b| acc * 26 + u64::from(b - b'A') + 1);
+    let row: u64 = digits.parse().ok()?;
+    (row >= 1).then(|| (row - 1, col - 1))
+}
+
+/// The range covering cells named in A1 style: `A1:L40`, or `within A1:L40` when
+/// they do not fill it; `None` when there are none or one is not an A1 name.
+pub(crate) fn cell_span<'a>(names: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut n = 0u64;
+    let mut span: Option<(u64, u64, u64, u64)> = None;
+    for name in names {
+        let (r, c) = a1(name.trim())?;
+        n += 1;
+        span = Some(match span {
+            None => (r, r, c, c),
+            Some((r0, r1, c0, c1)) => (r0.min(r), r1.max(r), c0.min(c), c1.max(c)),
+        });
+    }
+    let (r0, r1, c0, c1) = span?;
+    let name = |r: u64, c: u64| format!("{}{}", column_name(c), u128::from(r) + 1);
+    let whole = (r1 - r0 + 1).saturating_mul(c1 - c0 + 1) == n;
+    Some(format!(
+        "{}{}:{}",
+        if whole { "" } else { "within " },
+        name(r0, c0),
+        name(r1, c1)
+    ))
+}
+
+/// Cells of a table at least this many of which are selected are summarised on
+/// the table's line (`selected A1:L40`) instead of each saying `selected`: 2.
+pub(crate) const SELECTION_SUMMARY_CELLS: usize = 2;
+
+/// The selected cells of `table` as one range, when they are at least
+/// [`SELECTION_SUMMARY_CELLS`] and all have A1 names (a spreadsheet).
+pub(crate) fn table_selection(table: &Node) -> Option<String> {
+    table.table.as_ref()?;
+    let selected: Vec<&str> = table
+        .children
+        .iter()
+        .filter(|c| c.role == Role::Cell && c.has(State::Selected))
+        .map(|c| c.name.as_str())
+        .collect();
+    if selected.len() < SELECTION_SUMMARY_CELLS {
+        return None;
+    }
+    cell_span(selected.into_iter())
+}
+
 /// True for the roles whose value lies in a range: slider, scroll bar, progress bar,
 /// spin button. Only they show an orientation.
 pub(crate) fn is_range(role: Role) -> bool {
@@ -480,6 +542,9 @@ pub(crate) fn element_line(
     if let Some(t) = &n.table {
         s.push(' ');
         s.push_str(&table_marker(t));
+        if let Some(span) = table_selection(n) {
+            let _ = write!(s, ", selected {span} (of the cells read)");
+        }
     }
     if let Some(v) = shown_value(n, parent, max_chars) {
         let _ = write!(s, " value=\"{v}\"");
@@ -492,7 +557,12 @@ pub(crate) fn element_line(
             sanitize::one_line(&r.max)
         );
     }
+    // A cell of a selection summarised on its table's line does not repeat it.
+    let summarised = n.role == Role::Cell && parent.is_some_and(|p| table_selection(p).is_some());
     for w in state_words(n, shows_children) {
+        if summarised && w == "selected" {
+            continue;
+        }
         s.push(' ');
         s.push_str(w);
     }
@@ -520,6 +590,43 @@ pub(crate) fn find_with_parent<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_selection_of_cells_is_one_range_on_its_table_line() {
+        let cell = |name: &str, selected: bool| {
+            let mut c = Node::new(format!("h:{name}"), Role::Cell, name);
+            if selected {
+                c.states.insert(State::Selected);
+            }
+            c
+        };
+        let table = |selected: &[&str]| {
+            let cells = ["A1", "B1", "A2", "B2"]
+                .iter()
+                .map(|n| cell(n, selected.contains(n)))
+                .collect();
+            let mut t = Node::new("h:t", Role::Table, "Sheet1").children(cells);
+            t.table = Some(TableInfo {
+                rows: 1_048_576,
+                columns: 16_384,
+                visible_rows: Some((0, 1)),
+                visible_columns: Some((0, 1)),
+                a1: true,
+            });
+            t
+        };
+        let all = table(&["A1", "B1", "A2", "B2"]);
+        let line = element_line(&all, None, true, 80);
+        assert!(line.ends_with(", selected A1:B2 (of the cells read)"), "{line}");
+        let a1 = element_line(&all.children[0], Some(&all), false, 80);
+        assert_eq!(a1, "cell \"A1\"", "the table line says it once");
+        let part = table(&["A1", "B2"]);
+        assert!(element_line(&part, None, true, 80).contains("selected within A1:B2"));
+        // One selected cell is the cursor's: it says so itself.
+        let one = table(&["B2"]);
+        assert!(!element_line(&one, None, true, 80).contains("selected"));
+        assert!(element_line(&one.children[3], Some(&one), false, 80).ends_with("selected"));
+    }
 
     #[test]
     fn column_names() {

@@ -617,7 +617,7 @@ fn ranges_show_orientation_and_bounds() {
 }
 
 /// Selecting all of a LibreOffice Calc sheet is one diff line with its range, not a
-/// line per visible cell.
+/// line per visible cell, and observe says the range once on the table's line.
 #[test]
 fn a_calc_selection_is_one_range_in_the_diff() {
     let dir = TempDir::new("calc-select");
@@ -651,6 +651,15 @@ fn a_calc_selection_is_one_range_in_the_diff() {
     );
     let cell_lines = diff.lines().filter(|l| l.contains("] cell ")).count();
     assert!(cell_lines < 3, "cells one by one:\n{diff}");
+    // Observe says it once too, on the table's line.
+    let obs = desk.ok(&["observe", "--app", "soffice"]);
+    let text = obs["text"].as_str().unwrap();
+    assert!(text.contains(", selected A1:"), "{text}");
+    let selected_cells = text
+        .lines()
+        .filter(|l| l.contains("] cell ") && l.contains(" selected"))
+        .count();
+    assert_eq!(selected_cells, 0, "cells one by one:\n{text}");
 }
 
 /// One frozen app costs one app: with the bound mousepad stopped (`SIGSTOP`), a read
