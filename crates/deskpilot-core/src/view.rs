@@ -617,7 +617,10 @@ mod tests {
         };
         let all = table(&["A1", "B1", "A2", "B2"]);
         let line = element_line(&all, None, true, 80);
-        assert!(line.ends_with(", selected A1:B2 (of the cells read)"), "{line}");
+        assert!(
+            line.ends_with(", selected A1:B2 (of the cells read)"),
+            "{line}"
+        );
         let a1 = element_line(&all.children[0], Some(&all), false, 80);
         assert_eq!(a1, "cell \"A1\"", "the table line says it once");
         let part = table(&["A1", "B2"]);
