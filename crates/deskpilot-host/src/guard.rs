@@ -143,8 +143,24 @@ impl Guarded {
             .await?;
         let password = match element {
             Some(h) => {
-                snap.root.walk().any(|n| &n.handle == h && is_password(n))
-                    || typing && input_may_reach_password(&snap.root)
+                let here = snap.root.walk().find(|n| &n.handle == h);
+                let written_is_password = match here {
+                    Some(n) => is_password(n),
+                    // Outside the plain read (off screen, past a cap): that element
+                    // alone is read; one that cannot be read is taken for a password
+                    // field (fail closed).
+                    None => self
+                        .inner
+                        .snapshot(SnapshotParams {
+                            scope: Some(h.clone()),
+                            depth: Some(0),
+                            max_nodes: Some(1),
+                            ..SnapshotParams::whole(window.clone())
+                        })
+                        .await
+                        .map_or(true, |one| is_password(&one.root)),
+                };
+                written_is_password || typing && input_may_reach_password(&snap.root)
             }
             None => input_may_reach_password(&snap.root),
         };

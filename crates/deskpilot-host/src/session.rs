@@ -747,8 +747,12 @@ impl Session {
     /// child and node caps raised to [`SEARCH_READ_NODES`]; then every container
     /// with children that read did not reach is read on, page by page (a scoped
     /// read with `from`), until nothing is left, [`DEEP_READ_NODES`] more elements
-    /// or [`DEEP_READ_PAGES`] pages were read, or [`DEEP_READ_BUDGET`] has passed. Tables (read by visible range) and containers with more than
-    /// [`DEEP_READ_MAX_CHILDREN`] unread children are left counted, not read.
+    /// or [`DEEP_READ_PAGES`] pages were read, or [`DEEP_READ_BUDGET`] has passed (a
+    /// page under way is finished, so one read may pass it by one page's time).
+    /// Tables are not paged (the first read takes a table whole when it fits the
+    /// node cap, else by its visible range), and containers with more than
+    /// [`DEEP_READ_MAX_CHILDREN`] unread children are left counted, not read. What
+    /// lies inside an element off screen is marked off screen.
     ///
     /// Returns the whole tree, refs assigned. It is searched or judged, never
     /// remembered: the next diff compares two plain reads.
@@ -808,14 +812,37 @@ impl Session {
             let mut stack = vec![&mut snap.root];
             while let Some(n) = stack.pop() {
                 if n.handle == handle {
-                    extra += part.root.children.iter().map(Node::count).sum::<usize>();
-                    n.children.extend(part.root.children);
-                    // Read on from the new end next time.
-                    tried.remove(&handle);
+                    // Null or vanished children make `from` fall short: a child
+                    // already here is not added twice, and a page that adds
+                    // nothing new ends this element's paging.
+                    let have: std::collections::HashSet<Handle> =
+                        n.children.iter().map(|c| c.handle.clone()).collect();
+                    let new: Vec<Node> = part
+                        .root
+                        .children
+                        .into_iter()
+                        .filter(|c| !have.contains(&c.handle))
+                        .collect();
+                    if !new.is_empty() {
+                        extra += new.iter().map(Node::count).sum::<usize>();
+                        n.children.extend(new);
+                        // Read on from the new end next time.
+                        tried.remove(&handle);
+                    }
                     break;
                 }
                 stack.extend(n.children.iter_mut());
             }
+        }
+        // What lies inside an element off screen is off screen, whatever it says of
+        // itself: the judge refuses to act on it as on its container.
+        let mut stack: Vec<(&mut Node, bool)> = vec![(&mut snap.root, false)];
+        while let Some((n, hidden)) = stack.pop() {
+            if hidden {
+                n.states.insert(State::Offscreen);
+            }
+            let hidden = hidden || n.has(State::Offscreen);
+            stack.extend(n.children.iter_mut().map(|c| (c, hidden)));
         }
         let (root, _) = self.adopt(window, snap);
         Ok(root)
@@ -943,19 +970,17 @@ impl Session {
         // The plain read is what is remembered (the next diff compares like with
         // like); the deep read, refs assigned in the same registry, is searched.
         let (plain, _) = self.read(&window).await?;
-        let root = self.read_deep(&window).await?;
-        let mut hits = Self::search(&root, &window, text, role, limit);
-        let mut unsearched = Self::unsearched(&root, role);
-        self.search_long_texts(
-            &root,
-            &window,
-            text,
-            role,
-            limit,
-            &mut hits,
-            &mut unsearched,
-        )
-        .await;
+        let deep = if Self::search(&plain, &window, text, role, limit).len() >= limit {
+            None
+        } else {
+            // A deep read that fails leaves the plain read searched, its gaps counted.
+            self.read_deep(&window).await.ok()
+        };
+        let root = deep.as_ref().unwrap_or(&plain);
+        let mut hits = Self::search(root, &window, text, role, limit);
+        let mut unsearched = Self::unsearched(root, role);
+        self.search_long_texts(root, &window, text, role, limit, &mut hits, &mut unsearched)
+            .await;
         // Refs of elements only the deep read reached stay known to the registry:
         // `act` reads deep again to reach one.
         self.remember(&window, plain);
@@ -1333,13 +1358,33 @@ impl Session {
         window: &WindowInfo,
         r: &str,
     ) -> Result<(Handle, String, Node), ComputerError> {
-        let (plain, _) = self.read(window).await?;
         let resolve = |s: &Self, tree: &Node| {
             s.state
                 .per_window
                 .get(window.handle.as_str())
                 .map(|ws| ws.registry.reresolve(r, tree))
         };
+        // A ref that only a search's deep read reached (item 580 of a list) is not
+        // in the remembered plain read: read deep first, before a plain read could
+        // retire its entry.
+        let deep_only = self
+            .state
+            .per_window
+            .get(window.handle.as_str())
+            .and_then(|ws| {
+                let e = ws.registry.resolve(r).ok()?;
+                let last = ws.last.as_ref()?;
+                Some(!last.walk().any(|n| n.handle == e.handle))
+            })
+            .unwrap_or(false);
+        if deep_only {
+            let tree = self.read_deep(window).await?;
+            if let Some(Ok(h)) = resolve(self, &tree) {
+                let line = Self::target_line(&tree, &h);
+                return Ok((h, line, tree));
+            }
+        }
+        let (plain, _) = self.read(window).await?;
         let mut found = resolve(self, &plain);
         let mut deep = None;
         let unread = plain
@@ -1358,19 +1403,7 @@ impl Session {
         match found {
             Some(Ok(h)) => {
                 let fresh = deep.unwrap_or(plain);
-                let line = fresh
-                    .walk()
-                    .find(|n| n.handle == h)
-                    .map(|n| {
-                        let name = deskpilot_core::sanitize::one_line(&n.name);
-                        let name: String = name.chars().take(60).collect();
-                        if name.is_empty() {
-                            n.role.to_string()
-                        } else {
-                            format!("{} \"{name}\"", n.role)
-                        }
-                    })
-                    .unwrap_or_default();
+                let line = Self::target_line(&fresh, &h);
                 Ok((h, line, fresh))
             }
             Some(Err(core_err)) => {
@@ -1386,6 +1419,23 @@ impl Session {
                 "the current window has no refs yet; run `deskpilot observe` first",
             )),
         }
+    }
+
+    /// `role "name"` of element `h` of `tree` (the name cut to 60 characters), as
+    /// an action's first line names its target.
+    fn target_line(tree: &Node, h: &Handle) -> String {
+        tree.walk()
+            .find(|n| &n.handle == h)
+            .map(|n| {
+                let name = deskpilot_core::sanitize::one_line(&n.name);
+                let name: String = name.chars().take(60).collect();
+                if name.is_empty() {
+                    n.role.to_string()
+                } else {
+                    format!("{} \"{name}\"", n.role)
+                }
+            })
+            .unwrap_or_default()
     }
 
     /// After an action in `window`: re-reads it and diffs against the last tree,

@@ -378,11 +378,14 @@ impl Host {
                 Ok(w) => return Ok(w),
                 Err(e) => e,
             };
-            // Not there yet, or there but busy (an app that is still starting can
-            // miss the first probe): both are waited out.
+            // Not there yet, there but busy (an app that is still starting can
+            // miss the first probe), or not yet showing its tree (a window still
+            // being built): all are waited out, the last error named at the end.
             let waitable = matches!(
                 e.code,
-                ErrorCode::ElementNotFound | ErrorCode::NotResponding
+                ErrorCode::ElementNotFound
+                    | ErrorCode::NotResponding
+                    | ErrorCode::AccessibilityDisabled
             ) && matches!(target, Target::App(_) | Target::Window(_));
             if !waitable {
                 return Err(e);

@@ -498,6 +498,66 @@ async fn scrollbar_for(bus: &Bus, obj: &ObjRef, vertical: bool) -> Option<ObjRef
     None
 }
 
+/// Scrolls the table holding the cell `cell` until the cell's row is in view,
+/// through the table's vertical scroll bar `Value` (no focus or selection moves):
+/// the bar is set to the row's share of the content (rows of equal height), then
+/// corrected once by how far the cell's extents still lie from the table's middle.
+/// `Executed` only when the cell's extents end inside the table's; else `Rejected`
+/// saying where it stopped.
+async fn scroll_cell_into_view(bus: &Bus, cell: &ObjRef) -> Result<Outcome, CallError> {
+    let rejected = |note: String| Outcome {
+        status: ActStatus::Rejected,
+        note: Some(note),
+    };
+    let Some(table) = parent_of(bus, cell).await else {
+        return Ok(rejected(
+            "the cell has no table above it; nothing happened".into(),
+        ));
+    };
+    let Some((row, _)) = super::table::cell_position(bus, &table, cell).await else {
+        return Ok(rejected(
+            "the cell's row is unknown; nothing happened".into(),
+        ));
+    };
+    let rows: i32 = bus.prop(&table, iface::TABLE, "NRows").await?;
+    let Some(bar) = scrollbar_for(bus, &table, true).await else {
+        return Ok(rejected(
+            "Component.ScrollTo answered false and no vertical scroll bar scrolls the table; nothing happened".into(),
+        ));
+    };
+    let min: f64 = bus.prop(&bar, iface::VALUE, "MinimumValue").await?;
+    let max: f64 = bus.prop(&bar, iface::VALUE, "MaximumValue").await?;
+    let view = super::details::extents(bus, &table).await?;
+    let page = f64::from(view.height.max(1));
+    // GTK's scroll bar value runs to the content's height less one page.
+    let content = (max - min).max(0.0) + page;
+    let row_height = content / f64::from(rows.max(1));
+    let inside =
+        |b: deskpilot_core::Bounds| b.y >= view.y && b.y + b.height <= view.y + view.height;
+    let mut target = (min + row_height * (row as f64 + 0.5) - page / 2.0).clamp(min, max);
+    for _ in 0..2 {
+        bus.set_prop(&bar, iface::VALUE, "CurrentValue", Value::F64(target))
+            .await?;
+        let b = super::details::extents(bus, cell).await?;
+        if inside(b) {
+            return Ok(Outcome {
+                status: ActStatus::Executed,
+                note: Some(format!(
+                    "Component.ScrollTo answered false; the table's scroll bar was set to {target:.0} (range {min}–{max}), and row {} is in view",
+                    row + 1
+                )),
+            });
+        }
+        // Off by the distance between the cell's middle and the view's.
+        let off = f64::from(b.y + b.height / 2) - f64::from(view.y + view.height / 2);
+        target = (target + off).clamp(min, max);
+    }
+    Ok(rejected(format!(
+        "Component.ScrollTo answered false and the table's scroll bar, set to {target:.0} (range {min}–{max}), did not bring row {} into view",
+        row + 1
+    )))
+}
+
 /// Scrolls `obj` a page in `d` through its scroll bar's `Value` (docs/ARCHITECTURE.md
 /// §6): the page is 90% of the element's visible height (width) when the bar counts
 /// pixels (its range is larger than that), else a tenth of the range. `Rejected`
@@ -673,19 +733,9 @@ pub async fn perform(bus: &Bus, obj: &ObjRef, method: &Method) -> Result<Outcome
                     bus.call(obj, iface::ACCESSIBLE, "GetRole", &()).await?
                 };
                 if !scrolled && role == code::TABLE_CELL {
-                    // GTK 3 tree views answer false to ScrollTo on a cell; giving the
-                    // cell focus moves the view's cursor to its row, and the view
-                    // scrolls to its cursor (in single-selection lists the row is
-                    // selected too: the note says so, the diff shows it).
-                    let focused: bool =
-                        bus.call(obj, iface::COMPONENT, "GrabFocus", &()).await?;
-                    let mut o = from_bool(focused, "Component.GrabFocus");
-                    if focused {
-                        o.note = Some(
-                            "Component.ScrollTo answered false; Component.GrabFocus moved the list's cursor to the cell, which scrolls it into view (and may select its row)".into(),
-                        );
-                    }
-                    o
+                    // GTK 3 tree views answer false to ScrollTo on a cell: the
+                    // view's scroll bar brings the row in, with nothing else moved.
+                    scroll_cell_into_view(bus, obj).await?
                 } else {
                     from_bool(scrolled, &what)
                 }

@@ -115,7 +115,7 @@ pub fn needs_table_read(info: &NodeInfo, child_cap: u32) -> bool {
 }
 
 /// Row and column of a cell object.
-async fn cell_position(bus: &Bus, table: &ObjRef, cell: &ObjRef) -> Option<(u64, u64)> {
+pub(crate) async fn cell_position(bus: &Bus, table: &ObjRef, cell: &ObjRef) -> Option<(u64, u64)> {
     let idx: Result<i32, CallError> = bus
         .call(cell, iface::ACCESSIBLE, "GetIndexInParent", &())
         .await;
