@@ -258,13 +258,26 @@ fn text_fields_are_named_by_their_label() {
         "60000",
     ]);
     let found = desk.ok(&["find", "Name", "--app", "zenity", "--role", "textbox"]);
-    let names: Vec<&str> = found["matches"]
+    // On screen: the one field. The dialog's hidden popovers hold more text fields
+    // ("Folder Name"); a search reaches them too, marked off screen, after it.
+    let on_screen: Vec<&str> = found["matches"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|m| {
+            !m["states"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s == "offscreen")
+        })
         .filter_map(|m| m["name"].as_str())
         .collect();
-    assert_eq!(names, ["Name"], "{found}");
+    assert_eq!(on_screen, ["Name"], "{found}");
+    assert_eq!(
+        found["matches"][0]["name"], "Name",
+        "on screen first: {found}"
+    );
     let obs = desk.ok(&["observe", "--app", "zenity"]);
     assert!(
         obs["text"].as_str().unwrap().contains("textbox \"Name\""),
