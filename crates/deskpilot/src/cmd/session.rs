@@ -39,9 +39,9 @@ pub async fn connect(desktop: &Desktop) -> Result<LinuxDriver, ComputerError> {
 /// deskpilot's own directories — the config file's, the runtime directory, the
 /// audit log's — where each is deskpilot's own (named `deskpilot…`), else the
 /// files of deskpilot's in it (a config at `/etc/x/c.toml`: that file and its
-/// seal; a runtime directory chosen elsewhere: its approvals and stop record), so a
-/// shared directory such as `/tmp` or `$HOME` is never hidden as a whole. Paths are
-/// made absolute.
+/// seal; a runtime directory chosen elsewhere: the directories and files in it at
+/// the time, and its approvals and stop records), so a shared directory such as
+/// `/tmp` or `$HOME` is never hidden as a whole. Paths are made absolute.
 pub fn own_paths() -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
     use std::path::{Path, PathBuf};
     let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
@@ -67,7 +67,18 @@ pub fn own_paths() -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
     if ours(&runtime) {
         dirs.push(runtime);
     } else {
+        // A runtime directory chosen elsewhere holds only deskpilot's entries
+        // (state files, records, `sandbox-N/`, `hosts/`): each one there now is
+        // hidden (a directory) or masked (a file), and the approvals and stop
+        // records are masked whenever they exist.
         files.extend(["approvals.json", "stop.json"].map(|f| runtime.join(f)));
+        for entry in std::fs::read_dir(&runtime).into_iter().flatten().flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => dirs.push(entry.path()),
+                Ok(t) if t.is_file() => files.push(entry.path()),
+                _ => {}
+            }
+        }
     }
     (dirs, files)
 }
