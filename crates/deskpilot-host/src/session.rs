@@ -191,6 +191,18 @@ fn splice(root: &mut Node, handle: &Handle, part: Node) -> bool {
     false
 }
 
+/// The element `h` (ref `r`) of a fresh read `tree`.
+///
+/// Errors: `COMPUTER_STALE_REF` when it is no longer there.
+fn element_of<'a>(tree: &'a Node, h: &Handle, r: &str) -> Result<&'a Node, ComputerError> {
+    tree.walk().find(|n| &n.handle == h).ok_or_else(|| {
+        err(
+            ErrorCode::StaleRef,
+            format!("{r} vanished while it was read; observe the window again"),
+        )
+    })
+}
+
 /// A part of an element's whole text ([`Session::read_text`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -970,7 +982,12 @@ impl Session {
         // The plain read is what is remembered (the next diff compares like with
         // like); the deep read, refs assigned in the same registry, is searched.
         let (plain, _) = self.read(&window).await?;
-        let deep = if Self::search(&plain, &window, text, role, limit).len() >= limit {
+        // The deep read only adds what the plain one left out: children it did not
+        // reach, and what lies off screen (read without its text).
+        let complete = !plain.walk().any(|n| {
+            n.has(State::Offscreen) || n.child_count > n.first_child + n.children.len() as u64
+        });
+        let deep = if complete || Self::search(&plain, &window, text, role, limit).len() >= limit {
             None
         } else {
             // A deep read that fails leaves the plain read searched, its gaps counted.
@@ -1041,16 +1058,7 @@ impl Session {
     ) -> Result<TextRead, ComputerError> {
         let (_, window) = self.window_of_ref(r)?;
         let (h, _, fresh) = self.fresh_handle(&window, r).await?;
-        let node = fresh
-            .walk()
-            .find(|n| n.handle == h)
-            .cloned()
-            .ok_or_else(|| {
-                err(
-                    ErrorCode::StaleRef,
-                    format!("{r} vanished while it was read"),
-                )
-            })?;
+        let node = element_of(&fresh, &h, r)?.clone();
         let whole = self.whole_text(&window, &h).await?;
         // The one-node read was redacted alone; redact it again with its parent, as
         // the window read did (a code field's label lives beside it).
@@ -1286,29 +1294,13 @@ impl Session {
         // element, and a ref must never land on a different element. The tree the
         // model last saw stays the "before" of the diff.
         let (h, mut target, fresh) = self.fresh_handle(&window, r).await?;
-        let element = fresh
-            .walk()
-            .find(|n| n.handle == h)
-            .cloned()
-            .ok_or_else(|| {
-                err(
-                    ErrorCode::StaleRef,
-                    format!("{r} vanished while it was read"),
-                )
-            })?;
-        gate(&fresh, &element)?;
+        gate(&fresh, element_of(&fresh, &h, r)?)?;
         let result = match self.driver.act(params(h, value.clone())).await {
             Err(e) if e.code == ErrorCode::ElementNotFound => {
                 // The native object died between the read and the dispatch: the
                 // element it resolves to now is judged again before the retry.
                 let (h, line, fresh) = self.fresh_handle(&window, r).await?;
-                let element = fresh.walk().find(|n| n.handle == h).ok_or_else(|| {
-                    err(
-                        ErrorCode::StaleRef,
-                        format!("{r} vanished while it was read"),
-                    )
-                })?;
-                gate(&fresh, element)?;
+                gate(&fresh, element_of(&fresh, &h, r)?)?;
                 target = line;
                 self.driver.act(params(h, value.clone())).await?
             }
@@ -1352,7 +1344,9 @@ impl Session {
     /// diff base) and finds the element of ref `r` in it by handle, then by
     /// fingerprint. Zero or several candidates: `COMPUTER_STALE_REF` with the fresh
     /// snapshot in `detail.snapshot`.
-    /// Also returns the element's one-line form, for the result.
+    /// Also returns the element's one-line form, for the result. A ref only a
+    /// search's deep read reached ([`Session::read_deep`]) is resolved in a deep
+    /// read, which is returned in place of the plain one (never remembered).
     async fn fresh_handle(
         &mut self,
         window: &WindowInfo,
