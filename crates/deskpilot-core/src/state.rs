@@ -39,11 +39,14 @@ pub enum State {
     Horizontal,
     /// A range control laid out top to bottom.
     Vertical,
+    /// A text that takes line breaks (AT-SPI `MULTI_LINE`): Enter in it writes a line
+    /// break rather than submitting a form. Not shown in snapshot text.
+    Multiline,
 }
 
 impl State {
     /// Every state, in declaration order (also the bit order of [`StateSet`]).
-    pub const ALL: [State; 16] = [
+    pub const ALL: [State; 17] = [
         State::Focused,
         State::Disabled,
         State::Checked,
@@ -60,6 +63,7 @@ impl State {
         State::ManagesDescendants,
         State::Horizontal,
         State::Vertical,
+        State::Multiline,
     ];
 
     /// The lowercase name used in snapshot text and on the wire.
@@ -81,6 +85,7 @@ impl State {
             State::ManagesDescendants => "manages_descendants",
             State::Horizontal => "horizontal",
             State::Vertical => "vertical",
+            State::Multiline => "multiline",
         }
     }
 

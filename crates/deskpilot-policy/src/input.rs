@@ -14,9 +14,16 @@ use deskpilot_protocol::keys::{Keysym, char_to_keysym, keysym, parse_chords};
 
 use crate::irreversible::{Irreversible, classify_act, enter_submits_forms, fold};
 
-/// The element of `root`'s tree that reports keyboard focus, if any.
+/// The element of `root`'s tree that reports keyboard focus, if any: the deepest
+/// focused element under the first one (LibreOffice reports both a sheet and its
+/// active cell focused; the cell is where keys land).
 pub fn focused(root: &Node) -> Option<&Node> {
-    root.walk().find(|n| n.has(State::Focused))
+    let is = |n: &&Node| n.has(State::Focused);
+    let mut f = root.walk().find(is)?;
+    while let Some(d) = f.children.iter().find_map(|c| c.walk().find(is)) {
+        f = d;
+    }
+    Some(f)
 }
 
 /// Whether `n` is a password field (AT-SPI `password text` role or the ARIA
@@ -25,15 +32,17 @@ pub fn is_password(n: &Node) -> bool {
     n.has(State::Password)
 }
 
-/// Whether synthesized input into the window could reach a password field: the
-/// focused element is one, or no element reports focus (an inactive window's focus
+/// Whether synthesized input into the window could reach a password field: an
+/// element that reports focus is one, or no element reports focus (an inactive window's focus
 /// widget does not) while the window has a password field, which may be the widget
 /// the input lands in once the window is raised.
 pub fn input_may_reach_password(root: &Node) -> bool {
-    match focused(root) {
-        Some(n) => is_password(n),
-        None => root.walk().any(is_password),
+    let mut focus = root.walk().filter(|n| n.has(State::Focused)).peekable();
+    if focus.peek().is_none() {
+        return root.walk().any(is_password);
     }
+    // Every element claiming focus counts: an app may leave a stale claim on one.
+    focus.any(is_password)
 }
 
 /// Whether `op` on `element` must be refused because the element is not on screen
@@ -168,11 +177,20 @@ pub fn keys_irreversible(
             .flatten();
         return own.or(form);
     }
-    // Enter in a multi-line text area writes a line break.
-    if focus.is_some_and(|n| n.role == Role::Document) {
+    if focus.is_some_and(enter_stays_in) {
         return None;
     }
     enter.then(|| enter_submits(root)).flatten()
+}
+
+/// Whether Enter in the focused element `n` stays in it, activating nothing else: a
+/// multi-line text (a document, a text area: AT-SPI `MULTI_LINE`) writes a line
+/// break, and in an editable table, cell or paragraph of a document (a spreadsheet,
+/// a word processor) it moves to the next cell or starts a paragraph.
+fn enter_stays_in(n: &Node) -> bool {
+    n.role == Role::Document
+        || n.has(State::Multiline)
+        || (n.has(State::Editable) && matches!(n.role, Role::Cell | Role::Paragraph | Role::Table))
 }
 
 /// Whether a value written into `el` presses Enter in it: a line break in the value
@@ -180,8 +198,7 @@ pub fn keys_irreversible(
 /// Return). Judged like the key ([`enter_submits`]).
 pub fn value_submits(value: &str, el: &Node, app: &str, root: &Node) -> Option<Irreversible> {
     let breaks = value.contains(['\n', '\r']);
-    let multiline = el.role == Role::Document;
-    (breaks && !multiline && enter_submits_forms(app))
+    (breaks && !enter_stays_in(el) && enter_submits_forms(app))
         .then(|| enter_submits(root))
         .flatten()
 }
@@ -358,6 +375,35 @@ mod tests {
         ]);
         assert!(keys_irreversible(Some("Return"), None, "firefox", &plain).is_none());
         assert!(keys_irreversible(Some("Return"), None, "thunderbird", &window(vec![])).is_none());
+    }
+
+    #[test]
+    fn enter_in_a_text_area_or_a_spreadsheet_cell_submits_nothing() {
+        let with_focus = |el: Node| {
+            window(vec![
+                el.state(State::Focused),
+                node(Role::Button, "Find & Replace", &[]),
+                node(Role::Button, "Submit", &[]),
+            ])
+        };
+        let area = node(Role::Textbox, "Comment", &[State::Editable, State::Multiline]);
+        let cell = node(Role::Cell, "A1", &[State::Editable]);
+        let para = node(Role::Paragraph, "", &[State::Editable]);
+        for el in [area.clone(), cell, para] {
+            let root = with_focus(el.clone());
+            assert!(
+                keys_irreversible(Some("Return"), None, "soffice", &root).is_none(),
+                "{:?}",
+                el.role
+            );
+            assert!(value_submits("1\n2", &el, "soffice", &root).is_none());
+        }
+        // The same field without the multi-line state submits the form, and a cell
+        // that cannot be edited (a row of a list) is judged like a field.
+        let line = node(Role::Textbox, "Comment", &[State::Editable]);
+        assert!(keys_irreversible(Some("Return"), None, "chromium", &with_focus(line)).is_some());
+        let row = node(Role::Cell, "report.txt", &[]);
+        assert!(keys_irreversible(Some("Return"), None, "zenity", &with_focus(row)).is_some());
     }
 
     #[test]

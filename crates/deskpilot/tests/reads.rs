@@ -687,6 +687,69 @@ fn a_calc_selection_is_one_range_in_the_diff() {
     assert_eq!(selected_cells, 0, "cells one by one:\n{text}");
 }
 
+/// Typing in a Calc sheet as a person does: values entered with Return (which moves
+/// to the next cell there and submits nothing, so no confirmation is asked even
+/// though the window shows a "Find & Replace" button), then a cell being edited.
+/// The diff of an edit names the edited cell's text and nothing the edit did not
+/// change: the cells above keep their values, and no line says a value went from
+/// something to the same thing.
+#[test]
+fn editing_a_calc_cell_changes_only_that_cell_in_the_diff() {
+    let dir = TempDir::new("calc-edit");
+    let desk = Desk::start(dir.path());
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "soffice",
+        "--calc",
+        "--norestore",
+        "--nologo",
+    ]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "soffice",
+        "--role",
+        "cell",
+        "--name",
+        "B2",
+        "--timeout-ms",
+        "120000",
+    ]);
+    desk.ok(&["observe", "--app", "soffice"]);
+    for _ in 0..5 {
+        desk.ok(&["keys", "--text", "1"]);
+        desk.ok(&["keys", "Return"]);
+    }
+    desk.ok(&["keys", "--text", "1\n"]);
+    let cells = desk.ok(&["find", "1", "--role", "cell"]);
+    let found = cells.to_string();
+    for a in ["A1", "A2", "A5", "A6"] {
+        assert!(found.contains(&format!("\"{a}\"")), "{a} holds 1: {found}");
+    }
+    // A7 is being edited: the diff shows the edit and leaves A1–A6 alone.
+    let v = desk.ok(&["keys", "--text", "42"]);
+    let diff = v["text"].as_str().unwrap();
+    assert!(diff.contains("\"42\""), "the edit is shown:\n{diff}");
+    let cell_lines: Vec<&str> = diff.lines().filter(|l| l.contains("] cell \"A")).collect();
+    assert!(cell_lines.is_empty(), "cells the edit did not change:\n{diff}");
+    for line in diff.lines().filter(|l| l.starts_with('~')) {
+        if let Some((_, change)) = line.split_once(" value ") {
+            let (from, to) = change.split_once(" → ").unwrap_or((change, ""));
+            assert_ne!(from.trim(), to.trim(), "a no-op line: {line}");
+        }
+    }
+    // Return ends the edit: A7 now holds 42.
+    let v = desk.ok(&["keys", "Return"]);
+    let diff = v["text"].as_str().unwrap();
+    assert!(
+        diff.lines()
+            .any(|l| l.contains("cell \"A7\"") && l.contains("→ \"42\"")),
+        "{diff}"
+    );
+}
+
 /// One frozen app costs one app: with the bound mousepad stopped (`SIGSTOP`), a read
 /// of the bound window says it is not responding and the grant stays on it; the app
 /// is remembered in the runtime directory (so later reads give it one short probe);

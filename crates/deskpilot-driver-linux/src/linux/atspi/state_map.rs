@@ -55,7 +55,7 @@ impl RawStates {
 /// - `editable` from `EDITABLE` unless `READ_ONLY` is also set;
 /// - `password` for the password-text role;
 /// - `focused`, `selected`, `expanded`, `busy`, `multiselectable`, `modal`,
-///   `focusable`, `manages_descendants` one to one.
+///   `focusable`, `manages_descendants`, `multiline` one to one.
 pub fn map_states(raw: RawStates, role_code: u32) -> StateSet {
     let mut out = StateSet::empty();
     let mut put = |cond: bool, s: State| {
@@ -89,6 +89,7 @@ pub fn map_states(raw: RawStates, role_code: u32) -> StateSet {
     put(raw.has(S::Modal), State::Modal);
     put(raw.has(S::Focusable), State::Focusable);
     put(raw.manages_descendants(), State::ManagesDescendants);
+    put(raw.has(S::MultiLine), State::Multiline);
     // Orientation only where it says how the value moves: range controls.
     let range = matches!(
         super::role_map::map_role_code(role_code),
@@ -155,6 +156,7 @@ mod tests {
             (with(&[S::Multiselectable]), 31, State::Multiselectable),
             (with(&[S::Modal]), 16, State::Modal),
             (with(&[S::Focusable]), 43, State::Focusable),
+            (with(&[S::MultiLine]), 61, State::Multiline),
             (
                 with(&[S::ManagesDescendants]),
                 55,
