@@ -386,7 +386,11 @@ mod tests {
                 node(Role::Button, "Submit", &[]),
             ])
         };
-        let area = node(Role::Textbox, "Comment", &[State::Editable, State::Multiline]);
+        let area = node(
+            Role::Textbox,
+            "Comment",
+            &[State::Editable, State::Multiline],
+        );
         let cell = node(Role::Cell, "A1", &[State::Editable]);
         let para = node(Role::Paragraph, "", &[State::Editable]);
         for el in [area.clone(), cell, para] {

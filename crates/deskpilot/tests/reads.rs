@@ -733,7 +733,10 @@ fn editing_a_calc_cell_changes_only_that_cell_in_the_diff() {
     let diff = v["text"].as_str().unwrap();
     assert!(diff.contains("\"42\""), "the edit is shown:\n{diff}");
     let cell_lines: Vec<&str> = diff.lines().filter(|l| l.contains("] cell \"A")).collect();
-    assert!(cell_lines.is_empty(), "cells the edit did not change:\n{diff}");
+    assert!(
+        cell_lines.is_empty(),
+        "cells the edit did not change:\n{diff}"
+    );
     for line in diff.lines().filter(|l| l.starts_with('~')) {
         if let Some((_, change)) = line.split_once(" value ") {
             let (from, to) = change.split_once(" → ").unwrap_or((change, ""));

@@ -63,6 +63,10 @@ pub enum Method {
         name: String,
     },
     GrabFocus,
+    /// A click or double click on a text field: focus it and put the caret at the end
+    /// of its text, as a click in it would. A field's own action (`activate`) is
+    /// Enter, which submits its dialog or form, so it is never what a click runs.
+    FocusField,
     SetText(String),
     InsertText(String),
     SetNumber(f64),
@@ -96,6 +100,10 @@ impl Method {
         match self {
             Method::DoAction { name, .. } => (Channel::Action, format!("DoAction({name:?})")),
             Method::GrabFocus => (Channel::Action, "Component.GrabFocus".into()),
+            Method::FocusField => (
+                Channel::Action,
+                "Component.GrabFocus + Text.SetCaretOffset".into(),
+            ),
             Method::SetText(_) => (Channel::Text, "EditableText.SetTextContents".into()),
             Method::InsertText(_) => (Channel::Text, "EditableText.InsertText".into()),
             Method::SetNumber(_) => (Channel::Value, "Value.CurrentValue".into()),
@@ -239,7 +247,18 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Comp
         facts.role,
         code::MENU_ITEM | code::CHECK_MENU_ITEM | code::RADIO_MENU_ITEM
     );
+    // A text field (an entry, a password field, a spin button's entry, a text
+    // area): its `activate` action is Enter.
+    let field = (has(Ifaces::EDITABLE_TEXT) || facts.states.has(atspi::State::Editable))
+        && (matches!(role, Role::Textbox | Role::Spinbutton | Role::Document)
+            || facts.role == code::PASSWORD_TEXT);
     match op {
+        Op::Click | Op::DoubleClick if field && has(Ifaces::COMPONENT) => Ok(Method::FocusField),
+        Op::Click | Op::DoubleClick if field => Err(not_actionable(
+            op,
+            "a text field without a Component interface cannot be focused, and its own action would submit it",
+            POINTER_FALLBACK,
+        )),
         Op::Click if menu_item && facts.parent_selects && facts.states.on_screen() => {
             Ok(Method::MenuKeyboard)
         }
@@ -665,6 +684,14 @@ pub async fn perform(bus: &Bus, obj: &ObjRef, method: &Method) -> Result<Outcome
                 bus.call(obj, iface::COMPONENT, "GrabFocus", &()).await?,
                 &what,
             ),
+            Method::FocusField => {
+                let focused: bool = bus.call(obj, iface::COMPONENT, "GrabFocus", &()).await?;
+                if !focused {
+                    from_bool(false, "Component.GrabFocus")
+                } else {
+                    caret_to_end(bus, obj).await
+                }
+            }
             Method::SetText(t) => from_bool(
                 bus.call(obj, iface::EDITABLE_TEXT, "SetTextContents", &(t.as_str(),))
                     .await?,
@@ -754,6 +781,30 @@ pub async fn perform(bus: &Bus, obj: &ObjRef, method: &Method) -> Result<Outcome
     match r {
         Ok(o) => Ok(o),
         Err(e) => dispatch_error(e, obj, &what),
+    }
+}
+
+/// Puts the caret of the focused text `obj` at the end of its text (`Text.
+/// SetCaretOffset`, an offset in characters). Focus has already moved: a field
+/// without `Text`, or one that refuses the caret, is still `executed`, saying so.
+async fn caret_to_end(bus: &Bus, obj: &ObjRef) -> Outcome {
+    let done = |note: Option<String>| Outcome {
+        status: ActStatus::Executed,
+        note,
+    };
+    let Ok(count) = bus.prop::<i32>(obj, iface::TEXT, "CharacterCount").await else {
+        return done(Some(
+            "focused; the field has no Text interface, so the caret was not placed".into(),
+        ));
+    };
+    match bus
+        .call::<_, bool>(obj, iface::TEXT, "SetCaretOffset", &(count.max(0),))
+        .await
+    {
+        Ok(true) => done(Some(format!("focused, caret at the end (offset {count})"))),
+        _ => done(Some(
+            "focused; the field did not take the caret offset".into(),
+        )),
     }
 }
 
@@ -905,6 +956,58 @@ mod tests {
         assert_eq!(
             choose(Op::SetValue, &entry, None).unwrap_err().code,
             ErrorCode::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn a_click_on_a_text_field_focuses_it_and_never_activates_it() {
+        // GTK 3 entries offer `activate`, which is Enter: it submits the dialog.
+        let entry = facts(
+            61,
+            &[S::Editable],
+            &["Text", "EditableText", "Component", "Action"],
+            &["activate"],
+        );
+        let password = facts(
+            code::PASSWORD_TEXT,
+            &[S::Editable],
+            &["Text", "EditableText", "Component", "Action"],
+            &["activate"],
+        );
+        // Chromium inputs: editable, no EditableText.
+        let web = facts(
+            61,
+            &[S::Editable, S::Focusable],
+            &["Text", "Component", "Action"],
+            &["activate"],
+        );
+        for f in [&entry, &password, &web] {
+            for op in [Op::Click, Op::DoubleClick] {
+                assert_eq!(
+                    choose(op, f, None).unwrap(),
+                    Method::FocusField,
+                    "{op} on {f:?}"
+                );
+            }
+        }
+        let no_component = facts(
+            61,
+            &[S::Editable],
+            &["Text", "EditableText", "Action"],
+            &["activate"],
+        );
+        assert_eq!(
+            choose(Op::Click, &no_component, None).unwrap_err().code,
+            ErrorCode::ElementNotActionable
+        );
+        // A read-only label text and a button keep their own actions.
+        let button = facts(43, &[], &["Component", "Action"], &["activate"]);
+        assert_eq!(
+            choose(Op::Click, &button, None).unwrap(),
+            Method::DoAction {
+                index: 0,
+                name: "activate".into()
+            }
         );
     }
 

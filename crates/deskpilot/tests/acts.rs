@@ -1,0 +1,119 @@
+//! Actions that do what they say or say they did not: real apps in a sandbox desktop
+//! of their own, each outcome read by an oracle deskpilot did not write (zenity's
+//! stdout, the process's exit, the page title through `xprop`, a file on disk)
+//! (docs/ARCHITECTURE.md §1.6, §6 "Acting").
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::own::{Desk, TempDir};
+
+/// A zenity dialog started through `sh -c` in an accept-edits sandbox, its stdout
+/// written to the returned file and its exit status to the file beside it.
+fn zenity<'a>(dir: &'a TempDir, args: &str, ready: (&str, &str)) -> (Desk<'a>, PathBuf) {
+    let out = dir.path().join("zenity.out");
+    let script = format!(
+        "zenity {args} > '{o}'; echo $? > '{o}.status'",
+        o = out.display()
+    );
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    desk.ok(&["sandbox", "run", "--", "sh", "-c", &script]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "zenity",
+        "--role",
+        ready.0,
+        "--name",
+        ready.1,
+        "--timeout-ms",
+        "60000",
+    ]);
+    (desk, out)
+}
+
+/// zenity's exit status once it ended, waiting up to `within`; `None` while it runs.
+fn exit_status(out: &Path, within: Duration) -> Option<String> {
+    let status = out.with_extension("out.status");
+    let start = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(&status) {
+            if !s.trim().is_empty() {
+                return Some(s.trim().to_owned());
+            }
+        }
+        if start.elapsed() >= within {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The first element of `role` (and `name`, when given) in the bound window.
+fn find_ref(desk: &Desk<'_>, role: &str, name: &str) -> String {
+    let v = desk.ok(&["find", name, "--role", role]);
+    v["matches"][0]["ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {role} {name:?}: {v}"))
+        .to_owned()
+}
+
+/// A click on a text field focuses it and places the caret; it never runs the
+/// field's `activate` action, which is Enter and submits the dialog. The oracle:
+/// zenity is still running after the click (it prints its text and exits when
+/// submitted), and prints the text set afterwards once OK is clicked.
+#[test]
+fn a_click_on_a_text_field_focuses_it_and_submits_nothing() {
+    let dir = TempDir::new("field-click");
+    let (desk, out) = zenity(&dir, "--entry --entry-text=draft", ("button", "OK"));
+    desk.ok(&["observe", "--app", "zenity"]);
+    let entry = find_ref(&desk, "textbox", "");
+    let v = desk.ok(&["act", &entry, "click"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    assert!(
+        v["result"]["method"].as_str().unwrap().contains("GrabFocus"),
+        "{v}"
+    );
+    assert_eq!(
+        exit_status(&out, Duration::from_secs(2)),
+        None,
+        "the click submitted the dialog: {:?}",
+        std::fs::read_to_string(&out)
+    );
+    let v = desk.ok(&["act", &entry, "double_click"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    assert_eq!(exit_status(&out, Duration::from_secs(1)), None);
+    // The field has focus: keys land in it, after the text.
+    desk.ok(&["keys", "--text", "ed"]);
+    let ok = find_ref(&desk, "button", "OK");
+    desk.ok(&["act", &ok, "click"]);
+    assert_eq!(
+        exit_status(&out, Duration::from_secs(20)).as_deref(),
+        Some("0")
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap().trim(), "drafted");
+}
+
+/// The same on a password dialog: a click on the field submits no empty password.
+#[test]
+fn a_click_on_a_password_field_submits_no_password() {
+    let dir = TempDir::new("password-click");
+    let (desk, out) = zenity(&dir, "--password", ("button", "OK"));
+    desk.ok(&["observe", "--app", "zenity"]);
+    let field = find_ref(&desk, "textbox", "");
+    let v = desk.ok(&["act", &field, "click"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    assert_eq!(
+        exit_status(&out, Duration::from_secs(2)),
+        None,
+        "the click submitted an empty password"
+    );
+    let cancel = find_ref(&desk, "button", "Cancel");
+    desk.ok(&["act", &cancel, "click"]);
+    assert_eq!(
+        exit_status(&out, Duration::from_secs(20)).as_deref(),
+        Some("1")
+    );
+}
