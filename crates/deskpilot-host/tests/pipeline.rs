@@ -295,7 +295,7 @@ fn a_closed_bound_window_fails_every_entry_point_alike() {
         "closed bound window",
         &seen,
         [ErrorCode::StaleRevision; 3],
-        "the bound window closed; the grant moved to",
+        "is gone (closed, or its app ended); the grant moved to",
         Some("editor"),
         None,
         false,

@@ -73,7 +73,10 @@ fn a_click_on_a_text_field_focuses_it_and_submits_nothing() {
     let v = desk.ok(&["act", &entry, "click"]);
     assert_eq!(v["result"]["status"], "executed", "{v}");
     assert!(
-        v["result"]["method"].as_str().unwrap().contains("GrabFocus"),
+        v["result"]["method"]
+            .as_str()
+            .unwrap()
+            .contains("GrabFocus"),
         "{v}"
     );
     assert_eq!(
@@ -115,5 +118,98 @@ fn a_click_on_a_password_field_submits_no_password() {
     assert_eq!(
         exit_status(&out, Duration::from_secs(20)).as_deref(),
         Some("1")
+    );
+}
+
+/// mousepad on a file of its own, in an accept-edits sandbox, with its window read.
+fn mousepad<'a>(dir: &'a TempDir, text: &str) -> (Desk<'a>, PathBuf) {
+    let doc = dir.path().join("doc");
+    std::fs::create_dir_all(&doc).unwrap();
+    let file = doc.join("f.txt");
+    std::fs::write(&file, text).unwrap();
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    desk.ok(&["sandbox", "run", "--", "mousepad", file.to_str().unwrap()]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "mousepad",
+        "--role",
+        "menuitem",
+        "--name",
+        "File",
+        "--timeout-ms",
+        "60000",
+    ]);
+    desk.ok(&["observe", "--app", "mousepad"]);
+    (desk, file)
+}
+
+/// `keys` takes no refs, so it is never stale: with the grant bound to a dialog that
+/// an act then closed, keys for the app go to the window the grant moved to, and say
+/// so. The oracle: the typed text is in the file mousepad saves.
+#[test]
+fn keys_after_the_bound_dialog_closed_go_to_the_window_the_grant_moved_to() {
+    let dir = TempDir::new("keys-moved");
+    let (desk, file) = mousepad(&dir, "x");
+    let v = desk.ok(&["keys", "ctrl+r", "--app", "mousepad"]);
+    let dialog = v["new_windows"][0]["window_ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{v}"))
+        .to_owned();
+    desk.ok(&["observe", "--window", &dialog]);
+    let close = find_ref(&desk, "button", "Close");
+    desk.ok(&["act", &close, "click"]);
+    let v = desk.ok(&["keys", "--text", "hello", "--app", "mousepad"]);
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("the bound window [{dialog}]"))
+            && text.contains("the keys went there"),
+        "{text}"
+    );
+    desk.ok(&["keys", "ctrl+s", "--app", "mousepad"]);
+    let start = Instant::now();
+    while std::fs::read_to_string(&file).unwrap() != "hellox" {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "saved: {:?}",
+            std::fs::read_to_string(&file)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// An act on refs of an app that has ended says the window is gone and which one,
+/// and does not wait on the dead app.
+#[test]
+fn acting_on_refs_of_an_app_that_ended_says_its_window_is_gone() {
+    let dir = TempDir::new("app-gone");
+    let (desk, _file) = mousepad(&dir, "x");
+    let file_menu = find_ref(&desk, "menuitem", "File");
+    let v = desk.ok(&["apps"]);
+    let pid = v["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "mousepad")
+        .and_then(|a| a["pid"].as_u64())
+        .unwrap_or_else(|| panic!("{v}"));
+    let killed = std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "mousepad did not end"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let v = desk.fails_with(&["act", &file_menu, "click"], "COMPUTER_STALE_REVISION");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("is gone") && msg.contains("of mousepad"),
+        "{msg}"
     );
 }

@@ -167,7 +167,7 @@ fn bad_refs_ops_and_vanished_windows_fail_with_codes() {
     assert!(
         e["error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("bound window closed")),
+            .is_some_and(|m| m.contains("is gone (closed, or its app ended)")),
         "{e}"
     );
     // Everything else still answers.

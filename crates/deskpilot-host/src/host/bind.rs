@@ -55,10 +55,33 @@ impl Host {
         Ok(Enumeration { apps, candidates })
     }
 
+    /// The window of handle `t` that closed, as the caller last saw it: its ref,
+    /// role, title and app, escaped.
+    fn closed_window_text(&self, t: &str, g: Option<&deskpilot_policy::grant::Grant>) -> String {
+        let st = self.session.state();
+        let wref = st
+            .windows
+            .ref_of(&deskpilot_core::Handle(t.to_owned()))
+            .map(|r| format!("[{r}] "))
+            .unwrap_or_default();
+        let info = st.per_window.get(t).and_then(|ws| ws.info.as_ref());
+        let title = info.map_or_else(String::new, |i| {
+            format!("{:?} ", deskpilot_core::sanitize::one_line(&i.title))
+        });
+        let app = g
+            .and_then(|g| g.target_app.as_deref())
+            .map(|a| format!("of {}", deskpilot_core::sanitize::one_line(a)))
+            .unwrap_or_default();
+        format!("{wref}{title}{app}").trim_end().to_owned()
+    }
+
     /// Preflight, grant, enumeration, and keeping the binding on a live window.
     /// Returns the enumeration and, when the bound window vanished, the revision the
-    /// caller's refs were taken under.
-    pub(super) async fn begin(&mut self) -> Result<(Enumeration, Option<u64>), ComputerError> {
+    /// caller's refs were taken under with the window that closed, as text
+    /// (`[w2] dialog "Open File" of mousepad`).
+    pub(super) async fn begin(
+        &mut self,
+    ) -> Result<(Enumeration, Option<(u64, String)>), ComputerError> {
         let now = control::now_ms();
         self.preflight(now)?;
         self.ensure_grant(now)?;
@@ -74,8 +97,8 @@ impl Host {
             // there as any bind does, audited).
             Some(t) if en.find(&t).is_none() && en.frozen_app_of(&t).is_some() => {}
             Some(t) if en.find(&t).is_none() => {
-                vanished = Some(old_rev);
                 let before = self.policy().authority.active().cloned();
+                vanished = Some((old_rev, self.closed_window_text(&t, before.as_ref())));
                 let rules = self.rules.clone();
                 let fell = self
                     .policy_mut()

@@ -506,7 +506,13 @@ impl Host {
     async fn perform(&mut self, effect: Effect) -> Result<Outcome, ComputerError> {
         let op = effect.op();
         // 1. Preflight, grant, plan mode, the bound window and its refusals.
-        let (window, cand) = self.action_target(&op).await?;
+        // Keys carry no refs or basis: keys that name their window (`--app`,
+        // `--window`) go to the bound window as it is now, even when the grant just
+        // moved there because its window closed (step 2 checks it is the one named).
+        // Keys that name none were meant for the window that closed.
+        let aimed =
+            !matches!(&effect, Effect::Keys { target, .. } if !matches!(target, Target::Current));
+        let (window, cand, moved) = self.action_target(&op, aimed).await?;
         let app = cand.facts.app.clone();
         let revision = self
             .policy()
@@ -585,6 +591,9 @@ impl Host {
         rec.approved_by = note.passed.approved_by.clone();
         self.audit(rec);
         self.mark_new_windows(out.change_mut());
+        if let Some(n) = moved {
+            out.append(&n);
+        }
         if let Some(n) = self.bound_closed_note(&window, out.change_mut()) {
             out.append(&n);
         }
@@ -779,10 +788,15 @@ impl Host {
     /// Checks the grant for an action in the bound window with refs from `window`:
     /// the window is the bound one, its refs were shown under the current revision,
     /// budget and expiry allow it. Returns the bound window and its facts.
+    ///
+    /// When the bound window closed and the grant moved, an effect `aimed` with refs
+    /// or a basis is `COMPUTER_STALE_REVISION`; one that is not (keys) goes to the
+    /// window the grant moved to, and the third value says so for the result.
     pub(super) async fn action_target(
         &mut self,
         op: &str,
-    ) -> Result<(WindowInfo, Candidate), ComputerError> {
+        aimed: bool,
+    ) -> Result<(WindowInfo, Candidate, Option<String>), ComputerError> {
         self.refresh_settings()?;
         if self.o.settings.mode == Mode::Plan {
             // Plan mode refuses before anything is read or bound.
@@ -800,7 +814,22 @@ impl Host {
             .active()
             .cloned()
             .expect("begin ensures a grant");
-        if let Some(old) = vanished {
+        let mut moved = None;
+        if let Some((old, closed)) = vanished.as_ref().filter(|_| !aimed && g.target.is_some()) {
+            let v = self.grant_view();
+            moved = Some(format!(
+                "\nthe bound window {closed} closed, so the grant moved to [{}] {} (revision {}; refs from revision {old} are stale): the keys went there",
+                v.as_ref()
+                    .and_then(|v| v.window_ref.clone())
+                    .unwrap_or_default(),
+                deskpilot_core::sanitize::one_line(
+                    v.as_ref()
+                        .and_then(|v| v.app.as_deref())
+                        .unwrap_or_default()
+                ),
+                g.revision
+            ));
+        } else if let Some((old, closed)) = vanished {
             let now_on = match (&g.target, self.grant_view()) {
                 (Some(_), Some(v)) => format!(
                     "the grant moved to [{}] {}",
@@ -812,7 +841,7 @@ impl Host {
             let e = fail(
                 ErrorCode::StaleRevision,
                 format!(
-                    "the bound window closed; {now_on} (revision {}, your refs are from revision {old}). Observe before acting",
+                    "the bound window {closed} is gone (closed, or its app ended); {now_on} (revision {}, your refs are from revision {old}). Observe before acting",
                     g.revision
                 ),
             );
@@ -833,7 +862,7 @@ impl Host {
             let app = cand.facts.app.clone();
             return Err(self.refuse(refused(r), Some(op), Some(&app)));
         }
-        Ok((window, cand))
+        Ok((window, cand, moved))
     }
 
     /// The user confirmed a first use of this app in this session.
