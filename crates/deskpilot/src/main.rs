@@ -35,7 +35,8 @@ struct Cli {
     /// Print one JSON document instead of human text.
     #[arg(long, global = true)]
     json: bool,
-    /// Work inside the sandbox on this display number (see `deskpilot sandbox list`).
+    /// Work inside the sandbox on this display (`:N` or `N`, as `deskpilot sandbox list`
+    /// prints it; `sandbox start --sandbox N` starts one there).
     /// Without it, deskpilot uses $DISPLAY and $DBUS_SESSION_BUS_ADDRESS, or the only
     /// running sandbox when those are unset. `deskpilot mcp --sandbox` (no number)
     /// starts a new sandbox for the server and stops it on exit.
@@ -299,10 +300,11 @@ printed at start and kept in the token file (mode 0600; remove it to rotate).")]
 
 #[derive(Debug, Subcommand)]
 enum SandboxCmd {
-    /// Start a sandbox desktop (Xvfb, session D-Bus, accessibility bus, openbox).
+    /// Start a sandbox desktop (Xvfb, session D-Bus, accessibility bus, openbox), on
+    /// the display `--sandbox N` names (`:N` or `N`), else the first free one from :90.
     Start {
-        /// Display number (default: the first free one from :90).
-        #[arg(long)]
+        /// The same as `--sandbox N`, kept for scripts that say it this way.
+        #[arg(long, hide = true, value_name = "N", value_parser = usage::display_number)]
         display: Option<u32>,
         /// Do not start a window manager.
         #[arg(long)]

@@ -91,13 +91,27 @@ pub fn session_name(s: &str) -> Result<String, String> {
 /// `--sandbox`: a display number, `new` (what a bare `--sandbox` means; only for
 /// `deskpilot mcp`, see [`check`]), or empty (none).
 pub fn sandbox(s: &str) -> Result<String, String> {
-    if s.is_empty() || s == "new" || s.parse::<u32>().is_ok() {
+    if s.is_empty() || s == "new" {
         Ok(s.to_string())
+    } else if let Ok(n) = display_number(s) {
+        Ok(n.to_string())
     } else {
         Err(format!(
             "--sandbox {s:?}: give the sandbox's display number (see `deskpilot sandbox list`); only `deskpilot mcp --sandbox` starts a new one"
         ))
     }
+}
+
+/// A display number written as X writes displays (`:90`) or bare (`90`).
+pub fn display_number(s: &str) -> Result<u32, String> {
+    s.strip_prefix(':')
+        .unwrap_or(s)
+        .parse::<u32>()
+        .map_err(|_| {
+            format!(
+                "{s:?} is not a display number: write it :N or N (see `deskpilot sandbox list`)"
+            )
+        })
 }
 
 /// A count that must be at least 1 (`--max-steps`, `--runs`).
@@ -158,6 +172,8 @@ mod tests {
             &["--session", "bad/name", "observe"],
             &["--sandbox", "abc", "apps"],
             &["--sandbox", "apps"],
+            &["--sandbox", "::1", "apps"],
+            &["sandbox", "start", "--display", "x"],
             &["observe", "--max-tokens", "10"],
             &["run", "  ", "--max-steps", "3"],
             &["run", "go", "--max-steps", "0"],
@@ -188,6 +204,10 @@ mod tests {
                 "50",
             ],
             &["mcp", "--sandbox"],
+            &["--sandbox", ":333", "sandbox", "start"],
+            &["sandbox", "start", "--display", ":333"],
+            &["sandbox", "start", "--display", "333"],
+            &["--sandbox", ":91", "sandbox", "env"],
             &["bench", "--apps", "mousepad, Calculator"],
             &["wait", "--role", "button", "--name", "OK"],
             &["grant", "--scope", "window", "--app", "mousepad"],

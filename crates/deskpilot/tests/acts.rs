@@ -213,3 +213,39 @@ fn acting_on_refs_of_an_app_that_ended_says_its_window_is_gone() {
         "{msg}"
     );
 }
+
+/// One flag names a sandbox everywhere, written as X writes displays or bare: a
+/// sandbox started with `--sandbox :N` is listed as `:N`, and that form reaches it.
+#[test]
+fn a_sandbox_is_named_the_same_way_by_every_command() {
+    let dir = TempDir::new("sandbox-flags");
+    let run = |args: &[&str]| {
+        let out = common::own::bin(dir.path())
+            .args(args)
+            .output()
+            .expect("deskpilot runs");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // A number far from the ones other tests take (they search from :90).
+    let n = 300 + std::process::id() % 200;
+    let colon = format!(":{n}");
+    let started = run(&["--sandbox", &colon, "sandbox", "start"]);
+    assert!(started.contains(&format!("display :{n}")), "{started}");
+    let listed = run(&["sandbox", "list"]);
+    assert!(listed.contains(&colon), "{listed}");
+    let env = run(&["--sandbox", &colon, "sandbox", "env"]);
+    assert!(
+        env.contains(&format!("DISPLAY={colon}")) || env.contains(&format!("DISPLAY='{colon}'")),
+        "{env}"
+    );
+    run(&["--sandbox", &n.to_string(), "apps"]);
+    run(&["--sandbox", &colon, "sandbox", "stop"]);
+    let listed = run(&["sandbox", "list"]);
+    assert!(!listed.contains(&colon), "{listed}");
+}
