@@ -392,6 +392,51 @@ pub struct ActOutcome {
     pub tokens: usize,
 }
 
+impl ActOutcome {
+    /// The failure an action that was not confirmed `executed` is, for callers that
+    /// answer with success or failure (the CLI's exit status, MCP's `isError`):
+    /// `rejected` (the application refused; nothing happened) is
+    /// `COMPUTER_ELEMENT_NOT_ACTIONABLE`, `timed_out` is `COMPUTER_TIMEOUT` and
+    /// `outcome_unknown` is `COMPUTER_OUTCOME_UNKNOWN`. `detail` carries the whole
+    /// outcome (result, diff, text). `None` for an executed action.
+    pub fn not_executed(&self) -> Option<ComputerError> {
+        let (code, what) = match self.result.status {
+            ActStatus::Executed => return None,
+            ActStatus::Rejected => (
+                ErrorCode::ElementNotActionable,
+                "nothing was done; observe, then try another op or element, or the fallback the note names",
+            ),
+            ActStatus::TimedOut => (
+                ErrorCode::Timeout,
+                "it got no answer in time and may or may not have happened; observe before trying again (it is never retried)",
+            ),
+            ActStatus::OutcomeUnknown => (
+                ErrorCode::OutcomeUnknown,
+                "it was sent but not confirmed; observe before trying again (it is never retried)",
+            ),
+        };
+        let note = self
+            .result
+            .note
+            .as_deref()
+            .map(|n| format!(" ({})", deskpilot_core::sanitize::one_line(n)))
+            .unwrap_or_default();
+        Some(
+            ComputerError::new(
+                code,
+                format!(
+                    "{} {} via {} was {}{note}: {what}",
+                    self.op,
+                    deskpilot_core::sanitize::one_line(&self.ref_),
+                    self.result.method,
+                    self.result.status.as_str()
+                ),
+            )
+            .with_detail(serde_json::to_value(self).unwrap_or_default()),
+        )
+    }
+}
+
 /// The result of synthetic keyboard input.
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

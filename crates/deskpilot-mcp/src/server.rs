@@ -576,6 +576,22 @@ impl Server {
             text.push_str(&item_text);
             text.push('\n');
             items.push(ActItemOut::new(&out, cut));
+            // An action not confirmed executed fails the call (`isError`), with what
+            // ran and what changed.
+            if let Some(mut e) = out.not_executed() {
+                let mut detail = serde_json::Map::new();
+                detail.insert(
+                    "failed".into(),
+                    serde_json::json!({ "index": i, "ref": act.ref_, "op": op.as_str(), "status": out.result.status.as_str() }),
+                );
+                detail.insert(
+                    "ran".into(),
+                    serde_json::to_value(&items).unwrap_or_default(),
+                );
+                detail.insert("not_run".into(), serde_json::json!(not_run(i + 1)));
+                e.detail = Some(serde_json::Value::Object(detail));
+                return failure(&e, &with_warnings(text, &h));
+            }
             if i + 1 == n {
                 break;
             }

@@ -139,6 +139,22 @@ async def main_phase(session):
     code = error_code(stale)
     check(code == "COMPUTER_ELEMENT_NOT_FOUND", f"unknown ref refused with COMPUTER_ELEMENT_NOT_FOUND, got {code}")
 
+    # An action that was not done fails the call: a menu bar has no scroll bar, so its
+    # scroll is rejected, the call is an isError result, and the batch stops there.
+    menubar = next(
+        (l.strip()[1 : l.strip().index("]")] for l in text.splitlines() if "] menubar" in l),
+        None,
+    )
+    check(menubar is not None, f"mousepad shows a menu bar: {text[:600]}")
+    rejected = await session.call_tool(
+        "computer_act",
+        {"actions": [{"ref": menubar, "op": "scroll", "value": "down"}, {"ref": textbox, "op": "clear"}]},
+    )
+    check(error_code(rejected) == "COMPUTER_ELEMENT_NOT_ACTIONABLE", f"a rejected action is an error: {text_of(rejected)[:400]}")
+    detail = rejected.structured_content["detail"]
+    check(detail["failed"]["status"] == "rejected" and detail["not_run"] == [textbox], f"the rest was not run: {detail}")
+    check(text_of(rejected).startswith(f"!! scroll {menubar} menubar"), f"the result line is still there: {text_of(rejected)[:300]}")
+
     wrong = await session.call_tool("computer_act", {"actions": "click e5"})
     check(error_code(wrong) == "COMPUTER_INVALID_ARGUMENT", "wrong argument types: COMPUTER_INVALID_ARGUMENT")
 

@@ -320,6 +320,14 @@ pub async fn act(ctx: &Ctx, r: String, op: Op, value: Option<String>) -> Result<
     let (mut h, _) = open(ctx, "cli").await?;
     let out = h.act(&r, op, value).await?;
     let text = format!("{}\n({} tokens)", out.text, out.tokens);
+    if let Some(e) = out.not_executed() {
+        // Not confirmed done is a failure (exit 1, the code on stderr); a reader of
+        // the terminal still sees what changed. `--json` has it in `detail`.
+        if !ctx.json {
+            println!("{text}");
+        }
+        return Err(e);
+    }
     finish(ctx, &h, &out, &text);
     Ok(())
 }

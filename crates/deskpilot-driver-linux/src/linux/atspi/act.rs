@@ -259,6 +259,11 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Comp
             "a text field without a Component interface cannot be focused, and its own action would submit it",
             POINTER_FALLBACK,
         )),
+        // An option of a web `<select>` popup (Chromium: a menu item whose action is
+        // `select`) is chosen by that action; its menu refuses `SelectChild`.
+        Op::Click | Op::Select if pick_action(&facts.actions, &["select"]).is_some() => {
+            by_action(facts, op, &["select"], POINTER_FALLBACK)
+        }
         Op::Click if menu_item && facts.parent_selects && facts.states.on_screen() => {
             Ok(Method::MenuKeyboard)
         }

@@ -13,7 +13,7 @@ use deskpilot_protocol::ComputerError;
 use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 
-use super::connection::{Bus, CallError, iface};
+use super::connection::{Bus, CallError, iface, obj_from_wire};
 use super::handle::ObjRef;
 use super::info::{Ifaces, NodeInfo};
 use super::role_map::{code, map_role_code};
@@ -32,6 +32,9 @@ pub struct Needs {
     pub label: bool,
     /// `Value.MinimumValue`/`MaximumValue` of a range control.
     pub range: bool,
+    /// The selected item of a combo box's popup (its first child's `Selection`),
+    /// the choice a web `<select>` shows but does not say in its name or text.
+    pub choice: bool,
 }
 
 impl Needs {
@@ -44,6 +47,7 @@ impl Needs {
             || self.automation_id
             || self.label
             || self.range
+            || self.choice
     }
 }
 
@@ -97,6 +101,7 @@ fn needs(info: &NodeInfo) -> Needs {
                 role,
                 Role::Textbox | Role::Combobox | Role::Spinbutton | Role::Slider
             ),
+        choice: role == Role::Combobox && !editable && info.child_count > 0,
     }
 }
 
@@ -135,6 +140,34 @@ enum Piece {
     Id(String),
     Label(String),
     Range(f64, f64),
+    Choice(String),
+}
+
+/// The name of the selected item of `combo`'s popup: `Selection.GetSelectedChild(0)`
+/// of its first child (Chromium's `<select>` keeps its options in a menu child),
+/// trimmed. `None` when the child selects nothing or has no `Selection`.
+async fn chosen_item(bus: &Bus, combo: &ObjRef) -> Result<Option<String>, CallError> {
+    type Wire = (String, zbus::zvariant::OwnedObjectPath);
+    let popup = obj_from_wire(
+        bus.call::<_, Wire>(combo, iface::ACCESSIBLE, "GetChildAtIndex", &(0i32,))
+            .await?,
+    );
+    if popup.is_null() {
+        return Ok(None);
+    }
+    let item = match bus
+        .call::<_, Wire>(&popup, iface::SELECTION, "GetSelectedChild", &(0i32,))
+        .await
+    {
+        Ok(w) => obj_from_wire(w),
+        Err(e) if e.is_timeout() => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    if item.is_null() {
+        return Ok(None);
+    }
+    let name: String = bus.prop(&item, iface::ACCESSIBLE, "Name").await?;
+    Ok(Some(name.trim().to_owned()).filter(|n| !n.is_empty()))
 }
 
 /// `Component.GetExtents` in screen coordinates (coordinate type 0).
@@ -231,6 +264,10 @@ async fn read_piece(
             )?;
             Piece::Range(min, max)
         }
+        7 => match chosen_item(bus, obj).await? {
+            Some(name) => Piece::Choice(name),
+            None => return Ok(None),
+        },
         5 => match labelled_by(bus, obj).await? {
             Some(name) => Piece::Label(name),
             None => return Ok(None),
@@ -273,6 +310,7 @@ pub async fn read_details(
             (n.automation_id, 4),
             (n.label, 5),
             (n.range, 6),
+            (n.choice, 7),
         ] {
             if flag {
                 jobs.push((obj.clone(), which));
@@ -302,6 +340,7 @@ pub async fn read_details(
                     Piece::Id(id) => d.automation_id = Some(id),
                     Piece::Label(name) => d.label = Some(name),
                     Piece::Range(min, max) => d.range = Some((min, max)),
+                    Piece::Choice(name) => d.choice = Some(name),
                 }
             }
             Ok(None) => {}

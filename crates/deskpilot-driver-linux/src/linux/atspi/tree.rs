@@ -56,6 +56,8 @@ pub struct Details {
     pub label: Option<String>,
     /// `Value.MinimumValue` and `MaximumValue` of a range control.
     pub range: Option<(f64, f64)>,
+    /// The name of the item selected in a combo box's popup.
+    pub choice: Option<String>,
 }
 
 /// Everything [`assemble`] needs.
@@ -194,6 +196,12 @@ fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> O
     } else {
         kids.into_iter().map(|(_, n)| n).collect()
     };
+    if role == Role::Combobox && value.is_none() {
+        value = details
+            .and_then(|d| d.choice.clone())
+            .filter(|c| *c != name)
+            .or_else(|| chosen_option(&children, &name));
+    }
     let child_count = match &table {
         Some(t) => t.rows.saturating_mul(t.columns),
         None if folded => 0,
@@ -231,6 +239,24 @@ fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> O
             }),
         first_child: 0,
     })
+}
+
+/// The current choice of a combo box that does not say it as its text or name (a web
+/// `<select>`: Chromium names it by its label and keeps the choice on the selected
+/// item of its popup menu, read even while the popup is closed): the name of the
+/// first selected item among its children and theirs, unless it is the box's name.
+fn chosen_option(children: &[Node], name: &str) -> Option<String> {
+    let item = |n: &&Node| {
+        matches!(n.role, Role::Menuitem | Role::Listitem)
+            && n.has(deskpilot_core::State::Selected)
+            && !n.name.is_empty()
+    };
+    children
+        .iter()
+        .chain(children.iter().flat_map(|c| c.children.iter()))
+        .find(item)
+        .map(|n| n.name.clone())
+        .filter(|chosen| chosen != name)
 }
 
 #[cfg(test)]
@@ -504,6 +530,40 @@ mod tests {
             p.kids.insert(obj(leaf), vec![]);
         }
         p
+    }
+
+    #[test]
+    fn a_web_select_shows_its_chosen_option_as_its_value() {
+        const COMBO: u32 = 11;
+        const MENU: u32 = code::MENU;
+        const ITEM: u32 = code::MENU_ITEM;
+        let mut p = Parts::default();
+        let hidden = S::Visible as u64 | S::Enabled as u64 | S::Sensitive as u64;
+        let nodes = [
+            (1, COMBO, "Country", SHOWN, 1),
+            (2, MENU, "", hidden, 2),
+            (3, ITEM, "Germany", hidden, 0),
+            (4, ITEM, "France", hidden | S::Selected as u64, 0),
+        ];
+        for (n, role, name, states, kids) in nodes {
+            let i = info(n, role, name, states, kids);
+            p.infos.insert(i.obj.clone(), i);
+        }
+        p.details.insert(
+            obj(1),
+            Details {
+                text: Some("\u{FFFC}".into()),
+                ..Details::default()
+            },
+        );
+        p.kids.insert(obj(1), vec![obj(2)]);
+        p.kids.insert(obj(2), vec![obj(3), obj(4)]);
+        let combo = assemble(&obj(1), &p).unwrap();
+        assert_eq!(combo.role, Role::Combobox);
+        assert_eq!(combo.value.as_deref(), Some("France"));
+        // Nothing selected: no value is made up.
+        p.infos.get_mut(&obj(4)).unwrap().states = RawStates(hidden);
+        assert_eq!(assemble(&obj(1), &p).unwrap().value, None);
     }
 
     #[test]
