@@ -193,6 +193,20 @@ fn enter_stays_in(n: &Node) -> bool {
         || (n.has(State::Editable) && matches!(n.role, Role::Cell | Role::Paragraph | Role::Table))
 }
 
+/// What an activating `op` on `el` activates through its children: an element that
+/// offers no action of its own (a GTK 4 menu button) is acted on through the child
+/// that carries one, so every child with actions is judged as clicked, and the first
+/// irreversible one is the answer.
+pub fn acts_through(op: Op, el: &Node, root: &Node) -> Option<Irreversible> {
+    if !el.actions.is_empty() || !matches!(op, Op::Click | Op::Expand | Op::Collapse | Op::Toggle) {
+        return None;
+    }
+    el.children
+        .iter()
+        .filter(|c| !c.actions.is_empty())
+        .find_map(|c| classify_act(Op::Click, c, Some(root)))
+}
+
 /// Whether a value written into `el` presses Enter in it: a line break in the value
 /// of a field that is not a multi-line text area (a keyboard fallback types it as
 /// Return). Judged like the key ([`enter_submits`]).
@@ -375,6 +389,27 @@ mod tests {
         ]);
         assert!(keys_irreversible(Some("Return"), None, "firefox", &plain).is_none());
         assert!(keys_irreversible(Some("Return"), None, "thunderbird", &window(vec![])).is_none());
+    }
+
+    #[test]
+    fn a_control_without_actions_is_judged_by_the_children_that_carry_them() {
+        let mut inner = node(Role::Button, "Delete all", &[]);
+        inner.actions = vec!["click".into()];
+        let outer = node(Role::Button, "", &[]).children(vec![inner.clone()]);
+        let root = window(vec![outer.clone()]);
+        for op in [Op::Click, Op::Expand, Op::Toggle] {
+            assert!(acts_through(op, &outer, &root).is_some(), "{op}");
+        }
+        assert!(acts_through(Op::Focus, &outer, &root).is_none());
+        let mut own = outer.clone();
+        own.actions = vec!["click".into()];
+        assert!(
+            acts_through(Op::Click, &own, &root).is_none(),
+            "its own action is judged as itself"
+        );
+        inner.name = "Basic".into();
+        let plain = node(Role::Button, "", &[]).children(vec![inner]);
+        assert!(acts_through(Op::Click, &plain, &window(vec![plain.clone()])).is_none());
     }
 
     #[test]

@@ -39,10 +39,10 @@ fn exit_status(out: &Path, within: Duration) -> Option<String> {
     let status = out.with_extension("out.status");
     let start = Instant::now();
     loop {
-        if let Ok(s) = std::fs::read_to_string(&status) {
-            if !s.trim().is_empty() {
-                return Some(s.trim().to_owned());
-            }
+        if let Ok(s) = std::fs::read_to_string(&status)
+            && !s.trim().is_empty()
+        {
+            return Some(s.trim().to_owned());
         }
         if start.elapsed() >= within {
             return None;
@@ -199,7 +199,7 @@ fn acting_on_refs_of_an_app_that_ended_says_its_window_is_gone() {
         .unwrap();
     assert!(killed.success());
     let start = Instant::now();
-    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+    while Path::new(&format!("/proc/{pid}")).exists() {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "mousepad did not end"
@@ -248,4 +248,64 @@ fn a_sandbox_is_named_the_same_way_by_every_command() {
     run(&["--sandbox", &colon, "sandbox", "stop"]);
     let listed = run(&["sandbox", "list"]);
     assert!(!listed.contains(&colon), "{listed}");
+}
+
+/// A composite control acts through the child that carries its action: GTK 4's menu
+/// buttons in gnome-calculator (the mode menu and the main menu) offer no action
+/// themselves; click and expand open their popovers through the inner toggle
+/// button, say so, and the popover's items are then observable.
+#[test]
+fn a_menu_button_opens_its_popover_through_the_child_that_carries_the_action() {
+    let dir = TempDir::new("menu-button");
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    desk.ok(&["sandbox", "run", "--", "gnome-calculator"]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "gnome-calculator",
+        "--role",
+        "button",
+        "--name",
+        "7",
+        "--timeout-ms",
+        "60000",
+    ]);
+    let obs = desk.ok(&["observe", "--app", "gnome-calculator"]);
+    let text = obs["text"].as_str().unwrap();
+    // The mode menu button: an unnamed button whose child is the "Basic" button.
+    let lines: Vec<&str> = text.lines().collect();
+    let outer = lines
+        .windows(2)
+        .find(|w| w[0].trim_end().ends_with("] button") && w[1].contains("] button \"Basic\""))
+        .map(|w| {
+            let l = w[0].trim();
+            l[1..l.find(']').unwrap()].to_owned()
+        })
+        .unwrap_or_else(|| panic!("no mode menu button:\n{text}"));
+    let v = desk.ok(&["act", &outer, "click"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    assert!(
+        v["result"]["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("child"),
+        "{v}"
+    );
+    let diff = v["text"].as_str().unwrap();
+    assert!(
+        diff.contains("menuitem \"Advanced\""),
+        "the popover opened:\n{diff}"
+    );
+    let found = desk.ok(&["find", "Advanced", "--role", "menuitem"]);
+    assert_eq!(found["matches"][0]["name"], "Advanced", "{found}");
+    // The same button expanded while open is left as it is.
+    desk.ok(&["keys", "Escape"]);
+    let v = desk.ok(&["act", &outer, "expand"]);
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains("menuitem \"Advanced\""),
+        "{v}"
+    );
 }

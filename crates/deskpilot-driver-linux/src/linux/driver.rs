@@ -290,10 +290,32 @@ impl Driver for LinuxDriver {
 
     async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
         let started = Instant::now();
-        let obj = ObjRef::from_handle(&p.handle)?;
+        let mut obj = ObjRef::from_handle(&p.handle)?;
         let window = ObjRef::from_handle(&p.window)?;
         let facts = act::facts(&self.bus, &obj, p.op).await?;
-        let method = act::choose(p.op, &facts, p.value.as_deref())?;
+        let mut delegated = None;
+        let method = match act::choose(p.op, &facts, p.value.as_deref()) {
+            Ok(m) => m,
+            Err(e) if e.code == ErrorCode::ElementNotActionable && facts.actions.is_empty() => {
+                match act::delegate(&self.bus, &obj, p.op).await {
+                    Some((child, f, m)) => {
+                        delegated = Some(format!(
+                            "the element offers no action; its child {} that carries it was {}",
+                            super::atspi::role_map::map_role_code(f.role).as_str(),
+                            if matches!(m, Method::Nothing(_)) {
+                                "left as it is"
+                            } else {
+                                "activated"
+                            }
+                        ));
+                        obj = child;
+                        m
+                    }
+                    None => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        };
         let settler = match p.settle {
             Some(_) => match Settler::start(&self.bus, &obj.bus).await {
                 Ok(s) => Some(s),
@@ -338,6 +360,12 @@ impl Driver for LinuxDriver {
             m => act::perform(&self.bus, &obj, m).await?,
         };
         let mut result = act::result(&method, outcome, started);
+        if let Some(d) = delegated {
+            result.note = Some(match result.note.take() {
+                Some(n) => format!("{d}; {n}"),
+                None => d,
+            });
+        }
         if let (Some(s), Some(settler)) = (p.settle, settler) {
             result.settle = Some(settler.finish(s).await);
         }

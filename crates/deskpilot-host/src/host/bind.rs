@@ -61,7 +61,7 @@ impl Host {
         let st = self.session.state();
         let wref = st
             .windows
-            .ref_of(&deskpilot_core::Handle(t.to_owned()))
+            .ref_of(&Handle(t.to_owned()))
             .map(|r| format!("[{r}] "))
             .unwrap_or_default();
         let info = st.per_window.get(t).and_then(|ws| ws.info.as_ref());

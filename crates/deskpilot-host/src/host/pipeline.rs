@@ -28,7 +28,7 @@ use deskpilot_policy::approval::{ActionKey, element_fingerprint, payload_preview
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::grant::Candidate;
 use deskpilot_policy::input::{
-    click_irreversible, focused, input_may_reach_password, is_password,
+    acts_through, click_irreversible, focused, input_may_reach_password, is_password,
     keys_enter as keys_enter_any, keys_irreversible, offscreen_refuses,
     script_url_into_address_bar, value_submits,
 };
@@ -304,12 +304,14 @@ impl Judge {
                 );
                 // What the op activates, and a line break in a value that a keyboard
                 // fallback would type as Return into a field of a form.
-                let irreversible = classify_act(*op, el, Some(root)).or_else(|| {
-                    value
-                        .as_deref()
-                        .filter(|_| matches!(op, Op::SetValue | Op::Type))
-                        .and_then(|v| value_submits(v, el, &self.facts.app, root))
-                });
+                let irreversible = classify_act(*op, el, Some(root))
+                    .or_else(|| acts_through(*op, el, root))
+                    .or_else(|| {
+                        value
+                            .as_deref()
+                            .filter(|_| matches!(op, Op::SetValue | Op::Type))
+                            .and_then(|v| value_submits(v, el, &self.facts.app, root))
+                    });
                 (summary, key, irreversible)
             }
             Effect::Keys { chord, text, .. } => {

@@ -813,6 +813,49 @@ async fn caret_to_end(bus: &Bus, obj: &ObjRef) -> Outcome {
     }
 }
 
+/// Children looked at for [`delegate`]: 16 (a composite control has one or two).
+const DELEGATE_CHILDREN: usize = 16;
+
+/// The child that carries the action of a composite control that offers none itself
+/// (GTK 4's `GtkMenuButton` holds the `GtkToggleButton` that opens its popover): the
+/// one child among the first [`DELEGATE_CHILDREN`] that offers actions and takes a
+/// click, with its facts and the method for `op` on it — a click, or for expand and
+/// collapse a click unless the child is already pressed (expanded) or not. `None`
+/// when no child or several qualify. The host judges every such child of an element
+/// without actions, so what is activated here was judged (docs/ARCHITECTURE.md §7.6).
+pub async fn delegate(bus: &Bus, obj: &ObjRef, op: Op) -> Option<(ObjRef, Facts, Method)> {
+    if !matches!(op, Op::Click | Op::Expand | Op::Collapse | Op::Toggle) {
+        return None;
+    }
+    let kids = super::walk::get_children(bus, obj).await.ok()?;
+    let mut found = Vec::new();
+    for k in kids.into_iter().take(DELEGATE_CHILDREN) {
+        let Ok(f) = facts(bus, &k, Op::Click).await else {
+            continue;
+        };
+        if f.actions.is_empty() {
+            continue;
+        }
+        if let Ok(m) = choose(Op::Click, &f, None) {
+            found.push((k, f, m));
+        }
+    }
+    if found.len() != 1 {
+        return None;
+    }
+    let (k, f, click) = found.pop()?;
+    let pressed = f.states.has(atspi::State::Checked)
+        || f.states.has(atspi::State::Pressed)
+        || f.states.has(atspi::State::Expanded);
+    let method = match op {
+        Op::Expand if pressed => Method::Nothing("already expanded"),
+        Op::Collapse if !pressed => Method::Nothing("already collapsed"),
+        Op::Toggle => choose(Op::Toggle, &f, None).unwrap_or(click),
+        _ => click,
+    };
+    Some((k, f, method))
+}
+
 /// Builds the result of a dispatch.
 pub fn result(method: &Method, outcome: Outcome, started: Instant) -> ActResult {
     let (channel, text) = method.describe();
