@@ -275,6 +275,18 @@ pub mod input {
         pub bounds: Bounds,
     }
 
+    /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+    pub fn restore_left_keymap(display: &str) -> Result<Vec<u8>, ComputerError> {
+        let _ = display;
+        Err(ComputerError::platform_unsupported(INPUT))
+    }
+
+    /// Nothing is ever left changed here.
+    pub fn keymap_left_changed(display: &str) -> Option<(u32, Vec<u8>)> {
+        let _ = display;
+        None
+    }
+
     /// A connection to an X display, unavailable on this OS: no value of it can exist.
     #[derive(Debug)]
     pub struct XInput {

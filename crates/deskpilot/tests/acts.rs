@@ -309,3 +309,64 @@ fn a_menu_button_opens_its_popover_through_the_child_that_carries_the_action() {
         "{v}"
     );
 }
+
+/// `xmodmap -pke` on the desk's display: the keymap as the X server holds it.
+fn xmodmap(display: u32) -> String {
+    let out = std::process::Command::new("xmodmap")
+        .env("DISPLAY", format!(":{display}"))
+        .arg("-pke")
+        .output()
+        .expect("xmodmap runs (Debian x11-xserver-utils)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Keycodes borrowed for characters the keymap lacks are put back even when the
+/// typing process is killed (SIGKILL runs no guard): the borrow is recorded in the
+/// runtime directory, `doctor` reports it, and the next call on the display restores
+/// the map. The oracle: `xmodmap -pke` before, during and after.
+#[test]
+fn a_keymap_left_changed_by_a_killed_call_is_restored() {
+    let dir = TempDir::new("keymap-left");
+    let (desk, _file) = mousepad(&dir, "");
+    let before = xmodmap(desk.display);
+    assert!(!before.contains("U4F60"), "{before}");
+    let text: String = "你好世界".repeat(300);
+    let mut typing = desk
+        .command()
+        .args(["keys", "--text", &text])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let now = xmodmap(desk.display);
+        if now.contains("U4F60") || now.contains("U597D") || now.contains("U4E16") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30) && typing.try_wait().unwrap().is_none(),
+            "no keycode was ever borrowed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    typing.kill().unwrap();
+    typing.wait().unwrap();
+    let left = xmodmap(desk.display);
+    assert_ne!(
+        left, before,
+        "the kill left nothing borrowed: the test proves nothing"
+    );
+    let (out, v) = desk.run(&["doctor"]);
+    let report = v.to_string();
+    assert!(
+        report.contains("keymap") && report.contains("doctor --fix"),
+        "doctor says nothing of the keymap ({:?}): {report}",
+        out.status
+    );
+    // The next call on the display puts the map back.
+    desk.ok(&["apps"]);
+    assert_eq!(xmodmap(desk.display), before, "the keymap is restored");
+    let v = desk.run(&["doctor"]).1;
+    assert!(!v.to_string().contains("left keycodes"), "{v}");
+}

@@ -1,6 +1,7 @@
 //! `deskpilot doctor [--fix]`: is this desktop ready for deskpilot, and if not, what
 //! to do. Checks the session type, the session bus, the accessibility bus and its
-//! `IsEnabled` switch, synthetic input (XTest), and apps that expose no tree.
+//! `IsEnabled` switch, synthetic input (XTest), a keymap a killed call left changed,
+//! and apps that expose no tree.
 
 use deskpilot_protocol::types::AppStatus;
 use deskpilot_protocol::{ComputerError, Driver};
@@ -76,6 +77,30 @@ pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), Comp
             },
             Some("apt-get install bubblewrap"),
         ));
+    }
+    if let Some((pid, keycodes)) =
+        deskpilot_driver_linux::input::keymap_left_changed(&desktop.display)
+    {
+        let restored = if fix {
+            deskpilot_driver_linux::input::restore_left_keymap(&desktop.display)
+        } else {
+            Ok(Vec::new())
+        };
+        checks.push(match restored {
+            Ok(k) if !k.is_empty() || fix => check(
+                "keymap",
+                true,
+                format!("restored keycodes {k:?} that a killed deskpilot call (pid {pid}) left borrowed"),
+                None,
+            ),
+            Ok(_) => check(
+                "keymap",
+                false,
+                format!("a deskpilot call (pid {pid}, no longer running) left keycodes {keycodes:?} borrowed for characters the keymap lacks; the next call on this display restores them"),
+                Some("deskpilot doctor --fix"),
+            ),
+            Err(e) => check("keymap", false, format!("could not restore keycodes {keycodes:?}: {}", e.message), None),
+        });
     }
     if fix && let Err(e) = deskpilot_driver_linux::sandbox::set_a11y_enabled(&desktop.bus_address) {
         checks.push(check(

@@ -145,6 +145,16 @@ pub async fn open_host(
     let desktop = target::resolve(ctx.sandbox)?;
     let config = Config::load()?;
     let settings = config.effective(desktop.sandbox.is_some());
+    // Keycodes a killed call left borrowed are put back by the next call on the
+    // display (a file check when there is nothing to do).
+    if let Err(e) = deskpilot_driver_linux::input::restore_left_keymap(&desktop.display)
+        && e.code != ErrorCode::PlatformUnsupported
+    {
+        eprintln!(
+            "warning: a keymap left changed could not be restored: {}",
+            e.message
+        );
+    }
     let driver = connect(&desktop).await?;
     // A sandbox keeps its refs in its own directory, removed when it stops, so a
     // later sandbox on the same display number starts afresh.

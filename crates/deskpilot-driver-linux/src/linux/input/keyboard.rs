@@ -106,7 +106,7 @@ impl XInput {
                 "keys are already held on the X server; their modifiers combine with synthetic input"
             );
         }
-        let mut borrowed = Borrowed::new(&self.conn, keymap);
+        let mut borrowed = Borrowed::new(&self.conn, keymap, &self.display);
         let mut events = 0;
         for batch in &plan.batches {
             if !batch.borrow.is_empty() {

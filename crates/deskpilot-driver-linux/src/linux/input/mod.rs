@@ -135,7 +135,7 @@ impl XInput {
                 "connected to an X display inside a Wayland session: synthetic input reaches only X11 (XWayland) clients"
             );
         }
-        Ok(XInput {
+        let x = XInput {
             conn,
             display,
             root,
@@ -144,12 +144,26 @@ impl XInput {
             atoms,
             has_res,
             lock: Mutex::new(()),
-        })
+        };
+        if remap::read_record(&x.display).is_some()
+            && let Err(e) = x.restore_left_keymap()
+        {
+            tracing::warn!(error = %e.message, "could not restore a keymap left changed");
+        }
+        Ok(x)
     }
 
     /// The display name this connection uses (`":91"`).
     pub fn display(&self) -> &str {
         &self.display
+    }
+
+    /// Puts back the keycodes a deskpilot process killed mid-call left borrowed on
+    /// this display (`remap::restore_left`); the keycodes restored.
+    pub fn restore_left_keymap(&self) -> Result<Vec<u8>, ComputerError> {
+        let _g = self.lock();
+        let keymap = self.keymap()?;
+        remap::restore_left(&self.conn, &keymap, &self.display)
     }
 
     /// The root window's size in pixels `(width, height)`: the space of every screen
@@ -180,6 +194,27 @@ impl XInput {
     fn sync(&self) -> Result<(), ComputerError> {
         sync_conn(&self.conn)
     }
+}
+
+/// Restores, on X display `display`, the keycodes a killed deskpilot call left
+/// borrowed (see [`remap::Record`]); connects only when such a record exists. The
+/// keycodes restored; empty when there was nothing to do.
+///
+/// Errors: as [`XInput::connect`], and an X server that refused the change.
+pub fn restore_left_keymap(display: &str) -> Result<Vec<u8>, ComputerError> {
+    match remap::read_record(display) {
+        Some(r) if !remap::record_in_use(&r) => {
+            XInput::connect(Some(display))?.restore_left_keymap()
+        }
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// A record of keycodes left borrowed on `display` by a process that is no longer
+/// running, for `doctor`: `(pid, keycodes)`.
+pub fn keymap_left_changed(display: &str) -> Option<(u32, Vec<u8>)> {
+    let r = remap::read_record(display)?;
+    (!remap::record_in_use(&r)).then(|| (r.pid, r.installed.iter().map(|(k, _)| *k).collect()))
 }
 
 /// `GetInputFocus` round trip, then drains queued events (this connection selects

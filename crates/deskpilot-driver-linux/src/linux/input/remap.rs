@@ -14,9 +14,11 @@
 //! keysym instead of `NoSymbol`. Both are bounded constants, paid once per batch of
 //! borrowed keys (normally once per call), never per character.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use deskpilot_protocol::ComputerError;
+use serde::{Deserialize, Serialize};
 use x11rb::protocol::xproto::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
@@ -44,15 +46,170 @@ pub(crate) struct Borrowed<'c> {
     per_keycode: u8,
     /// `(keycode, original row)` in the order first borrowed.
     originals: Vec<(u8, Vec<Keysym>)>,
+    /// Where the borrow is recorded while it lasts ([`Record`]), and for which
+    /// display.
+    record: PathBuf,
+    display: String,
+    /// `(keycode, borrowed row)` as last installed.
+    installed: Vec<(u8, Vec<Keysym>)>,
+}
+
+/// A borrow in progress, written to `keymap-<display>.json` in the runtime
+/// directory before any keycode changes and removed once every row is back, so that
+/// a process killed mid-call (SIGKILL runs no guard) leaves a record the next
+/// deskpilot call on that display uses to restore the map ([`restore_left`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The process that borrowed, and its start time (`/proc/PID/stat` field 22): a
+    /// record whose process still runs is a call in progress and is left alone.
+    pub pid: u32,
+    pub start: Option<u64>,
+    pub display: String,
+    /// `(keycode, original row)`.
+    pub originals: Vec<(u8, Vec<Keysym>)>,
+    /// `(keycode, borrowed row)`: a keycode is restored only while it still holds
+    /// what deskpilot put there.
+    pub installed: Vec<(u8, Vec<Keysym>)>,
+}
+
+/// The record file of display `display` (`":91"` → `keymap-91.json`).
+pub fn record_path(display: &str) -> PathBuf {
+    let tag: String = display
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let tag = tag.trim_start_matches('_');
+    deskpilot_os::runtime_dir().join(format!("keymap-{tag}.json"))
+}
+
+/// The most bytes read of a record: 64 KiB (a borrow uses at most 255 keycodes).
+const MAX_RECORD_BYTES: u64 = 64 * 1024;
+
+/// The record of display `display`, read only from a private runtime directory as
+/// a regular file that is not a symlink; anything else is no record.
+pub fn read_record(display: &str) -> Option<Record> {
+    use std::io::Read as _;
+    if !deskpilot_os::is_private_dir(&deskpilot_os::runtime_dir()).unwrap_or(false) {
+        return None;
+    }
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    deskpilot_os::no_follow_nonblocking(&mut o);
+    let f = o.open(record_path(display)).ok()?;
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_RECORD_BYTES).read_to_end(&mut bytes).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// True while the process that wrote `r` still runs (same pid and start time).
+pub fn record_in_use(r: &Record) -> bool {
+    r.pid == std::process::id()
+        || (deskpilot_os::pid_alive(r.pid) && deskpilot_os::process_start(r.pid) == r.start)
+}
+
+/// Restores what a killed deskpilot process left borrowed on display `display`:
+/// each recorded keycode that still holds the borrowed row, and whose original row
+/// was empty (a spare keycode), is emptied again, and the record is removed. Returns the keycodes restored (empty when there
+/// was no record, or its process still runs).
+///
+/// Errors: the X server refused the change (the record is kept).
+pub(crate) fn restore_left(
+    conn: &RustConnection,
+    keymap: &Keymap,
+    display: &str,
+) -> Result<Vec<u8>, ComputerError> {
+    let Some(r) = read_record(display) else {
+        return Ok(Vec::new());
+    };
+    if record_in_use(&r) {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(u8, Vec<Keysym>)> = r
+        .originals
+        .iter()
+        // Only spare keycodes are ever borrowed (no keysym of their own), so a record
+        // that would put keysyms back names no borrow of ours and changes nothing.
+        .filter(|(_, original)| original.iter().all(|k| *k == 0))
+        .filter(|(k, _)| {
+            r.installed
+                .iter()
+                .any(|(ik, row)| ik == k && keymap.row(*k).starts_with(&row[..row.len().min(2)]))
+        })
+        .cloned()
+        .collect();
+    let guard = Borrowed {
+        conn,
+        per_keycode: u8::try_from(keymap.per_keycode()).unwrap_or(u8::MAX),
+        originals: Vec::new(),
+        record: record_path(display),
+        display: display.to_owned(),
+        installed: Vec::new(),
+    };
+    if !rows.is_empty() {
+        guard.change(&rows)?;
+        sync_conn(conn)?;
+    }
+    let _ = std::fs::remove_file(&guard.record);
+    let keycodes: Vec<u8> = rows.iter().map(|(k, _)| *k).collect();
+    tracing::warn!(
+        ?keycodes,
+        pid = r.pid,
+        "restored keycodes a killed deskpilot call left borrowed"
+    );
+    Ok(keycodes)
 }
 
 impl<'c> Borrowed<'c> {
-    pub(crate) fn new(conn: &'c RustConnection, keymap: &Keymap) -> Self {
+    pub(crate) fn new(conn: &'c RustConnection, keymap: &Keymap, display: &str) -> Self {
         Borrowed {
             conn,
             per_keycode: u8::try_from(keymap.per_keycode()).unwrap_or(u8::MAX),
             originals: Vec::new(),
+            record: record_path(display),
+            display: display.to_owned(),
+            installed: Vec::new(),
         }
+    }
+
+    /// Writes the record of the borrow about to be installed. Errors: it could not
+    /// be written — nothing is borrowed then, since a crash would leave the map
+    /// changed with no way back.
+    fn write_record(&self, display_rows: &[(u8, Vec<Keysym>)]) -> Result<(), ComputerError> {
+        let mut installed = self.installed.clone();
+        for (k, row) in display_rows {
+            installed.retain(|(ik, _)| ik != k);
+            installed.push((*k, row.clone()));
+        }
+        let pid = std::process::id();
+        let r = Record {
+            pid,
+            start: deskpilot_os::process_start(pid),
+            display: self.display.clone(),
+            originals: self.originals.clone(),
+            installed,
+        };
+        let dir = deskpilot_os::runtime_dir();
+        let bytes = serde_json::to_vec(&r).unwrap_or_default();
+        deskpilot_os::ensure_private_dir(&dir)
+            .and_then(|()| deskpilot_os::write_private_atomic(&self.record, &bytes))
+            .map_err(|e| {
+                ComputerError::new(
+                    deskpilot_protocol::ErrorCode::InputUnavailable,
+                    format!(
+                        "cannot record the borrowed keycodes in {} ({e}), so no keycode is borrowed; characters the keymap lacks cannot be typed",
+                        self.record.display()
+                    ),
+                )
+            })
     }
 
     /// True while some keycode is borrowed.
@@ -76,6 +233,11 @@ impl<'c> Borrowed<'c> {
             }
             rows.push((b.keycode, keymap.borrowed_row(b.lower, b.upper)));
         }
+        self.write_record(&rows)?;
+        for (k, row) in &rows {
+            self.installed.retain(|(ik, _)| ik != k);
+            self.installed.push((*k, row.clone()));
+        }
         self.change(&rows)?;
         sync_conn(self.conn)?;
         std::thread::sleep(Duration::from_millis(MAPPING_SETTLE_MS));
@@ -92,7 +254,10 @@ impl<'c> Borrowed<'c> {
             self.originals = rows;
             return Err(e);
         }
-        sync_conn(self.conn)
+        sync_conn(self.conn)?;
+        self.installed.clear();
+        let _ = std::fs::remove_file(&self.record);
+        Ok(())
     }
 
     /// One `ChangeKeyboardMapping` per run of consecutive keycodes, so clients get as
@@ -171,7 +336,7 @@ mod tests {
             b(spares[2], 0x0100_597d, 0x0100_597d),
         ];
         {
-            let mut guard = Borrowed::new(&x.conn, &before);
+            let mut guard = Borrowed::new(&x.conn, &before, &xvfb.display);
             guard.install(&before, &borrow).unwrap();
             assert!(guard.is_active());
             let during = x.keymap().unwrap();
@@ -192,7 +357,7 @@ mod tests {
         let x = XInput::connect(Some(&xvfb.display)).unwrap();
         let before = x.keymap().unwrap();
         let spare = before.spare_keycodes()[0];
-        let mut guard = Borrowed::new(&x.conn, &before);
+        let mut guard = Borrowed::new(&x.conn, &before, &xvfb.display);
         guard
             .install(
                 &before,
