@@ -326,6 +326,14 @@ enum SandboxCmd {
     },
     /// List sandboxes.
     List,
+    /// Stops the sandbox once process PID has ended (started by `deskpilot mcp
+    /// --sandbox` so that its sandbox goes with it however it ends, SIGKILL included).
+    #[command(hide = true)]
+    Watch {
+        /// The process whose end stops the sandbox.
+        #[arg(long)]
+        pid: u32,
+    },
 }
 
 /// Which window a command targets.

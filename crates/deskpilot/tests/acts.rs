@@ -370,3 +370,83 @@ fn a_keymap_left_changed_by_a_killed_call_is_restored() {
     let v = desk.run(&["doctor"]).1;
     assert!(!v.to_string().contains("left keycodes"), "{v}");
 }
+
+/// A server that owns its sandbox takes it along however it ends: stdin closed,
+/// SIGTERM, SIGINT, SIGHUP or SIGKILL. The oracle: the display's X socket and the
+/// sandbox's processes (found by their `DESKPILOT_SANDBOX` marker in `/proc`) are gone.
+#[test]
+fn an_mcp_server_takes_its_sandbox_along_however_it_ends() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::Stdio;
+    for how in ["stdin", "TERM", "INT", "HUP", "KILL"] {
+        let dir = TempDir::new(&format!("mcp-end-{how}"));
+        let mut server = common::own::bin(dir.path())
+            .args(["mcp", "--sandbox"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(server.stderr.take().unwrap());
+        let mut line = String::new();
+        let display = loop {
+            line.clear();
+            assert!(
+                err.read_line(&mut line).unwrap() > 0,
+                "{how}: the server ended first"
+            );
+            if let Some(rest) = line.split("sandbox desktop on display :").nth(1) {
+                break rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .parse::<u32>()
+                    .unwrap();
+            }
+        };
+        // The server is up once it has opened its host; give it that moment.
+        std::thread::sleep(Duration::from_millis(500));
+        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{display}"));
+        assert!(socket.exists(), "{how}: no X socket for :{display}");
+        let marker = dir.path().join("run").join(format!("sandbox-{display}"));
+        let marked = || {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                        env.split(|b| *b == 0).any(|kv| {
+                            kv.starts_with(b"DESKPILOT_SANDBOX=")
+                                && kv.ends_with(marker.as_os_str().as_encoded_bytes())
+                        })
+                    })
+                })
+                .collect::<Vec<u32>>()
+        };
+        assert!(!marked().is_empty(), "{how}: no sandbox process found");
+        match how {
+            "stdin" => drop(server.stdin.take()),
+            sig => {
+                let ok = std::process::Command::new("kill")
+                    .args([&format!("-{sig}"), &server.id().to_string()])
+                    .status()
+                    .unwrap();
+                assert!(ok.success());
+            }
+        }
+        let _ = server.wait();
+        let ended = Instant::now();
+        while socket.exists() || !marked().is_empty() {
+            assert!(
+                ended.elapsed() < Duration::from_secs(15),
+                "{how}: the sandbox outlived its server: {:?}",
+                marked()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        eprintln!(
+            "{how}: sandbox gone {} ms after the server",
+            ended.elapsed().as_millis()
+        );
+    }
+}

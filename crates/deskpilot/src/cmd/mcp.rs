@@ -56,6 +56,13 @@ pub async fn run(ctx: &Ctx, new_sandbox: bool, transport: Transport) -> Result<(
             sb.state().display
         );
         ctx.sandbox = Some(sb.state().display);
+        // However the server ends — stdin closed, a signal, SIGKILL — its sandbox
+        // goes with it.
+        if let Err(e) = super::sandbox::spawn_watcher(sb.state().display) {
+            eprintln!(
+                "deskpilot mcp: warning: no watcher for the sandbox ({e}); it stops when the server exits normally"
+            );
+        }
         sandbox = Some(sb);
     }
     if ctx.session == "cli" {

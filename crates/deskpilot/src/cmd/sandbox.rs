@@ -134,6 +134,11 @@ pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<()
             );
             Ok(())
         }
+        SandboxCmd::Watch { pid } => {
+            let sb = chosen(sandbox)?;
+            watch(sb, pid);
+            Ok(())
+        }
         SandboxCmd::List => {
             let all = Sandbox::list();
             let mut text = String::new();
@@ -156,4 +161,49 @@ pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<()
             Ok(())
         }
     }
+}
+
+/// How often [`watch`] looks at the process it watches: 100 ms, so the sandbox is
+/// gone well within 2 s of the process's end (stopping takes the rest).
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Stops `sb` once process `pid` (the same process, by start time) has ended; returns
+/// early when the sandbox stopped by other means (the process stopped it on exit).
+fn watch(mut sb: Sandbox, pid: u32) {
+    let start = deskpilot_os::process_start(pid);
+    loop {
+        let alive = deskpilot_os::pid_alive(pid) && deskpilot_os::process_start(pid) == start;
+        if !alive {
+            sb.stop();
+            return;
+        }
+        if !sb.is_alive() {
+            return;
+        }
+        std::thread::sleep(WATCH_EVERY);
+    }
+}
+
+/// Starts the watcher that stops sandbox `display` when this process ends, however it
+/// ends: a `deskpilot sandbox watch` in its own process group and session, with no
+/// standard streams (stdout may be a protocol stream), so neither a signal to this
+/// process's group nor a hang-up reaches it.
+pub fn spawn_watcher(display: u32) -> std::io::Result<()> {
+    use std::os::unix::process::CommandExt as _;
+    let exe = std::env::current_exe()?;
+    let mut c = std::process::Command::new(exe);
+    c.args([
+        "--sandbox",
+        &display.to_string(),
+        "sandbox",
+        "watch",
+        "--pid",
+    ])
+    .arg(std::process::id().to_string())
+    .env_remove("DESKPILOT_SANDBOX")
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .process_group(0);
+    c.spawn().map(drop)
 }
