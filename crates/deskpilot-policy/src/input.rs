@@ -177,10 +177,27 @@ pub fn keys_irreversible(
             .flatten();
         return own.or(form);
     }
-    if focus.is_some_and(enter_stays_in) {
+    // A bare Enter stays in a text area or a sheet; Ctrl+Enter and the like send a
+    // message or a form from there (mail, comment boxes), so they are judged.
+    if focus.is_some_and(enter_stays_in) && !enter_with_modifiers(chord) {
         return None;
     }
     enter.then(|| enter_submits(root)).flatten()
+}
+
+/// Whether a chord of `chord` presses a key of the Enter family together with another
+/// key (a modifier: `ctrl+Return`, `alt+KP_Enter`); an unreadable chord counts.
+fn enter_with_modifiers(chord: Option<&str>) -> bool {
+    let Some(c) = chord else {
+        return false;
+    };
+    let Ok(chords) = parse_chords(c) else {
+        return true;
+    };
+    chords.iter().any(|ch| {
+        let keys: Vec<Keysym> = ch.keys.iter().copied().map(keysym::canonical).collect();
+        keys.len() > 1 && keys.iter().any(|k| ENTER.contains(k))
+    })
 }
 
 /// Whether Enter in the focused element `n` stays in it, activating nothing else: a
@@ -193,17 +210,33 @@ fn enter_stays_in(n: &Node) -> bool {
         || (n.has(State::Editable) && matches!(n.role, Role::Cell | Role::Paragraph | Role::Table))
 }
 
-/// What an activating `op` on `el` activates through its children: an element that
-/// offers no action of its own (a GTK 4 menu button) is acted on through the child
-/// that carries one, so every child with actions is judged as clicked, and the first
-/// irreversible one is the answer.
+/// What an activating `op` on `el` activates through its children: an interactive
+/// element that offers no action of its own (a GTK 4 menu button) is acted on
+/// through the child
+/// that carries one, so every interactive child is judged as clicked — whatever
+/// actions the read saw, on screen or not — and the first irreversible one is the
+/// answer. Children the read did not reach (of an element that does not manage its
+/// descendants, whose children the driver never delegates to) cannot be judged, so
+/// they count as irreversible.
 pub fn acts_through(op: Op, el: &Node, root: &Node) -> Option<Irreversible> {
-    if !el.actions.is_empty() || !matches!(op, Op::Click | Op::Expand | Op::Collapse | Op::Toggle) {
+    if !el.actions.is_empty()
+        || !el.role.is_interactive()
+        || !matches!(op, Op::Click | Op::Expand | Op::Collapse | Op::Toggle)
+    {
         return None;
+    }
+    let unread = !el.has(State::ManagesDescendants)
+        && el.table.is_none()
+        && el.child_count > el.children.len() as u64 + el.first_child;
+    if unread {
+        return Some(Irreversible {
+            kind: "other".into(),
+            matched: "a click passed on to children that were not read".into(),
+        });
     }
     el.children
         .iter()
-        .filter(|c| !c.actions.is_empty())
+        .filter(|c| c.role.is_interactive())
         .find_map(|c| classify_act(Op::Click, c, Some(root)))
 }
 
@@ -408,8 +441,20 @@ mod tests {
             "its own action is judged as itself"
         );
         inner.name = "Basic".into();
-        let plain = node(Role::Button, "", &[]).children(vec![inner]);
+        let plain = node(Role::Button, "", &[]).children(vec![inner.clone()]);
         assert!(acts_through(Op::Click, &plain, &window(vec![plain.clone()])).is_none());
+        // A child off screen, or whose actions were not read, is judged all the same.
+        let mut hidden = node(Role::Button, "Delete account", &[State::Offscreen]);
+        hidden.actions.clear();
+        let wrap = node(Role::Button, "", &[]).children(vec![hidden]);
+        assert!(acts_through(Op::Click, &wrap, &window(vec![wrap.clone()])).is_some());
+        // The driver passes on only what an interactive control receives.
+        let div = node(Role::Section, "", &[]).children(vec![node(Role::Button, "Delete", &[])]);
+        assert!(acts_through(Op::Click, &div, &window(vec![div.clone()])).is_none());
+        // Children the read did not reach cannot be judged: they count.
+        let mut unread = node(Role::Button, "", &[]).children(vec![inner]);
+        unread.child_count = 3;
+        assert!(acts_through(Op::Click, &unread, &window(vec![unread.clone()])).is_some());
     }
 
     #[test]
@@ -435,6 +480,14 @@ mod tests {
                 "{:?}",
                 el.role
             );
+            // Ctrl+Enter sends from a mail or comment box: judged as a submit.
+            for chord in ["ctrl+Return", "alt+KP_Enter", "shift+0xff0d"] {
+                assert!(
+                    keys_irreversible(Some(chord), None, "soffice", &root).is_some(),
+                    "{chord} on {:?}",
+                    el.role
+                );
+            }
             assert!(value_submits("1\n2", &el, "soffice", &root).is_none());
         }
         // The same field without the multi-line state submits the form, and a cell

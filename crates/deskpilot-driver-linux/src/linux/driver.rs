@@ -297,7 +297,7 @@ impl Driver for LinuxDriver {
         let method = match act::choose(p.op, &facts, p.value.as_deref()) {
             Ok(m) => m,
             Err(e) if e.code == ErrorCode::ElementNotActionable && facts.actions.is_empty() => {
-                match act::delegate(&self.bus, &obj, p.op).await {
+                match act::delegate(&self.bus, &obj, &facts, p.op).await {
                     Some((child, f, m)) => {
                         delegated = Some(format!(
                             "the element offers no action; its child {} that carries it was {}",

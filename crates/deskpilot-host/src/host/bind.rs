@@ -78,10 +78,10 @@ impl Host {
     /// Preflight, grant, enumeration, and keeping the binding on a live window.
     /// Returns the enumeration and, when the bound window vanished, the revision the
     /// caller's refs were taken under with the window that closed, as text
-    /// (`[w2] dialog "Open File" of mousepad`).
+    /// (`[w2] dialog "Open File" of mousepad`) and as its handle.
     pub(super) async fn begin(
         &mut self,
-    ) -> Result<(Enumeration, Option<(u64, String)>), ComputerError> {
+    ) -> Result<(Enumeration, Option<(u64, String, String)>), ComputerError> {
         let now = control::now_ms();
         self.preflight(now)?;
         self.ensure_grant(now)?;
@@ -98,7 +98,11 @@ impl Host {
             Some(t) if en.find(&t).is_none() && en.frozen_app_of(&t).is_some() => {}
             Some(t) if en.find(&t).is_none() => {
                 let before = self.policy().authority.active().cloned();
-                vanished = Some((old_rev, self.closed_window_text(&t, before.as_ref())));
+                vanished = Some((
+                    old_rev,
+                    self.closed_window_text(&t, before.as_ref()),
+                    t.clone(),
+                ));
                 let rules = self.rules.clone();
                 let fell = self
                     .policy_mut()

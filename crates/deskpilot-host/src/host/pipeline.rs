@@ -22,7 +22,7 @@
 //! The entry points ([`Host::act`], [`Host::keys`], [`Host::pointer`]) only build an
 //! [`Effect`].
 
-use deskpilot_core::{Handle, Node, Op};
+use deskpilot_core::{Handle, Node, Op, State};
 use deskpilot_policy::allow::app_identity;
 use deskpilot_policy::approval::{ActionKey, element_fingerprint, payload_preview, screen_hash};
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};
@@ -283,7 +283,8 @@ impl Judge {
                 // focus (a keyboard fallback could land there).
                 let textual = matches!(op, Op::SetValue | Op::Type | Op::Clear);
                 facts.focused_password = textual && is_password(el)
-                    || matches!(op, Op::Type) && focus.is_some_and(is_password);
+                    || matches!(op, Op::Type)
+                        && root.walk().any(|n| n.has(State::Focused) && is_password(n));
                 let name = deskpilot_core::sanitize::one_line(&el.name);
                 let name: String = name.chars().take(60).collect();
                 let named = if name.is_empty() {
@@ -817,7 +818,15 @@ impl Host {
             .cloned()
             .expect("begin ensures a grant");
         let mut moved = None;
-        if let Some((old, closed)) = vanished.as_ref().filter(|_| !aimed && g.target.is_some()) {
+        // Only within the same application (the same accessibility bus connection,
+        // the first part of a handle): keys named by app name never follow a grant
+        // to another process that happens to carry the name.
+        let same_app = |old: &str| {
+            let bus = |h: &str| h.split('|').next().unwrap_or_default().to_owned();
+            g.target.as_deref().is_some_and(|t| bus(t) == bus(old))
+        };
+        if let Some((old, closed, _)) = vanished.as_ref().filter(|(_, _, h)| !aimed && same_app(h))
+        {
             let v = self.grant_view();
             moved = Some(format!(
                 "\nthe bound window {closed} closed, so the grant moved to [{}] {} (revision {}; refs from revision {old} are stale): the keys went there",
@@ -831,7 +840,7 @@ impl Host {
                 ),
                 g.revision
             ));
-        } else if let Some((old, closed)) = vanished {
+        } else if let Some((old, closed, _)) = vanished {
             let now_on = match (&g.target, self.grant_view()) {
                 (Some(_), Some(v)) => format!(
                     "the grant moved to [{}] {}",

@@ -813,27 +813,58 @@ async fn caret_to_end(bus: &Bus, obj: &ObjRef) -> Outcome {
     }
 }
 
-/// Children looked at for [`delegate`]: 16 (a composite control has one or two).
-const DELEGATE_CHILDREN: usize = 16;
+/// Children looked at for [`delegate`]: the first 16 (a composite control has one
+/// or two), each asked for by index, never the whole list.
+const DELEGATE_CHILDREN: i32 = 16;
 
-/// The child that carries the action of a composite control that offers none itself
+/// The child that carries the action of an interactive composite control that offers
+/// none itself
 /// (GTK 4's `GtkMenuButton` holds the `GtkToggleButton` that opens its popover): the
-/// one child among the first [`DELEGATE_CHILDREN`] that offers actions and takes a
-/// click, with its facts and the method for `op` on it — a click, or for expand and
-/// collapse a click unless the child is already pressed (expanded) or not. `None`
-/// when no child or several qualify. The host judges every such child of an element
-/// without actions, so what is activated here was judged (docs/ARCHITECTURE.md §7.6).
-pub async fn delegate(bus: &Bus, obj: &ObjRef, op: Op) -> Option<(ObjRef, Facts, Method)> {
-    if !matches!(op, Op::Click | Op::Expand | Op::Collapse | Op::Toggle) {
+/// one visible, interactive child among the first [`DELEGATE_CHILDREN`] that offers
+/// an action other than the incidental ones and takes a click, with its facts and the
+/// method for `op` on it (visible: GTK 4 sets no `SHOWING`) — a click, or for expand and collapse a click unless the
+/// child is already pressed (expanded) or not. `None` when no child or several
+/// qualify, when the element manages its descendants, or on the first timeout. The
+/// host judges every interactive child of an element without actions, and asks when
+/// it could not read them (docs/ARCHITECTURE.md §7.6), so what is activated here was
+/// judged.
+pub async fn delegate(
+    bus: &Bus,
+    obj: &ObjRef,
+    parent: &Facts,
+    op: Op,
+) -> Option<(ObjRef, Facts, Method)> {
+    if !matches!(op, Op::Click | Op::Expand | Op::Collapse | Op::Toggle)
+        || parent.states.manages_descendants()
+        || !map_role_code(parent.role).is_interactive()
+    {
         return None;
     }
-    let kids = super::walk::get_children(bus, obj).await.ok()?;
+    let count: i32 = bus.prop(obj, iface::ACCESSIBLE, "ChildCount").await.ok()?;
     let mut found = Vec::new();
-    for k in kids.into_iter().take(DELEGATE_CHILDREN) {
-        let Ok(f) = facts(bus, &k, Op::Click).await else {
-            continue;
+    for i in 0..count.clamp(0, DELEGATE_CHILDREN) {
+        type Wire = (String, OwnedObjectPath);
+        let k = match bus
+            .call::<_, Wire>(obj, iface::ACCESSIBLE, "GetChildAtIndex", &(i,))
+            .await
+        {
+            Ok(w) => obj_from_wire(w),
+            Err(_) => return None,
         };
-        if f.actions.is_empty() {
+        if k.is_null() {
+            continue;
+        }
+        let f = match facts(bus, &k, Op::Click).await {
+            Ok(f) => f,
+            Err(e) if e.code == ErrorCode::ElementNotFound => continue,
+            Err(_) => return None,
+        };
+        let acts = f
+            .actions
+            .iter()
+            .any(|a| !super::tree::is_incidental_action(a));
+        if !acts || !f.states.has(atspi::State::Visible) || !map_role_code(f.role).is_interactive()
+        {
             continue;
         }
         if let Ok(m) = choose(Op::Click, &f, None) {

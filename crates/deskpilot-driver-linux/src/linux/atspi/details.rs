@@ -148,10 +148,16 @@ enum Piece {
 /// trimmed. `None` when the child selects nothing or has no `Selection`.
 async fn chosen_item(bus: &Bus, combo: &ObjRef) -> Result<Option<String>, CallError> {
     type Wire = (String, zbus::zvariant::OwnedObjectPath);
-    let popup = obj_from_wire(
-        bus.call::<_, Wire>(combo, iface::ACCESSIBLE, "GetChildAtIndex", &(0i32,))
-            .await?,
-    );
+    // Only a timeout is an error: anything else about the popup or its item (gone,
+    // unsupported) is no choice, never a sign that the combo box itself is gone.
+    let popup = match bus
+        .call::<_, Wire>(combo, iface::ACCESSIBLE, "GetChildAtIndex", &(0i32,))
+        .await
+    {
+        Ok(w) => obj_from_wire(w),
+        Err(e) if e.is_timeout() => return Err(e),
+        Err(_) => return Ok(None),
+    };
     if popup.is_null() {
         return Ok(None);
     }
@@ -166,7 +172,11 @@ async fn chosen_item(bus: &Bus, combo: &ObjRef) -> Result<Option<String>, CallEr
     if item.is_null() {
         return Ok(None);
     }
-    let name: String = bus.prop(&item, iface::ACCESSIBLE, "Name").await?;
+    let name: String = match bus.prop(&item, iface::ACCESSIBLE, "Name").await {
+        Ok(n) => n,
+        Err(e) if e.is_timeout() => return Err(e),
+        Err(_) => return Ok(None),
+    };
     Ok(Some(name.trim().to_owned()).filter(|n| !n.is_empty()))
 }
 
