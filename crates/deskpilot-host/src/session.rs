@@ -1649,6 +1649,11 @@ impl Session {
                     channel: acc.channel,
                     elapsed_ms: acc.elapsed_ms + r.elapsed_ms,
                     events_sent: acc.events_sent + r.events_sent,
+                    verified_chars: match (acc.verified_chars, r.verified_chars) {
+                        (Some(a), Some(b)) => Some(a + b),
+                        (a, b) => a.or(b),
+                    },
+                    note: acc.note.or(r.note),
                 },
             });
         }
@@ -1671,6 +1676,15 @@ impl Session {
             result.channel.as_str(),
             result.events_sent,
         );
+        if let Some(n) = result.verified_chars {
+            out.push_str(&format!(" · {n} characters read back"));
+        }
+        if let Some(note) = &result.note {
+            out.push_str(&format!(
+                "\nnote: {}",
+                deskpilot_core::sanitize::one_line(note)
+            ));
+        }
         change.render_into(&mut out);
         let tokens = deskpilot_core::tokens::count(&out);
         Ok(KeysOutcome {
@@ -1753,6 +1767,15 @@ impl Session {
             result.channel.as_str(),
             result.events_sent,
         );
+        if let Some(n) = result.verified_chars {
+            out.push_str(&format!(" · {n} characters read back"));
+        }
+        if let Some(note) = &result.note {
+            out.push_str(&format!(
+                "\nnote: {}",
+                deskpilot_core::sanitize::one_line(note)
+            ));
+        }
         change.render_into(&mut out);
         let tokens = deskpilot_core::tokens::count(&out);
         Ok(KeysOutcome {

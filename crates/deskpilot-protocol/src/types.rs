@@ -464,6 +464,14 @@ pub struct InputResult {
     pub elapsed_ms: u64,
     /// Key events or pointer events sent.
     pub events_sent: u64,
+    /// Typed text only: characters read back from the focused element's `Text`
+    /// after typing (all of them, or the call fails); `None` when nothing could be
+    /// read back (the element exposes no text), which `note` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_chars: Option<u64>,
+    /// What the driver could not confirm, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// `screen.capture` params.

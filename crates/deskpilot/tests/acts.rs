@@ -450,3 +450,34 @@ fn an_mcp_server_takes_its_sandbox_along_however_it_ends() {
         );
     }
 }
+
+/// Every typed character lands, in order, and the call returns once it has: 2,000
+/// mixed-script characters typed into mousepad are read back by the driver, and the
+/// file mousepad saves holds exactly them (the oracle).
+#[test]
+fn two_thousand_mixed_characters_land_exactly_in_mousepad() {
+    let dir = TempDir::new("type-mousepad");
+    let (desk, file) = mousepad(&dir, "");
+    let text = common::mixed_text();
+    let started = Instant::now();
+    let v = desk.ok(&["keys", "--text", &text]);
+    let took = started.elapsed();
+    assert_eq!(v["result"]["verified_chars"], 2000, "{v}");
+    desk.ok(&["keys", "ctrl+s"]);
+    let start = Instant::now();
+    while std::fs::read_to_string(&file).unwrap_or_default() != text {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "saved {} characters, not the 2000 typed",
+            std::fs::read_to_string(&file)
+                .unwrap_or_default()
+                .chars()
+                .count()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "mousepad: 2000 characters typed and read back in {} ms",
+        took.as_millis()
+    );
+}

@@ -535,3 +535,65 @@ fn a_web_select_takes_the_option_clicked_and_shows_it() {
     assert_eq!(v["error"]["code"], "COMPUTER_ELEMENT_NOT_ACTIONABLE", "{v}");
     assert_eq!(v["error"]["detail"]["result"]["status"], "rejected", "{v}");
 }
+
+/// A checksum of `s` the test page computes the same way: the sum over code points
+/// of (position + 1) × code point, modulo 1,000,000,007.
+fn checksum(s: &str) -> u64 {
+    s.chars().enumerate().fold(0u64, |acc, (i, c)| {
+        (acc + (i as u64 + 1) * c as u64) % 1_000_000_007
+    })
+}
+
+/// Every typed character lands in Chromium, in order, and the call returns only once
+/// they have: 2,000 mixed-script characters into a `<textarea>` whose `oninput` puts
+/// the value's length and checksum in the title, read through `xprop` (the oracle).
+/// The title changes as the text arrives; keys that follow still find their window.
+#[test]
+fn two_thousand_mixed_characters_land_exactly_in_chromium() {
+    let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("chr-type");
+    let page = dir.path().join("type.html");
+    std::fs::write(
+        &page,
+        "<html><head><title>0:0</title></head><body><textarea id=t autofocus oninput=\"\
+         let s=0,i=0;for(const c of this.value){i++;s=(s+i*c.codePointAt(0))%1000000007;}\
+         document.title=i+':'+s\"></textarea></body></html>",
+    )
+    .unwrap();
+    let sb = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    sb.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "chromium",
+        &format!("file://{}", page.display()),
+    ]);
+    sb.ok(&[
+        "wait",
+        "--app",
+        "chromium",
+        "--window-title",
+        "0:0",
+        "--timeout-ms",
+        "90000",
+    ]);
+    sb.ok(&["observe", "--app", "chromium"]);
+    let text = common::mixed_text();
+    let want = format!("{}:{}", text.chars().count(), checksum(&text));
+    let started = Instant::now();
+    let v = sb.ok(&["keys", "--text", &text]);
+    let took = started.elapsed();
+    assert_eq!(v["result"]["verified_chars"], 2000, "{v}");
+    // The call returned once the text was there: the title already says so.
+    let titles = x_titles(sb.display);
+    assert!(
+        titles.iter().any(|t| t.contains(&want)),
+        "the page holds other text than was typed: want {want}, titles {titles:?}"
+    );
+    // The title changed under the typing; the window is the same one.
+    sb.ok(&["keys", "--text", "!"]);
+    eprintln!(
+        "chromium: 2000 characters typed and read back in {} ms",
+        took.as_millis()
+    );
+}

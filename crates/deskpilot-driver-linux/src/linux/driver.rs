@@ -17,7 +17,7 @@ use super::atspi::act::{self, Method, Outcome};
 use super::atspi::connection::iface;
 use super::atspi::events::Subscriptions;
 use super::atspi::settle::Settler;
-use super::atspi::{Bus, ConnectOptions, ObjRef, apps, find, focus, launch, snapshot};
+use super::atspi::{Bus, ConnectOptions, ObjRef, apps, find, focus, launch, snapshot, typing};
 use super::input::XInput;
 
 /// How long the keyboard fallback waits for the element to report `FOCUSED` after
@@ -154,26 +154,99 @@ impl LinuxDriver {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let text = text.to_string();
-        let sent = tokio::task::spawn_blocking(move || -> Result<u64, ComputerError> {
-            let mut n = 0;
-            if replace {
-                n += x.send_chords("ctrl+a")?;
+        let mut sent = 0;
+        if replace {
+            // Select all and delete, then type into the empty field, so the typing is
+            // paced and read back from the start.
+            let x2 = x.clone();
+            sent += tokio::task::spawn_blocking(move || x2.send_chords("ctrl+a BackSpace"))
+                .await
+                .map_err(|e| {
+                    ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+                })??;
+            let until = Instant::now() + FOCUS_WAIT;
+            while Instant::now() < until {
+                let n: Result<i32, _> = self.bus.prop(obj, iface::TEXT, "CharacterCount").await;
+                if n.is_err() || n.is_ok_and(|n| n == 0) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            n += x.type_text(&text)?;
-            Ok(n)
-        })
-        .await
-        .map_err(|e| {
-            ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
-        })??;
+        }
+        let (typed, verified, unverified) = self
+            .type_verified(x, window, Some(obj.clone()), text.to_string())
+            .await?;
+        sent += typed;
+        let checked = match (verified, unverified) {
+            (Some(n), _) => format!("; {n} characters read back"),
+            (None, Some(why)) => format!("; {why}"),
+            (None, None) => String::new(),
+        };
         Ok(Outcome {
             status: ActStatus::Executed,
             note: Some(format!(
                 "no EditableText or numeric Value path on this element; typed through the \
-                 keyboard into the focused window ({sent} key events)"
+                 keyboard into the focused window ({sent} key events){checked}"
             )),
         })
+    }
+
+    /// Types `text` into the focused window, watching `target` (the focused text
+    /// element) when there is one: each borrowed keycode is held until the element
+    /// has taken the characters typed with it, the call returns once all of them
+    /// arrived, and the text is read back (a trailing Tab or line break, which may
+    /// move focus or submit, is typed after the read-back and not read). Returns the
+    /// key events sent, the characters verified, and a note when nothing could be
+    /// verified.
+    ///
+    /// Errors: the keyboard's, and `COMPUTER_OUTCOME_UNKNOWN` when the element
+    /// stopped taking characters or holds other text than was typed.
+    async fn type_verified(
+        &self,
+        x: Arc<XInput>,
+        window: &ObjRef,
+        target: Option<ObjRef>,
+        text: String,
+    ) -> Result<(u64, Option<u64>, Option<String>), ComputerError> {
+        let blocking = |f: Box<dyn FnOnce() -> Result<u64, ComputerError> + Send>| async move {
+            tokio::task::spawn_blocking(f).await.map_err(|e| {
+                ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+            })?
+        };
+        let body_len = text.trim_end_matches(['\t', '\n', '\r']).len();
+        let (body, tail) = text.split_at(body_len);
+        let (body, tail) = (body.to_owned(), tail.to_owned());
+        let watch = match target {
+            Some(t) if !body.is_empty() => typing::Watch::start(&self.bus, window.clone(), t).await,
+            _ => None,
+        };
+        let Some(watch) = watch else {
+            let printable = !text.trim().is_empty();
+            let sent = blocking(Box::new(move || x.type_text(&text))).await?;
+            let note = printable.then(|| {
+                "not read back: the focused element exposes no text to check it against".to_owned()
+            });
+            return Ok((sent, None, note));
+        };
+        let watch = Arc::new(watch);
+        let (w, bus, rt) = (
+            watch.clone(),
+            self.bus.clone(),
+            tokio::runtime::Handle::current(),
+        );
+        let (x2, typed_body) = (x.clone(), body.clone());
+        let mut sent = blocking(Box::new(move || {
+            let mut pace = |n: usize| rt.block_on(w.wait_for(&bus, n));
+            x2.type_text_paced(&typed_body, Some(&mut pace))
+        }))
+        .await?;
+        let chars = body.replace("\r\n", "\n").chars().count();
+        watch.wait_for(&self.bus, chars).await?;
+        let verified = watch.verify(&self.bus, &body).await?;
+        if !tail.is_empty() {
+            sent += blocking(Box::new(move || x.type_text(&tail))).await?;
+        }
+        Ok((sent, Some(verified), None))
     }
 
     fn input_result(channel: Channel, started: Instant, events_sent: u64) -> InputResult {
@@ -181,6 +254,8 @@ impl LinuxDriver {
             channel,
             elapsed_ms: started.elapsed().as_millis() as u64,
             events_sent,
+            verified_chars: None,
+            note: None,
         }
     }
 }
@@ -402,15 +477,23 @@ impl Driver for LinuxDriver {
         };
         let x = self.input().await?;
         focus::ensure_focused(&self.bus, &x, &window, true).await?;
-        let sent = tokio::task::spawn_blocking(move || match what {
-            Ok(chord) => x.send_chords(&chord),
-            Err(text) => x.type_text(&text),
-        })
-        .await
-        .map_err(|e| {
-            ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
-        })??;
-        Ok(Self::input_result(Channel::Keyboard, started, sent))
+        let text = match what {
+            Ok(chord) => {
+                let sent = tokio::task::spawn_blocking(move || x.send_chords(&chord))
+                    .await
+                    .map_err(|e| {
+                        ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
+                    })??;
+                return Ok(Self::input_result(Channel::Keyboard, started, sent));
+            }
+            Err(text) => text,
+        };
+        let target = typing::focused_text(&self.bus, &window).await;
+        let (sent, verified, note) = self.type_verified(x, &window, target, text).await?;
+        let mut r = Self::input_result(Channel::Keyboard, started, sent);
+        r.verified_chars = verified;
+        r.note = note;
+        Ok(r)
     }
 
     async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {

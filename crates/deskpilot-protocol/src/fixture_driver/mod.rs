@@ -648,6 +648,8 @@ impl Driver for FixtureDriver {
             channel: Channel::Keyboard,
             elapsed_ms: 0,
             events_sent,
+            verified_chars: None,
+            note: None,
         })
     }
 
@@ -671,6 +673,8 @@ impl Driver for FixtureDriver {
             channel: Channel::Pointer,
             elapsed_ms: 0,
             events_sent,
+            verified_chars: None,
+            note: None,
         })
     }
 

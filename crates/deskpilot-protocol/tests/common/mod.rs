@@ -174,6 +174,8 @@ pub fn every_call() -> Vec<(Call, Value)> {
                 channel: Channel::Keyboard,
                 elapsed_ms: 30,
                 events_sent: 10,
+                verified_chars: None,
+                note: None,
             }),
         ),
         (
@@ -188,6 +190,8 @@ pub fn every_call() -> Vec<(Call, Value)> {
                 channel: Channel::Pointer,
                 elapsed_ms: 45,
                 events_sent: 4,
+                verified_chars: None,
+                note: None,
             }),
         ),
         (

@@ -272,3 +272,28 @@ pub fn fails_with(sb: &Sandbox, iso: &Isolated, args: &[&str], code: &str) -> Va
 pub fn message(v: &Value) -> &str {
     v["error"]["message"].as_str().unwrap_or_default()
 }
+
+/// 2,000 characters of mixed scripts (Latin, accents, Greek, CJK, dashes), the same
+/// every run: most of them are not on the keymap and go through borrowed keycodes.
+#[allow(dead_code)]
+pub fn mixed_text() -> String {
+    const PARTS: [&str; 10] = [
+        "abc",
+        "你好世界",
+        "café",
+        "ÄÖÜß",
+        "Ωβγ",
+        "—",
+        "日本語",
+        "éè",
+        "xyz ",
+        "123",
+    ];
+    let mut s = String::new();
+    let mut seed = 7u64;
+    while s.chars().count() < 2000 {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        s.push_str(PARTS[(seed >> 33) as usize % PARTS.len()]);
+    }
+    s.chars().take(2000).collect()
+}

@@ -44,6 +44,20 @@ pub fn matches(top: &TopLevel, target: &Target) -> bool {
     }
 }
 
+/// True when the focused X top-level `top` is the AT-SPI window (pure): [`matches`],
+/// or — since a title can change while input arrives (a page that mirrors its input
+/// in its title) — the same process when that process shows exactly one mapped
+/// top-level among `tops`, so there is no other window of it to confuse.
+pub fn is_window(top: &TopLevel, target: &Target, tops: &[TopLevel]) -> bool {
+    if matches(top, target) {
+        return true;
+    }
+    match (top.pid, target.pid) {
+        (Some(p), Some(q)) if p == q => tops.iter().filter(|t| t.pid == Some(p)).count() == 1,
+        _ => false,
+    }
+}
+
 /// Reads the window's pid (from the bus daemon) and title.
 pub async fn target_of(bus: &Bus, window: &ObjRef) -> Result<Target, ComputerError> {
     let (pid, title) = tokio::join!(
@@ -119,6 +133,15 @@ pub async fn ensure_focused(
     if now.as_ref().is_some_and(|t| matches(t, &target)) {
         return Ok(());
     }
+    if let Some(t) = now
+        .as_ref()
+        .filter(|t| t.pid.is_some() && t.pid == target.pid)
+    {
+        let tops = blocking(x, |x| x.toplevels()).await?;
+        if is_window(t, &target, &tops) {
+            return Ok(());
+        }
+    }
     if !activate {
         return Err(refusal(&target, now.as_ref(), false));
     }
@@ -156,6 +179,27 @@ mod tests {
             title: title.into(),
             bounds: Bounds::new(0, 0, 800, 600),
         }
+    }
+
+    #[test]
+    fn a_changed_title_is_the_same_window_when_its_process_has_one() {
+        let t = Target {
+            pid: Some(812),
+            title: "0:0 - Chromium".into(),
+        };
+        let now = top(Some(812), "1833:450 - Chromium");
+        assert!(is_window(&now, &t, &[now.clone(), top(Some(9), "Other")]));
+        // Two windows of the process: the title decides.
+        assert!(!is_window(
+            &now,
+            &t,
+            &[now.clone(), top(Some(812), "Settings")]
+        ));
+        assert!(!is_window(
+            &top(Some(9), "1833:450 - Chromium"),
+            &t,
+            &[top(Some(9), "x")]
+        ));
     }
 
     #[test]

@@ -92,6 +92,7 @@ pub mod snapshot;
 pub mod state_map;
 pub mod table;
 pub mod tree;
+pub mod typing;
 pub mod walk;
 
 pub use connection::{Bus, CallError};
