@@ -217,7 +217,9 @@ impl LinuxDriver {
         let (body, tail) = text.split_at(body_len);
         let (body, tail) = (body.to_owned(), tail.to_owned());
         let watch = match target {
-            Some(t) if !body.is_empty() => typing::Watch::start(&self.bus, window.clone(), t).await,
+            Some(t) if !body.is_empty() => {
+                typing::Watch::start(&self.bus, &self.opts, window.clone(), t).await
+            }
             _ => None,
         };
         let Some(watch) = watch else {
@@ -242,11 +244,22 @@ impl LinuxDriver {
         .await?;
         let chars = body.replace("\r\n", "\n").chars().count();
         watch.wait_for(&self.bus, chars).await?;
-        let verified = watch.verify(&self.bus, &body).await?;
+        let (verified, note) = match watch.verify(&self.bus, &body).await {
+            Ok(n) => (Some(n), None),
+            // Arrived (the count says so) but the text could not be read in time.
+            Err(e) if e.code == ErrorCode::NotResponding => (
+                None,
+                Some(format!(
+                    "all {chars} characters arrived, but the text could not be read back: {}",
+                    e.message
+                )),
+            ),
+            Err(e) => return Err(e),
+        };
         if !tail.is_empty() {
             sent += blocking(Box::new(move || x.type_text(&tail))).await?;
         }
-        Ok((sent, Some(verified), None))
+        Ok((sent, verified, note))
     }
 
     fn input_result(channel: Channel, started: Instant, events_sent: u64) -> InputResult {
@@ -488,7 +501,7 @@ impl Driver for LinuxDriver {
             }
             Err(text) => text,
         };
-        let target = typing::focused_text(&self.bus, &window).await;
+        let target = typing::focused_text(&self.bus, &self.opts, &window).await;
         let (sent, verified, note) = self.type_verified(x, &window, target, text).await?;
         let mut r = Self::input_result(Channel::Keyboard, started, sent);
         r.verified_chars = verified;

@@ -865,10 +865,25 @@ impl Host {
             );
             return Err(self.refuse(e, Some(op), None));
         };
-        let (window, cand) = en
-            .find(&bound)
-            .cloned()
-            .expect("begin keeps the binding live");
+        // `begin` keeps the binding on a live window, or on the window of an app that
+        // is not responding (not gone: the grant stays there).
+        let Some((window, cand)) = en.find(&bound).cloned() else {
+            let e = match en.frozen_app_of(&bound) {
+                Some(app) => fail(
+                    ErrorCode::NotResponding,
+                    format!(
+                        "app {:?}{} that you work in is not responding, so nothing was sent; the grant stays on it. Wait and try again",
+                        deskpilot_core::sanitize::one_line(&app.name),
+                        app.pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+                    ),
+                ),
+                None => fail(
+                    ErrorCode::StaleRevision,
+                    "the bound window is gone; observe before acting",
+                ),
+            };
+            return Err(self.refuse(e, Some(op), g.target_app.as_deref()));
+        };
         if let Some(r) = self.rules.check_window(&cand.facts) {
             let app = cand.facts.app.clone();
             return Err(self.refuse(refused(r), Some(op), Some(&app)));

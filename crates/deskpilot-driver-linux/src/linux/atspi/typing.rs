@@ -13,13 +13,19 @@
 //! still arriving (seen with Chromium under load: 1,265 of 2,032 characters there
 //! when the call returned). Watching the element's character count solves both.
 
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
-use super::connection::{Bus, iface, obj_from_wire};
+use deskpilot_core::Node;
+use deskpilot_protocol::types::SnapshotParams;
+
+use super::connection::{Bus, iface};
 use super::handle::ObjRef;
 use super::info::Ifaces;
+use super::options::ConnectOptions;
+use super::snapshot::snapshot;
 use super::state_map::RawStates;
 
 /// Longest wait for the application to take one more character before typing stops:
@@ -30,60 +36,38 @@ const POLL: Duration = Duration::from_millis(15);
 /// Characters shown around the first difference in a failed read-back: 24.
 const CONTEXT: usize = 24;
 
-/// The `org.a11y.atspi.Collection` interface.
-const COLLECTION: &str = "org.a11y.atspi.Collection";
+/// AT-SPI role `terminal` (`ATSPI_ROLE_TERMINAL`).
+const TERMINAL: u32 = 60;
 
-/// AT-SPI `FOCUSED` state bit (`AtspiStateType` 12) in the first word of a set.
-const FOCUSED_BIT: i32 = 1 << 12;
-
-/// The focused element of `window` that exposes `Text`: `Collection.GetMatches`
-/// for the `FOCUSED` state, the last (deepest) match with `Text`. `None` when the
-/// window has no such element or no `Collection`.
-pub async fn focused_text(bus: &Bus, window: &ObjRef) -> Option<ObjRef> {
-    type Rule = (
-        Vec<i32>,
-        i32,
-        std::collections::HashMap<String, String>,
-        i32,
-        Vec<i32>,
-        i32,
-        Vec<String>,
-        i32,
-        bool,
-    );
-    // States: all of {FOCUSED}; attributes, roles, interfaces: all of none (match
-    // type ALL = 1 over an empty set is no condition; INVALID matches nothing in
-    // some implementations).
-    let rule: Rule = (
-        vec![FOCUSED_BIT, 0],
-        1,
-        Default::default(),
-        1,
-        Vec::new(),
-        1,
-        Vec::new(),
-        1,
-        false,
-    );
-    // Sort order canonical (1), no count limit (0), traverse the subtree.
-    let found: Vec<(String, zbus::zvariant::OwnedObjectPath)> = bus
-        .call(window, COLLECTION, "GetMatches", &(rule, 1u32, 0i32, true))
+/// The focused element of `window` that takes typed text: a read of the window as
+/// `observe` reads it (bounded, never enumerating containers that manage their
+/// descendants — `Collection.GetMatches` would, and freezes LibreOffice), then the
+/// last focused element that is editable and exposes `Text`, unless it is a
+/// terminal (whose text is its screen, where a prompt's line wraps and scrolls).
+/// `None` when there is none or the read fails.
+pub async fn focused_text(bus: &Bus, opts: &ConnectOptions, window: &ObjRef) -> Option<ObjRef> {
+    use deskpilot_core::State;
+    let snap = snapshot(bus, opts, &SnapshotParams::whole(window.to_handle()))
         .await
         .ok()?;
-    for wire in found.into_iter().rev() {
-        let obj = obj_from_wire(wire);
-        if obj.is_null() {
-            continue;
-        }
-        let ifaces: Vec<String> = bus
-            .call(&obj, iface::ACCESSIBLE, "GetInterfaces", &())
-            .await
-            .ok()?;
-        if Ifaces::from_names(&ifaces).has(Ifaces::TEXT) {
-            return Some(obj);
-        }
-    }
-    None
+    // The last focused editable element in tree order: LibreOffice keeps its sheet
+    // and cell focused while a cell is edited in a paragraph that comes after them,
+    // and Chromium marks the document focused as well as the field in it.
+    let f = snap
+        .root
+        .walk()
+        .filter(|n: &&Node| n.has(State::Focused) && n.has(State::Editable))
+        .last()?;
+    let obj = ObjRef::from_handle(&f.handle).ok()?;
+    let ifaces: Vec<String> = bus
+        .call(&obj, iface::ACCESSIBLE, "GetInterfaces", &())
+        .await
+        .ok()?;
+    let role: u32 = bus
+        .call(&obj, iface::ACCESSIBLE, "GetRole", &())
+        .await
+        .ok()?;
+    (Ifaces::from_names(&ifaces).has(Ifaces::TEXT) && role != TERMINAL).then_some(obj)
 }
 
 /// How long the character count may stand still before the focused element is
@@ -93,19 +77,25 @@ const RELOOK: Duration = Duration::from_millis(500);
 
 /// One text element watched while text is typed into it.
 pub struct Watch {
-    /// The window, to look the focused element up again.
+    /// The window, to look the focused element up again, and how to read it.
     window: ObjRef,
+    opts: ConnectOptions,
     obj: std::sync::Mutex<ObjRef>,
     /// Characters before typing.
-    base: i32,
+    base: AtomicI32,
     /// Where the typed text starts (the caret before typing), in characters.
-    start: i32,
+    start: AtomicI32,
 }
 
 impl Watch {
     /// Starts watching `obj`: its character count and caret now. `None` when they
     /// cannot be read (then nothing is verified, and the result says so).
-    pub async fn start(bus: &Bus, window: ObjRef, obj: ObjRef) -> Option<Watch> {
+    pub async fn start(
+        bus: &Bus,
+        opts: &ConnectOptions,
+        window: ObjRef,
+        obj: ObjRef,
+    ) -> Option<Watch> {
         let base: i32 = bus.prop(&obj, iface::TEXT, "CharacterCount").await.ok()?;
         let caret: i32 = bus.prop(&obj, iface::TEXT, "CaretOffset").await.ok()?;
         let start = if (0..=base).contains(&caret) {
@@ -115,9 +105,10 @@ impl Watch {
         };
         Some(Watch {
             window,
+            opts: opts.clone(),
             obj: std::sync::Mutex::new(obj),
-            base: base.max(0),
-            start,
+            base: AtomicI32::new(base.max(0)),
+            start: AtomicI32::new(start),
         })
     }
 
@@ -130,20 +121,21 @@ impl Watch {
     /// grew.
     ///
     /// Errors: `COMPUTER_OUTCOME_UNKNOWN` when the count stops growing short of it
-    /// (saying how many arrived), `COMPUTER_NOT_RESPONDING` when the element stops
-    /// answering.
+    /// (saying how many arrived; an application too busy to answer counts as not
+    /// growing).
     pub async fn wait_for(&self, bus: &Bus, typed: usize) -> Result<(), ComputerError> {
-        let want = self
-            .base
-            .saturating_add(i32::try_from(typed).unwrap_or(i32::MAX));
+        let n = i32::try_from(typed).unwrap_or(i32::MAX);
+        let base = || self.base.load(Ordering::Relaxed);
+        let mut want = base().saturating_add(n);
         let mut last = -1;
         let mut grew = Instant::now();
         let mut relooked = false;
         loop {
             let now: i32 = match bus.prop(&self.obj(), iface::TEXT, "CharacterCount").await {
                 Ok(n) => n,
-                // The object went away: the next look-up finds its successor.
-                Err(e) if e.is_gone() => -1,
+                // The object went away: the next look-up finds its successor. A busy
+                // application that does not answer in time counts as no progress.
+                Err(e) if e.is_gone() || e.is_timeout() => last,
                 Err(e) => return Err(e.to_driver()),
             };
             if now >= want {
@@ -155,9 +147,21 @@ impl Watch {
                 relooked = false;
             } else if !relooked && grew.elapsed() >= RELOOK {
                 relooked = true;
-                if let Some(o) = focused_text(bus, &self.window).await
+                if let Some(o) = focused_text(bus, &self.opts, &self.window).await
                     && o != self.obj()
                 {
+                    // A successor holding at least the old text carries it on (a
+                    // replaced object); a shorter one is a new editor that holds only
+                    // what is typed (a spreadsheet cell being edited).
+                    let count: i32 = bus
+                        .prop(&o, iface::TEXT, "CharacterCount")
+                        .await
+                        .unwrap_or(0);
+                    if count < base() {
+                        self.base.store(0, Ordering::Relaxed);
+                        self.start.store(0, Ordering::Relaxed);
+                        want = n;
+                    }
                     *self.obj.lock().unwrap_or_else(|e| e.into_inner()) = o;
                     last = -1;
                     continue;
@@ -167,11 +171,11 @@ impl Watch {
                     ErrorCode::OutcomeUnknown,
                     format!(
                         "the application took {} of the {typed} characters typed so far and then nothing for {} s, so typing stopped there; observe before typing the rest",
-                        (now - self.base).max(0),
+                        (now - base()).max(0),
                         STALL.as_secs()
                     ),
                 )
-                .with_detail(serde_json::json!({ "typed": typed, "arrived": (now - self.base).max(0) })));
+                .with_detail(serde_json::json!({ "typed": typed, "arrived": (now - base()).max(0) })));
             }
             tokio::time::sleep(POLL).await;
         }
@@ -185,12 +189,13 @@ impl Watch {
     pub async fn verify(&self, bus: &Bus, expected: &str) -> Result<u64, ComputerError> {
         let want: Vec<char> = expected.replace("\r\n", "\n").chars().collect();
         let n = i32::try_from(want.len()).unwrap_or(i32::MAX);
+        let start = self.start.load(Ordering::Relaxed);
         let got: String = bus
             .call(
                 &self.obj(),
                 iface::TEXT,
                 "GetText",
-                &(self.start, self.start.saturating_add(n)),
+                &(start, start.saturating_add(n)),
             )
             .await
             .map_err(|e| e.to_driver())?;
