@@ -1677,7 +1677,10 @@ impl Session {
             result.events_sent,
         );
         if let Some(n) = result.verified_chars {
-            out.push_str(&format!(" · {n} characters read back"));
+            out.push_str(&format!(
+                " · {n} character{} read back",
+                if n == 1 { "" } else { "s" }
+            ));
         }
         if let Some(note) = &result.note {
             out.push_str(&format!(
@@ -1768,7 +1771,10 @@ impl Session {
             result.events_sent,
         );
         if let Some(n) = result.verified_chars {
-            out.push_str(&format!(" · {n} characters read back"));
+            out.push_str(&format!(
+                " · {n} character{} read back",
+                if n == 1 { "" } else { "s" }
+            ));
         }
         if let Some(note) = &result.note {
             out.push_str(&format!(

@@ -330,11 +330,22 @@ pub async fn act(ctx: &Ctx, r: String, op: Op, value: Option<String>) -> Result<
     let (mut h, _) = open(ctx, "cli").await?;
     let out = h.act(&r, op, value).await?;
     let text = format!("{}\n({} tokens)", out.text, out.tokens);
-    if let Some(e) = out.not_executed() {
+    if let Some(mut e) = out.not_executed() {
         // Not confirmed done is a failure (exit 1, the code on stderr); a reader of
-        // the terminal still sees what changed. `--json` has it in `detail`.
-        if !ctx.json {
+        // the terminal still sees what changed. `--json` has it in `detail`, with
+        // the host's warnings (an audit write that failed).
+        let warnings = h.warnings();
+        if ctx.json {
+            if let Some(serde_json::Value::Object(m)) = &mut e.detail
+                && !warnings.is_empty()
+            {
+                m.insert("warnings".into(), serde_json::json!(warnings));
+            }
+        } else {
             println!("{text}");
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
         }
         return Err(e);
     }

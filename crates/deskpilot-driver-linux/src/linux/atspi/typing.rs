@@ -88,20 +88,34 @@ pub struct Watch {
 }
 
 impl Watch {
-    /// Starts watching `obj`: its character count and caret now. `None` when they
-    /// cannot be read (then nothing is verified, and the result says so).
+    /// Starts watching `obj`: its character count and caret now (a selection, which
+    /// typing replaces, counts as gone and as where the text starts). `None` when
+    /// they cannot be read (then nothing is verified, and the result says so).
     pub async fn start(
         bus: &Bus,
         opts: &ConnectOptions,
         window: ObjRef,
         obj: ObjRef,
     ) -> Option<Watch> {
-        let base: i32 = bus.prop(&obj, iface::TEXT, "CharacterCount").await.ok()?;
+        let count: i32 = bus.prop(&obj, iface::TEXT, "CharacterCount").await.ok()?;
         let caret: i32 = bus.prop(&obj, iface::TEXT, "CaretOffset").await.ok()?;
-        let start = if (0..=base).contains(&caret) {
-            caret
-        } else {
-            base
+        // Typing replaces a selection: the text then starts where it starts and
+        // the selected characters are gone.
+        let selected = match bus
+            .call::<_, i32>(&obj, iface::TEXT, "GetNSelections", &())
+            .await
+        {
+            Ok(n) if n > 0 => bus
+                .call::<_, (i32, i32)>(&obj, iface::TEXT, "GetSelection", &(0i32,))
+                .await
+                .ok()
+                .filter(|(a, b)| 0 <= *a && a < b && *b <= count),
+            _ => None,
+        };
+        let (base, start) = match selected {
+            Some((a, b)) => (count - (b - a), a),
+            None if (0..=count).contains(&caret) => (count, caret),
+            None => (count, count),
         };
         Some(Watch {
             window,
