@@ -1676,18 +1676,7 @@ impl Session {
             result.channel.as_str(),
             result.events_sent,
         );
-        if let Some(n) = result.verified_chars {
-            out.push_str(&format!(
-                " · {n} character{} read back",
-                if n == 1 { "" } else { "s" }
-            ));
-        }
-        if let Some(note) = &result.note {
-            out.push_str(&format!(
-                "\nnote: {}",
-                deskpilot_core::sanitize::one_line(note)
-            ));
-        }
+        read_back_into(&mut out, &result);
         change.render_into(&mut out);
         let tokens = deskpilot_core::tokens::count(&out);
         Ok(KeysOutcome {
@@ -1770,18 +1759,7 @@ impl Session {
             result.channel.as_str(),
             result.events_sent,
         );
-        if let Some(n) = result.verified_chars {
-            out.push_str(&format!(
-                " · {n} character{} read back",
-                if n == 1 { "" } else { "s" }
-            ));
-        }
-        if let Some(note) = &result.note {
-            out.push_str(&format!(
-                "\nnote: {}",
-                deskpilot_core::sanitize::one_line(note)
-            ));
-        }
+        read_back_into(&mut out, &result);
         change.render_into(&mut out);
         let tokens = deskpilot_core::tokens::count(&out);
         Ok(KeysOutcome {
@@ -1934,6 +1912,23 @@ impl KeyStep {
             (None, Some(t)) => format!("{} chars of text", t.chars().count()),
             (None, None) => String::new(),
         }
+    }
+}
+
+/// Appends to an input result's line what the driver read back (`· 12 characters
+/// read back`) and, on a line of its own, what it could not confirm.
+fn read_back_into(out: &mut String, r: &InputResult) {
+    if let Some(n) = r.verified_chars {
+        out.push_str(&format!(
+            " · {n} character{} read back",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    if let Some(note) = &r.note {
+        out.push_str(&format!(
+            "\nnote: {}",
+            deskpilot_core::sanitize::one_line(note)
+        ));
     }
 }
 

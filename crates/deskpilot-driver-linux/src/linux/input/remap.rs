@@ -146,14 +146,7 @@ pub(crate) fn restore_left(
         })
         .cloned()
         .collect();
-    let guard = Borrowed {
-        conn,
-        per_keycode: u8::try_from(keymap.per_keycode()).unwrap_or(u8::MAX),
-        originals: Vec::new(),
-        record: record_path(display),
-        display: display.to_owned(),
-        installed: Vec::new(),
-    };
+    let guard = Borrowed::new(conn, keymap, display);
     if !rows.is_empty() {
         guard.change(&rows)?;
         sync_conn(conn)?;
