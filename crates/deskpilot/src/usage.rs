@@ -44,7 +44,54 @@ pub fn check(cli: Cli) -> Result<Cli, clap::Error> {
             ErrorKind::MissingRequiredArgument,
             "say what to wait for: --text T, --gone T, --role R --name N, or --window-title T",
         ),
+        Command::Act { ref_, op, value } => match act_usage(ref_, *op, value.as_deref()) {
+            Some((kind, msg)) => fail(kind, &msg),
+            None => Ok(cli),
+        },
+        Command::Keys {
+            keys, text: false, ..
+        } => match deskpilot_protocol::keys::parse_chords(keys) {
+            Err(e) => fail(ErrorKind::InvalidValue, &e.message),
+            Ok(_) => Ok(cli),
+        },
         _ => Ok(cli),
+    }
+}
+
+/// What is wrong with `act REF OP [VALUE]` before any desktop is asked (pure): a
+/// malformed ref, a missing value where the op needs one, a value where it takes
+/// none, a scroll direction that is not one.
+fn act_usage(r: &str, op: Op, value: Option<&str>) -> Option<(ErrorKind, String)> {
+    if let Err(e) = deskpilot_core::refs::parse_ref(r) {
+        return Some((ErrorKind::InvalidValue, format!("{r:?} is not a ref: {e}")));
+    }
+    let needs = matches!(op, Op::SetValue | Op::Type | Op::Scroll | Op::DragTo);
+    match (needs, value) {
+        (true, None) => Some((
+            ErrorKind::MissingRequiredArgument,
+            format!(
+                "{op} needs a value: {}",
+                match op {
+                    Op::Scroll => "up, down, left, right or into_view",
+                    Op::DragTo => "the ref of the element to drop on",
+                    _ => "the text",
+                }
+            ),
+        )),
+        (false, Some(v)) => Some((
+            ErrorKind::UnknownArgument,
+            format!("{op} takes no value, but {v:?} was given"),
+        )),
+        (true, Some(v))
+            if op == Op::Scroll
+                && !["up", "down", "left", "right", "into_view"].contains(&v.trim()) =>
+        {
+            Some((
+                ErrorKind::InvalidValue,
+                format!("scroll {v:?}: the direction is one of up, down, left, right, into_view"),
+            ))
+        }
+        _ => None,
     }
 }
 
@@ -173,6 +220,11 @@ mod tests {
             &["--sandbox", "abc", "apps"],
             &["--sandbox", "apps"],
             &["--sandbox", "::1", "apps"],
+            &["act", "e391", "set_value"],
+            &["act", "e391", "scroll", "sideways"],
+            &["act", "zz", "click"],
+            &["act", "e391", "click", "extra"],
+            &["keys", "ctrl+nosuchkey"],
             &["sandbox", "start", "--display", "x"],
             &["observe", "--max-tokens", "10"],
             &["run", "  ", "--max-steps", "3"],

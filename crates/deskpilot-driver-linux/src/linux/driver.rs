@@ -238,12 +238,15 @@ impl LinuxDriver {
         );
         let (x2, typed_body) = (x.clone(), body.clone());
         let mut sent = blocking(Box::new(move || {
-            let mut pace = |n: usize| rt.block_on(w.wait_for(&bus, n));
+            let body = typed_body.replace("\r\n", "\n");
+            let mut pace = |n: usize| rt.block_on(w.wait_for(&bus, n, &body));
             x2.type_text_paced(&typed_body, Some(&mut pace))
         }))
         .await?;
         let chars = body.replace("\r\n", "\n").chars().count();
-        watch.wait_for(&self.bus, chars).await?;
+        watch
+            .wait_for(&self.bus, chars, &body.replace("\r\n", "\n"))
+            .await?;
         let (verified, note) = match watch.verify(&self.bus, &body).await {
             Ok(n) => (Some(n), None),
             // Arrived (the count says so) but the text could not be read in time.
@@ -448,6 +451,7 @@ impl Driver for LinuxDriver {
             m => act::perform(&self.bus, &obj, m).await?,
         };
         let mut result = act::result(&method, outcome, started);
+        let was_delegated = delegated.is_some();
         if let Some(d) = delegated {
             result.note = Some(match result.note.take() {
                 Some(n) => format!("{d}; {n}"),
@@ -456,6 +460,37 @@ impl Driver for LinuxDriver {
         }
         if let (Some(s), Some(settler)) = (p.settle, settler) {
             result.settle = Some(settler.finish(s).await);
+        }
+        // Expand and collapse say where they end: an element that states it can
+        // expand is read again, and an action it accepted without the state
+        // changing is not called done (Chromium opens a `<select>` only in the
+        // active window, and answers true either way).
+        let verifiable = !was_delegated
+            && matches!(
+                p.op,
+                deskpilot_core::Op::Expand | deskpilot_core::Op::Collapse
+            )
+            && matches!(method, Method::DoAction { .. })
+            && facts.states.has(atspi::State::Expandable)
+            && result.status == ActStatus::Executed;
+        if verifiable {
+            let states: Result<Vec<u32>, _> = self
+                .bus
+                .call(&obj, iface::ACCESSIBLE, "GetState", &())
+                .await;
+            if let Ok(s) = states {
+                let expanded =
+                    super::atspi::state_map::RawStates::from_words(&s).has(atspi::State::Expanded);
+                let want = p.op == deskpilot_core::Op::Expand;
+                if expanded != want {
+                    result.status = ActStatus::OutcomeUnknown;
+                    result.note = Some(format!(
+                        "the application accepted {} but the element does not say it is {}; nothing may have happened (some apps open a popup only in the active window: bring it to the front, then retry)",
+                        result.method,
+                        if want { "expanded" } else { "collapsed" }
+                    ));
+                }
+            }
         }
         Ok(result)
     }

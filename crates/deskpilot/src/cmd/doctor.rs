@@ -78,29 +78,32 @@ pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), Comp
             Some("apt-get install bubblewrap"),
         ));
     }
+    // Keycodes a killed call left borrowed: doctor is a call on this display like
+    // any other, so it puts them back (with or without --fix) and says so.
     if let Some((pid, keycodes)) =
         deskpilot_driver_linux::input::keymap_left_changed(&desktop.display)
     {
-        let restored = if fix {
-            deskpilot_driver_linux::input::restore_left_keymap(&desktop.display)
-        } else {
-            Ok(Vec::new())
-        };
-        checks.push(match restored {
-            Ok(k) if !k.is_empty() || fix => check(
-                "keymap",
-                true,
-                format!("restored keycodes {k:?} that a killed deskpilot call (pid {pid}) left borrowed"),
-                None,
-            ),
-            Ok(_) => check(
-                "keymap",
-                false,
-                format!("a deskpilot call (pid {pid}, no longer running) left keycodes {keycodes:?} borrowed for characters the keymap lacks; the next call on this display restores them"),
-                Some("deskpilot doctor --fix"),
-            ),
-            Err(e) => check("keymap", false, format!("could not restore keycodes {keycodes:?}: {}", e.message), None),
-        });
+        checks.push(
+            match deskpilot_driver_linux::input::restore_left_keymap(&desktop.display) {
+                Ok(_) => check(
+                    "keymap",
+                    true,
+                    format!(
+                        "restored keycodes {keycodes:?} that a killed deskpilot call (pid {pid}) had left borrowed for characters the keymap lacks"
+                    ),
+                    None,
+                ),
+                Err(e) => check(
+                    "keymap",
+                    false,
+                    format!(
+                        "keycodes {keycodes:?} are left borrowed by a killed deskpilot call (pid {pid}) and could not be restored: {}",
+                        e.message
+                    ),
+                    Some("xmodmap -pke shows them; restart the X session if they stay"),
+                ),
+            },
+        );
     }
     if fix && let Err(e) = deskpilot_driver_linux::sandbox::set_a11y_enabled(&desktop.bus_address) {
         checks.push(check(

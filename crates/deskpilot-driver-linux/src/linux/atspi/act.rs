@@ -267,12 +267,18 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Comp
         Op::Click if menu_item && facts.parent_selects && facts.states.on_screen() => {
             Ok(Method::MenuKeyboard)
         }
+        // Without a click-like action, the first action is the element's default
+        // (AT-SPI's convention), unless it is a GTK 4 widget action (`menu.popup`,
+        // `clipboard.paste`, `selection.delete`): those do one named thing, never
+        // what a click on the element does.
         Op::Click => match pick_action(&facts.actions, &CLICK) {
             Some((index, name)) => Ok(Method::DoAction { index, name }),
-            None if !facts.actions.is_empty() => Ok(Method::DoAction {
-                index: 0,
-                name: facts.actions[0].clone(),
-            }),
+            None if facts.actions.first().is_some_and(|a| !a.contains('.')) => {
+                Ok(Method::DoAction {
+                    index: 0,
+                    name: facts.actions[0].clone(),
+                })
+            }
             None if facts.parent_selects => Ok(Method::SelectInParent),
             None => Err(not_actionable(op, "it offers no action", POINTER_FALLBACK)),
         },
@@ -350,7 +356,9 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Comp
         )),
         Op::Back | Op::Home | Op::Recents => Err(ComputerError::new(
             ErrorCode::PlatformUnsupported,
-            format!("{op} is an Android navigation key; desktop windows have no such key"),
+            format!(
+                "{op} is an Android navigation key; desktop windows have no such key. Use keys instead (a browser goes back with alt+Left, a dialog closes with Escape)"
+            ),
         )),
         _ => Err(ComputerError::new(
             ErrorCode::PlatformUnsupported,
@@ -1077,6 +1085,17 @@ mod tests {
         );
         assert_eq!(
             choose(Op::Click, &no_component, None).unwrap_err().code,
+            ErrorCode::ElementNotActionable
+        );
+        // A GTK 4 label's widget actions are not a click.
+        let label = facts(
+            29,
+            &[],
+            &["Action"],
+            &["clipboard.copy", "menu.popup", "selection.delete"],
+        );
+        assert_eq!(
+            choose(Op::Click, &label, None).unwrap_err().code,
             ErrorCode::ElementNotActionable
         );
         // A read-only label text and a button keep their own actions.

@@ -96,7 +96,9 @@ impl CallError {
             ),
             CallError::Unsupported { method, .. } => (
                 ErrorCode::ElementNotActionable,
-                format!("the element does not support {method}"),
+                format!(
+                    "the element does not support {method}, so this op cannot be done on it; observe and act on the control that holds it (its parent or child), or use keys"
+                ),
             ),
             CallError::Failed { method, source, .. } => (
                 ErrorCode::Internal,

@@ -101,7 +101,8 @@ fn refusal(target: &Target, focused: Option<&TopLevel>, tried: bool) -> Computer
         ErrorCode::InputUnavailable,
         format!(
             "window {:?} does not have keyboard focus ({now} has it){}; synthetic input would \
-             go to the wrong window, so none was sent",
+             go to the wrong window, so none was sent. Bring the window to the front first \
+             (keys with --app or --window activate it; or click one of its elements), then retry",
             target.title,
             if tried {
                 " and activating it failed"
