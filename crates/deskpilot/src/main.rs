@@ -333,6 +333,9 @@ enum SandboxCmd {
         /// The process whose end stops the sandbox.
         #[arg(long)]
         pid: u32,
+        /// Its start time (`/proc/PID/stat` field 22), so a reused pid is not it.
+        #[arg(long)]
+        start: Option<u64>,
     },
 }
 

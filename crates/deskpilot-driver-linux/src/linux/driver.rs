@@ -154,24 +154,26 @@ impl LinuxDriver {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        if text.contains(['\t', '\n', '\r']) {
+            // The host judges keys text piece by piece at each Tab and line break;
+            // a value typed here in one go would move focus or submit unjudged.
+            return Err(ComputerError::new(
+                ErrorCode::InvalidArgument,
+                "a value typed through the keyboard cannot hold a Tab or a line break (they move focus or submit); set it without them, or send them with keys so each step is checked",
+            ));
+        }
         let mut sent = 0;
         if replace {
-            // Select all and delete, then type into the empty field, so the typing is
-            // paced and read back from the start.
+            // Select all, then type over the selection (typing replaces it; the
+            // read-back starts where the selection did). Never a delete key: in a
+            // spreadsheet select-all is every cell.
             let x2 = x.clone();
-            sent += tokio::task::spawn_blocking(move || x2.send_chords("ctrl+a BackSpace"))
+            sent += tokio::task::spawn_blocking(move || x2.send_chords("ctrl+a"))
                 .await
                 .map_err(|e| {
                     ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
                 })??;
-            let until = Instant::now() + FOCUS_WAIT;
-            while Instant::now() < until {
-                let n: Result<i32, _> = self.bus.prop(obj, iface::TEXT, "CharacterCount").await;
-                if n.is_err() || n.is_ok_and(|n| n == 0) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+            tokio::time::sleep(act::FOCUS_SETTLE).await;
         }
         let (typed, verified, unverified) = self
             .type_verified(x, window, Some(obj.clone()), text.to_string())
@@ -231,6 +233,18 @@ impl LinuxDriver {
             return Ok((sent, None, note));
         };
         let watch = Arc::new(watch);
+        // Dropped with this future (an MCP request cancelled): the next pace fails
+        // and the typing stops there.
+        struct Cancel(Option<Arc<typing::Watch>>);
+        impl Drop for Cancel {
+            fn drop(&mut self) {
+                if let Some(w) = &self.0 {
+                    w.cancelled
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+        let mut cancel_on_drop = Cancel(Some(watch.clone()));
         let (w, bus, rt) = (
             watch.clone(),
             self.bus.clone(),
@@ -238,15 +252,14 @@ impl LinuxDriver {
         );
         let (x2, typed_body) = (x.clone(), body.clone());
         let mut sent = blocking(Box::new(move || {
-            let body = typed_body.replace("\r\n", "\n");
+            let body = typed_body.replace("\r\n", "\n").replace('\r', "\n");
             let mut pace = |n: usize| rt.block_on(w.wait_for(&bus, n, &body));
             x2.type_text_paced(&typed_body, Some(&mut pace))
         }))
         .await?;
-        let chars = body.replace("\r\n", "\n").chars().count();
-        watch
-            .wait_for(&self.bus, chars, &body.replace("\r\n", "\n"))
-            .await?;
+        let norm = body.replace("\r\n", "\n").replace('\r', "\n");
+        let chars = norm.chars().count();
+        watch.wait_for(&self.bus, chars, &norm).await?;
         let (verified, note) = match watch.verify(&self.bus, &body).await {
             Ok(n) => (Some(n), None),
             // Arrived (the count says so) but the text could not be read in time.
@@ -262,6 +275,7 @@ impl LinuxDriver {
         if !tail.is_empty() {
             sent += blocking(Box::new(move || x.type_text(&tail))).await?;
         }
+        cancel_on_drop.0 = None;
         Ok((sent, verified, note))
     }
 
@@ -474,22 +488,31 @@ impl Driver for LinuxDriver {
             && facts.states.has(atspi::State::Expandable)
             && result.status == ActStatus::Executed;
         if verifiable {
-            let states: Result<Vec<u32>, _> = self
-                .bus
-                .call(&obj, iface::ACCESSIBLE, "GetState", &())
-                .await;
-            if let Ok(s) = states {
+            // Read for up to 300 ms: some apps change the state after the call.
+            let want = p.op == deskpilot_core::Op::Expand;
+            let until = Instant::now() + Duration::from_millis(300);
+            let mut reached = None;
+            loop {
+                let states: Result<Vec<u32>, _> = self
+                    .bus
+                    .call(&obj, iface::ACCESSIBLE, "GetState", &())
+                    .await;
+                let Ok(s) = states else { break };
                 let expanded =
                     super::atspi::state_map::RawStates::from_words(&s).has(atspi::State::Expanded);
-                let want = p.op == deskpilot_core::Op::Expand;
-                if expanded != want {
-                    result.status = ActStatus::OutcomeUnknown;
-                    result.note = Some(format!(
-                        "the application accepted {} but the element does not say it is {}; nothing may have happened (some apps open a popup only in the active window: bring it to the front, then retry)",
-                        result.method,
-                        if want { "expanded" } else { "collapsed" }
-                    ));
+                reached = Some(expanded == want);
+                if expanded == want || Instant::now() >= until {
+                    break;
                 }
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            if reached == Some(false) {
+                result.status = ActStatus::OutcomeUnknown;
+                result.note = Some(format!(
+                    "the application accepted {} but the element does not say it is {}; nothing may have happened (some apps open a popup only in the active window: bring it to the front, then retry)",
+                    result.method,
+                    if want { "expanded" } else { "collapsed" }
+                ));
             }
         }
         Ok(result)
@@ -536,7 +559,9 @@ impl Driver for LinuxDriver {
             }
             Err(text) => text,
         };
-        let target = typing::focused_text(&self.bus, &self.opts, &window).await;
+        let target = typing::focused_text(&self.bus, &self.opts, &window)
+            .await
+            .map(|(o, _)| o);
         let (sent, verified, note) = self.type_verified(x, &window, target, text).await?;
         let mut r = Self::input_result(Channel::Keyboard, started, sent);
         r.verified_chars = verified;

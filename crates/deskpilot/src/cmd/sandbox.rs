@@ -134,9 +134,9 @@ pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<()
             );
             Ok(())
         }
-        SandboxCmd::Watch { pid } => {
+        SandboxCmd::Watch { pid, start } => {
             let sb = chosen(sandbox)?;
-            watch(sb, pid);
+            watch(sb, pid, start.or_else(|| deskpilot_os::process_start(pid)));
             Ok(())
         }
         SandboxCmd::List => {
@@ -167,10 +167,10 @@ pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<()
 /// gone well within 2 s of the process's end (stopping takes the rest).
 const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Stops `sb` once process `pid` (the same process, by start time) has ended; returns
+/// Stops `sb` once process `pid` (the same process, by its start time `start`, as
+/// the parent gave it) has ended; returns
 /// early when the sandbox stopped by other means (the process stopped it on exit).
-fn watch(mut sb: Sandbox, pid: u32) {
-    let start = deskpilot_os::process_start(pid);
+fn watch(mut sb: Sandbox, pid: u32, start: Option<u64>) {
     loop {
         let alive = deskpilot_os::pid_alive(pid) && deskpilot_os::process_start(pid) == start;
         if !alive {
@@ -199,11 +199,14 @@ pub fn spawn_watcher(display: u32) -> std::io::Result<()> {
         "watch",
         "--pid",
     ])
-    .arg(std::process::id().to_string())
-    .env_remove("DESKPILOT_SANDBOX")
-    .stdin(std::process::Stdio::null())
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .process_group(0);
+    .arg(std::process::id().to_string());
+    if let Some(start) = deskpilot_os::process_start(std::process::id()) {
+        c.arg("--start").arg(start.to_string());
+    }
+    c.env_remove("DESKPILOT_SANDBOX")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
     c.spawn().map(drop)
 }

@@ -31,6 +31,13 @@ use super::state_map::RawStates;
 /// Longest wait for the application to take one more character before typing stops:
 /// 5 s (Chromium under load took up to a second per step of 48 here).
 pub const STALL: Duration = Duration::from_secs(5);
+/// The longest one wait may take however the count moves: 20 s (a step is at
+/// most 48 characters; Chromium under load took about a second for one).
+const WAIT_CEILING: Duration = Duration::from_secs(20);
+/// Look-ups of a new focused element in one wait: at most 3.
+const MAX_RELOOKS: u32 = 3;
+/// AT-SPI role `password text`.
+const PASSWORD_TEXT: u32 = 40;
 /// Interval between character-count reads while waiting: 15 ms.
 const POLL: Duration = Duration::from_millis(15);
 /// Characters shown around the first difference in a failed read-back: 24.
@@ -44,8 +51,12 @@ const TERMINAL: u32 = 60;
 /// descendants — `Collection.GetMatches` would, and freezes LibreOffice), then the
 /// last focused element that is editable and exposes `Text`, unless it is a
 /// terminal (whose text is its screen, where a prompt's line wraps and scrolls).
-/// `None` when there is none or the read fails.
-pub async fn focused_text(bus: &Bus, opts: &ConnectOptions, window: &ObjRef) -> Option<ObjRef> {
+/// Returns it with its AT-SPI role code; `None` when there is none or the read fails.
+pub async fn focused_text(
+    bus: &Bus,
+    opts: &ConnectOptions,
+    window: &ObjRef,
+) -> Option<(ObjRef, u32)> {
     use deskpilot_core::State;
     let snap = snapshot(bus, opts, &SnapshotParams::whole(window.to_handle()))
         .await
@@ -67,7 +78,7 @@ pub async fn focused_text(bus: &Bus, opts: &ConnectOptions, window: &ObjRef) -> 
         .call(&obj, iface::ACCESSIBLE, "GetRole", &())
         .await
         .ok()?;
-    (Ifaces::from_names(&ifaces).has(Ifaces::TEXT) && role != TERMINAL).then_some(obj)
+    (Ifaces::from_names(&ifaces).has(Ifaces::TEXT) && role != TERMINAL).then_some((obj, role))
 }
 
 /// How long the character count may stand still before the focused element is
@@ -85,6 +96,11 @@ pub struct Watch {
     base: AtomicI32,
     /// Where the typed text starts (the caret before typing), in characters.
     start: AtomicI32,
+    /// The character count when watching began (-1 once the element was replaced).
+    initial: AtomicI32,
+    /// Set when the caller gave up on the call (an MCP request cancelled): the next
+    /// wait fails, which stops the typing.
+    pub cancelled: std::sync::atomic::AtomicBool,
 }
 
 impl Watch {
@@ -123,6 +139,8 @@ impl Watch {
             obj: std::sync::Mutex::new(obj),
             base: AtomicI32::new(base.max(0)),
             start: AtomicI32::new(start),
+            initial: AtomicI32::new(count),
+            cancelled: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -143,74 +161,103 @@ impl Watch {
         let n = i32::try_from(typed).unwrap_or(i32::MAX);
         let base = || self.base.load(Ordering::Relaxed);
         let mut want = base().saturating_add(n);
-        let mut last = -1;
+        let prefix: String = text.chars().take(typed).collect();
+        let began = Instant::now();
+        // The highest count seen: only growth past it is progress (a count that
+        // goes up and down is not).
+        let mut best = i32::MIN;
         let mut grew = Instant::now();
+        let mut relooks = 0u32;
         let mut relooked = false;
+        // Focus that left the field is looked for at once (a password field that
+        // took it stops the typing); typing waits here, so at most one step of
+        // characters went elsewhere.
+        let mut focus_left = !self.focused(bus).await;
         loop {
-            let now: i32 = match bus.prop(&self.obj(), iface::TEXT, "CharacterCount").await {
-                Ok(n) => n,
-                // The object went away: the next look-up finds its successor. A busy
-                // application that does not answer in time counts as no progress.
-                Err(e) if e.is_gone() || e.is_timeout() => last,
-                Err(e) => return Err(e.to_driver()),
-            };
-            if now >= want {
-                return Ok(());
-            }
-            if now != last {
-                last = now;
-                grew = Instant::now();
-                relooked = false;
-            } else if !relooked && grew.elapsed() >= RELOOK {
-                relooked = true;
-                // A count is not always the text: Chromium counts an empty last
-                // line of a text area, so after a line break it is one ahead. The
-                // text itself decides.
-                if self
-                    .holds(bus, &text.chars().take(typed).collect::<String>())
-                    .await
-                {
-                    self.base
-                        .store(last.saturating_sub(n).max(0), Ordering::Relaxed);
-                    return Ok(());
-                }
-                if let Some(o) = focused_text(bus, &self.opts, &self.window).await
-                    && o != self.obj()
-                {
-                    // A successor holding at least the old text carries it on (a
-                    // replaced object); a shorter one is a new editor that holds only
-                    // what is typed (a spreadsheet cell being edited).
-                    let count: i32 = bus
-                        .prop(&o, iface::TEXT, "CharacterCount")
-                        .await
-                        .unwrap_or(0);
-                    if count < base() {
-                        self.base.store(0, Ordering::Relaxed);
-                        self.start.store(0, Ordering::Relaxed);
-                        want = n;
-                    }
-                    *self.obj.lock().unwrap_or_else(|e| e.into_inner()) = o;
-                    last = -1;
-                    continue;
-                }
-            } else if grew.elapsed() >= STALL {
-                if self
-                    .holds(bus, &text.chars().take(typed).collect::<String>())
-                    .await
-                {
-                    self.base
-                        .store(last.saturating_sub(n).max(0), Ordering::Relaxed);
-                    return Ok(());
-                }
+            if self.cancelled.load(Ordering::Relaxed) {
                 return Err(ComputerError::new(
                     ErrorCode::OutcomeUnknown,
                     format!(
-                        "the application took {} of the {typed} characters typed so far and then nothing for {} s, so typing stopped there; observe before typing the rest",
-                        (now - base()).max(0),
-                        STALL.as_secs()
+                        "the call was cancelled after {typed} characters were typed; observe before typing the rest"
+                    ),
+                ));
+            }
+            let now: i32 = match bus.prop(&self.obj(), iface::TEXT, "CharacterCount").await {
+                Ok(c) => c,
+                // The object went away: the next look-up finds its successor. A busy
+                // application that does not answer in time counts as no progress.
+                Err(e) if e.is_gone() || e.is_timeout() => best,
+                Err(e) => return Err(e.to_driver()),
+            };
+            // The text changed since typing began: a count that was already high
+            // enough (a selection about to be replaced) proves nothing by itself.
+            let moved = now != self.initial.load(Ordering::Relaxed);
+            if now >= want && (moved || typed == 0) {
+                return Ok(());
+            }
+            if now > best {
+                best = now;
+                grew = Instant::now();
+                relooked = false;
+            }
+            let still = grew.elapsed();
+            if !relooked && (still >= RELOOK || focus_left) && relooks < MAX_RELOOKS {
+                relooked = true;
+                focus_left = false;
+                relooks += 1;
+                // A count is not always the text: Chromium counts an empty last
+                // line of a text area, so after a line break it is one ahead. The
+                // text itself decides, once the count has moved at all.
+                if moved && self.holds(bus, &prefix).await {
+                    self.base
+                        .store(now.saturating_sub(n).max(0), Ordering::Relaxed);
+                    return Ok(());
+                }
+                match focused_text(bus, &self.opts, &self.window).await {
+                    Some((_, PASSWORD_TEXT)) => {
+                        return Err(ComputerError::new(
+                            ErrorCode::SecureInput,
+                            format!(
+                                "focus moved to a password field while typing, after {typed} characters were sent; typing stopped there. Observe before typing the rest"
+                            ),
+                        ));
+                    }
+                    Some((o, _)) if o != self.obj() => {
+                        // A successor holding at least the old text carries it on (a
+                        // replaced object); a shorter one is a new editor that holds
+                        // only what is typed (a spreadsheet cell being edited).
+                        let count: i32 = bus
+                            .prop(&o, iface::TEXT, "CharacterCount")
+                            .await
+                            .unwrap_or(0);
+                        if count < base() {
+                            self.base.store(0, Ordering::Relaxed);
+                            self.start.store(0, Ordering::Relaxed);
+                            want = n;
+                        }
+                        *self.obj.lock().unwrap_or_else(|e| e.into_inner()) = o;
+                        self.initial.store(-1, Ordering::Relaxed);
+                        best = i32::MIN;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            if still >= STALL || began.elapsed() >= WAIT_CEILING {
+                if moved && self.holds(bus, &prefix).await {
+                    self.base
+                        .store(now.saturating_sub(n).max(0), Ordering::Relaxed);
+                    return Ok(());
+                }
+                let arrived = now.saturating_sub(base()).max(0);
+                return Err(ComputerError::new(
+                    ErrorCode::OutcomeUnknown,
+                    format!(
+                        "the application took {arrived} of the {typed} characters typed so far and then nothing more for {} s, so typing stopped there; observe before typing the rest",
+                        still.as_secs().max(1)
                     ),
                 )
-                .with_detail(serde_json::json!({ "typed": typed, "arrived": (now - base()).max(0) })));
+                .with_detail(serde_json::json!({ "typed": typed, "arrived": arrived })));
             }
             tokio::time::sleep(POLL).await;
         }
@@ -236,7 +283,11 @@ impl Watch {
     /// Errors: `COMPUTER_OUTCOME_UNKNOWN` naming the first character that did not
     /// land and what the element holds there.
     pub async fn verify(&self, bus: &Bus, expected: &str) -> Result<u64, ComputerError> {
-        let want: Vec<char> = expected.replace("\r\n", "\n").chars().collect();
+        let want: Vec<char> = expected
+            .replace("\r\n", "\n")
+            .replace('\r', "\n")
+            .chars()
+            .collect();
         let n = i32::try_from(want.len()).unwrap_or(i32::MAX);
         let start = self.start.load(Ordering::Relaxed);
         let got: String = bus

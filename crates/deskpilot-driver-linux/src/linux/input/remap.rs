@@ -112,8 +112,7 @@ pub fn read_record(display: &str) -> Option<Record> {
 
 /// True while the process that wrote `r` still runs (same pid and start time).
 pub fn record_in_use(r: &Record) -> bool {
-    r.pid == std::process::id()
-        || (deskpilot_os::pid_alive(r.pid) && deskpilot_os::process_start(r.pid) == r.start)
+    deskpilot_os::pid_alive(r.pid) && deskpilot_os::process_start(r.pid) == r.start
 }
 
 /// Restores what a killed deskpilot process left borrowed on display `display`:
@@ -133,19 +132,35 @@ pub(crate) fn restore_left(
     if record_in_use(&r) {
         return Ok(Vec::new());
     }
-    let rows: Vec<(u8, Vec<Keysym>)> = r
-        .originals
-        .iter()
-        // Only spare keycodes are ever borrowed (no keysym of their own), so a record
-        // that would put keysyms back names no borrow of ours and changes nothing.
-        .filter(|(_, original)| original.iter().all(|k| *k == 0))
-        .filter(|(k, _)| {
-            r.installed
-                .iter()
-                .any(|(ik, row)| ik == k && keymap.row(*k).starts_with(&row[..row.len().min(2)]))
-        })
-        .cloned()
-        .collect();
+    let per = keymap.per_keycode();
+    let rows: Vec<(u8, Vec<Keysym>)> = if r.display != display {
+        Vec::new()
+    } else {
+        r.originals
+            .iter()
+            // Only spare keycodes are ever borrowed (no keysym of their own, a whole
+            // row of NoSymbol), and a keycode is put back only while it holds exactly
+            // the row deskpilot installed: a record naming anything else (planted,
+            // stale, malformed) changes nothing.
+            .filter(|(k, original)| {
+                original.len() == per
+                    && original.iter().all(|k| *k == 0)
+                    && keymap.row(*k).len() == per
+            })
+            .filter(|(k, _)| {
+                // The server rewrites a row it is given (XKB repeats the keysym
+                // across its groups), so the base and shifted keysyms decide.
+                r.installed.iter().any(|(ik, row)| {
+                    ik == k
+                        && row.len() == per
+                        && row.len() >= 2
+                        && row[0] != 0
+                        && keymap.row(*k).get(..2) == row.get(..2)
+                })
+            })
+            .cloned()
+            .collect()
+    };
     let guard = Borrowed::new(conn, keymap, display);
     if !rows.is_empty() {
         guard.change(&rows)?;
