@@ -450,6 +450,19 @@ fn x_titles(display: u32) -> Vec<String> {
         .collect()
 }
 
+/// An accept-edits sandbox with Chromium showing the local page `page`.
+fn page_desk<'a>(dir: &'a TempDir, page: &std::path::Path) -> Desk<'a> {
+    let sb = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    sb.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "chromium",
+        &format!("file://{}", page.display()),
+    ]);
+    sb
+}
+
 /// A web `<select>`: the combo box shows its current choice as its value, the popup's
 /// option is chosen by its own `select` action after `expand`, and the page sees the
 /// change (its `onchange` sets the title, read through `xprop`). An action that was
@@ -467,14 +480,7 @@ fn a_web_select_takes_the_option_clicked_and_shows_it() {
          </body></html>",
     )
     .unwrap();
-    let sb = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
-    sb.ok(&[
-        "sandbox",
-        "run",
-        "--",
-        "chromium",
-        &format!("file://{}", page.display()),
-    ]);
+    let sb = page_desk(&dir, &page);
     sb.ok(&[
         "wait",
         "--app",
@@ -560,14 +566,7 @@ fn two_thousand_mixed_characters_land_exactly_in_chromium() {
          document.title=i+':'+s\"></textarea></body></html>",
     )
     .unwrap();
-    let sb = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
-    sb.ok(&[
-        "sandbox",
-        "run",
-        "--",
-        "chromium",
-        &format!("file://{}", page.display()),
-    ]);
+    let sb = page_desk(&dir, &page);
     sb.ok(&[
         "wait",
         "--app",

@@ -641,11 +641,8 @@ fn ranges_show_orientation_and_bounds() {
     assert!(bars.to_string().contains("range=0–1 horizontal"), "{bars}");
 }
 
-/// Selecting all of a LibreOffice Calc sheet is one diff line with its range, not a
-/// line per visible cell, and observe says the range once on the table's line.
-#[test]
-fn a_calc_selection_is_one_range_in_the_diff() {
-    let dir = TempDir::new("calc-select");
+/// A sandbox with a new LibreOffice Calc sheet whose cells are on the bus.
+fn calc(dir: &TempDir) -> Desk<'_> {
     let desk = Desk::start(dir.path());
     desk.ok(&[
         "sandbox",
@@ -667,6 +664,15 @@ fn a_calc_selection_is_one_range_in_the_diff() {
         "--timeout-ms",
         "120000",
     ]);
+    desk
+}
+
+/// Selecting all of a LibreOffice Calc sheet is one diff line with its range, not a
+/// line per visible cell, and observe says the range once on the table's line.
+#[test]
+fn a_calc_selection_is_one_range_in_the_diff() {
+    let dir = TempDir::new("calc-select");
+    let desk = calc(&dir);
     desk.ok(&["observe", "--app", "soffice"]);
     let v = desk.ok(&["keys", "ctrl+a", "--app", "soffice"]);
     let diff = v["text"].as_str().unwrap();
@@ -696,27 +702,7 @@ fn a_calc_selection_is_one_range_in_the_diff() {
 #[test]
 fn editing_a_calc_cell_changes_only_that_cell_in_the_diff() {
     let dir = TempDir::new("calc-edit");
-    let desk = Desk::start(dir.path());
-    desk.ok(&[
-        "sandbox",
-        "run",
-        "--",
-        "soffice",
-        "--calc",
-        "--norestore",
-        "--nologo",
-    ]);
-    desk.ok(&[
-        "wait",
-        "--app",
-        "soffice",
-        "--role",
-        "cell",
-        "--name",
-        "B2",
-        "--timeout-ms",
-        "120000",
-    ]);
+    let desk = calc(&dir);
     desk.ok(&["observe", "--app", "soffice"]);
     for _ in 0..5 {
         desk.ok(&["keys", "--text", "1"]);
