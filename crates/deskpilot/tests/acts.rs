@@ -129,17 +129,7 @@ fn mousepad<'a>(dir: &'a TempDir, text: &str) -> (Desk<'a>, PathBuf) {
     std::fs::write(&file, text).unwrap();
     let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
     desk.ok(&["sandbox", "run", "--", "mousepad", file.to_str().unwrap()]);
-    desk.ok(&[
-        "wait",
-        "--app",
-        "mousepad",
-        "--role",
-        "menuitem",
-        "--name",
-        "File",
-        "--timeout-ms",
-        "60000",
-    ]);
+    desk.wait_for("mousepad", "menuitem", "File", 60000);
     desk.ok(&["observe", "--app", "mousepad"]);
     (desk, file)
 }
@@ -259,17 +249,7 @@ fn a_menu_button_opens_its_popover_through_the_child_that_carries_the_action() {
     let dir = TempDir::new("menu-button");
     let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
     desk.ok(&["sandbox", "run", "--", "gnome-calculator"]);
-    desk.ok(&[
-        "wait",
-        "--app",
-        "gnome-calculator",
-        "--role",
-        "button",
-        "--name",
-        "7",
-        "--timeout-ms",
-        "60000",
-    ]);
+    desk.wait_for("gnome-calculator", "button", "7", 60000);
     let obs = desk.ok(&["observe", "--app", "gnome-calculator"]);
     let text = obs["text"].as_str().unwrap();
     // The mode menu button: an unnamed button whose child is the "Basic" button.

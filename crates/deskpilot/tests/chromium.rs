@@ -450,8 +450,10 @@ fn x_titles(display: u32) -> Vec<String> {
         .collect()
 }
 
-/// An accept-edits sandbox with Chromium showing the local page `page`.
-fn page_desk<'a>(dir: &'a TempDir, page: &std::path::Path) -> Desk<'a> {
+/// An accept-edits sandbox with Chromium showing `html`, written to `file` in `dir`.
+fn page_desk<'a>(dir: &'a TempDir, file: &str, html: &str) -> Desk<'a> {
+    let page = dir.path().join(file);
+    std::fs::write(&page, html).expect("page written");
     let sb = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
     sb.ok(&[
         "sandbox",
@@ -471,27 +473,15 @@ fn page_desk<'a>(dir: &'a TempDir, page: &std::path::Path) -> Desk<'a> {
 fn a_web_select_takes_the_option_clicked_and_shows_it() {
     let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
     let dir = TempDir::new("chr-select");
-    let page = dir.path().join("select.html");
-    std::fs::write(
-        &page,
+    let sb = page_desk(
+        &dir,
+        "select.html",
         "<html><head><title>Form</title></head><body><label for=c>Country</label> \
          <select id=c onchange=\"document.title='picked '+this.value\">\
          <option>Germany</option><option>France</option><option>Spain</option></select>\
          </body></html>",
-    )
-    .unwrap();
-    let sb = page_desk(&dir, &page);
-    sb.ok(&[
-        "wait",
-        "--app",
-        "chromium",
-        "--role",
-        "combobox",
-        "--name",
-        "Country",
-        "--timeout-ms",
-        "90000",
-    ]);
+    );
+    sb.wait_for("chromium", "combobox", "Country", 90000);
     let obs = sb.ok(&["observe", "--app", "chromium", "--query", "Country"]);
     let text = obs["text"].as_str().unwrap();
     assert!(
@@ -558,15 +548,13 @@ fn checksum(s: &str) -> u64 {
 fn two_thousand_mixed_characters_land_exactly_in_chromium() {
     let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
     let dir = TempDir::new("chr-type");
-    let page = dir.path().join("type.html");
-    std::fs::write(
-        &page,
+    let sb = page_desk(
+        &dir,
+        "type.html",
         "<html><head><title>0:0</title></head><body><textarea id=t autofocus oninput=\"\
          let s=0,i=0;for(const c of this.value){i++;s=(s+i*c.codePointAt(0))%1000000007;}\
          document.title=i+':'+s\"></textarea></body></html>",
-    )
-    .unwrap();
-    let sb = page_desk(&dir, &page);
+    );
     sb.ok(&[
         "wait",
         "--app",

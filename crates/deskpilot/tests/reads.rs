@@ -14,17 +14,7 @@ fn wait_waits_for_the_app_to_publish_its_tree() {
     let dir = TempDir::new("wait-app");
     let desk = Desk::start(dir.path());
     desk.ok(&["sandbox", "run", "--", "gnome-calculator"]);
-    let v = desk.ok(&[
-        "wait",
-        "--app",
-        "gnome-calculator",
-        "--role",
-        "button",
-        "--name",
-        "7",
-        "--timeout-ms",
-        "60000",
-    ]);
+    let v = desk.wait_for("gnome-calculator", "button", "7", 60000);
     assert_eq!(v["met"], true, "{v}");
     assert_eq!(v["hits"][0]["name"], "7", "the 7 button, named once: {v}");
 
@@ -70,17 +60,7 @@ fn gtk4_names_are_names() {
     let dir = TempDir::new("gtk4-names");
     let desk = Desk::start(dir.path());
     desk.ok(&["sandbox", "run", "--", "gnome-calculator"]);
-    desk.ok(&[
-        "wait",
-        "--app",
-        "gnome-calculator",
-        "--role",
-        "button",
-        "--name",
-        "7",
-        "--timeout-ms",
-        "60000",
-    ]);
+    desk.wait_for("gnome-calculator", "button", "7", 60000);
     let obs = desk.ok(&["observe", "--app", "gnome-calculator"]);
     let text = obs["text"].as_str().unwrap();
     for name in ["\"7\"", "\"mod\"", "\"÷\""] {
@@ -123,17 +103,7 @@ fn find_matches_the_text_observe_shows() {
         "--cancel-label",
         "Keep",
     ]);
-    desk.ok(&[
-        "wait",
-        "--app",
-        "zenity",
-        "--role",
-        "button",
-        "--name",
-        "Keep",
-        "--timeout-ms",
-        "60000",
-    ]);
+    desk.wait_for("zenity", "button", "Keep", 60000);
     let obs = desk.ok(&["observe", "--app", "zenity"]);
     let text = obs["text"].as_str().unwrap();
     let shown = r"S\u{200b}end";
@@ -246,17 +216,7 @@ fn text_fields_are_named_by_their_label() {
         "--title",
         "Labelled",
     ]);
-    desk.ok(&[
-        "wait",
-        "--app",
-        "zenity",
-        "--role",
-        "button",
-        "--name",
-        "Cancel",
-        "--timeout-ms",
-        "60000",
-    ]);
+    desk.wait_for("zenity", "button", "Cancel", 60000);
     let found = desk.ok(&["find", "Name", "--app", "zenity", "--role", "textbox"]);
     // On screen: the one field. The dialog's hidden popovers hold more text fields
     // ("Folder Name"); a search reaches them too, marked off screen, after it.
@@ -309,17 +269,7 @@ fn file_chooser_rows_show_and_find_their_names() {
         "--filename",
         &start_in,
     ]);
-    desk.ok(&[
-        "wait",
-        "--app",
-        "zenity",
-        "--role",
-        "cell",
-        "--name",
-        "b.txt",
-        "--timeout-ms",
-        "60000",
-    ]);
+    desk.wait_for("zenity", "cell", "b.txt", 60000);
     let obs = desk.ok(&["observe", "--app", "zenity"]);
     let text = obs["text"].as_str().unwrap();
     for line in ["cell \"a.txt\"", "cell \"b.txt\"", "cell \"3 bytes\""] {
@@ -352,17 +302,7 @@ fn zenity_list(dir: &TempDir) -> (Desk<'_>, std::path::PathBuf) {
     );
     let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
     desk.ok(&["sandbox", "run", "--", "sh", "-c", &script]);
-    desk.ok(&[
-        "wait",
-        "--app",
-        "zenity",
-        "--role",
-        "cell",
-        "--name",
-        "item 1",
-        "--timeout-ms",
-        "60000",
-    ]);
+    desk.wait_for("zenity", "cell", "item 1", 60000);
     (desk, out)
 }
 
@@ -587,17 +527,7 @@ fn ranges_show_orientation_and_bounds() {
     let dir = TempDir::new("ranges");
     let desk = Desk::start(dir.path());
     desk.ok(&["sandbox", "run", "--", "gtk3-widget-factory"]);
-    desk.ok(&[
-        "wait",
-        "--app",
-        "gtk3-widget-factory",
-        "--role",
-        "slider",
-        "--name",
-        "",
-        "--timeout-ms",
-        "60000",
-    ]);
+    desk.wait_for("gtk3-widget-factory", "slider", "", 60000);
     let found = desk.ok(&[
         "find",
         "",
@@ -653,17 +583,7 @@ fn calc(dir: &TempDir) -> Desk<'_> {
         "--norestore",
         "--nologo",
     ]);
-    desk.ok(&[
-        "wait",
-        "--app",
-        "soffice",
-        "--role",
-        "cell",
-        "--name",
-        "B2",
-        "--timeout-ms",
-        "120000",
-    ]);
+    desk.wait_for("soffice", "cell", "B2", 120000);
     desk
 }
 

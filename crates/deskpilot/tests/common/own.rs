@@ -93,6 +93,22 @@ impl Desk<'_> {
         v
     }
 
+    /// `wait --app APP --role ROLE --name NAME --timeout-ms MS`, which must succeed:
+    /// the element is on the accessibility bus.
+    pub fn wait_for(&self, app: &str, role: &str, name: &str, timeout_ms: u64) -> Value {
+        self.ok(&[
+            "wait",
+            "--app",
+            app,
+            "--role",
+            role,
+            "--name",
+            name,
+            "--timeout-ms",
+            &timeout_ms.to_string(),
+        ])
+    }
+
     pub fn ok(&self, args: &[&str]) -> Value {
         let (out, v) = self.run(args);
         assert!(
