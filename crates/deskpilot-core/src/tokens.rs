@@ -25,6 +25,14 @@ fn encoder() -> &'static CoreBPE {
     })
 }
 
+/// The estimated vision-token cost of an image of `width` × `height` pixels as a
+/// Claude-style model bills it: ⌈width × height / 750⌉ (Anthropic's vision
+/// documentation gives tokens ≈ width × height / 750). An estimate, stated as one
+/// wherever it is shown; other vendors tile images differently.
+pub fn image_tokens(width: u32, height: u32) -> u64 {
+    (u64::from(width) * u64::from(height)).div_ceil(750)
+}
+
 /// Number of `o200k_base` tokens in `text`.
 ///
 /// Special-token spellings such as `<|endoftext|>` are counted as ordinary text, as

@@ -227,6 +227,11 @@ pub fn format_record(r: &AuditRecord) -> String {
             .map(|n| format!("text_len={n}"))
             .unwrap_or_default(),
     );
+    push(
+        opt("capture=", &r.capture)
+            .map(|c| c.replace(' ', ":"))
+            .unwrap_or_default(),
+    );
     push(r.revision.map(|n| format!("rev={n}")).unwrap_or_default());
     push(
         r.approved_by
@@ -437,6 +442,7 @@ mod tests {
             code: None,
             revision: Some(3),
             approved_by: Some("approve:ab".into()),
+            capture: None,
         };
         let line = format_record(&r);
         assert!(!line.contains('\n'));

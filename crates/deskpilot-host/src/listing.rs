@@ -65,6 +65,9 @@ mod tests {
         ListedWindow {
             ref_: ref_.into(),
             window: WindowInfo {
+                device_bounds: None,
+                toolkit_scale: None,
+                no_tree: false,
                 handle: Handle::new(format!(":1.5|/{ref_}")),
                 app: "mousepad".into(),
                 pid: Some(42),

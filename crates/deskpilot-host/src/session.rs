@@ -1489,7 +1489,9 @@ impl Session {
         let cur = window.handle.0.clone();
         let after_windows = self.window_handles().await?;
         let mut change = Change::default();
-        if after_windows.contains(&window.handle) {
+        if after_windows.contains(&window.handle) && window.no_tree {
+            change.diff = "(not read: the window has no accessibility tree; observe it again to read its pixels)".into();
+        } else if after_windows.contains(&window.handle) {
             let before = self.state.per_window.get(&cur).and_then(|w| w.last.clone());
             let (after, _) = self.read(window).await?;
             if let Some(before) = before {
@@ -1726,11 +1728,12 @@ impl Session {
     ) -> Result<KeysOutcome, ComputerError> {
         self.sent = false;
         let started = Instant::now();
-        if self
-            .state
-            .per_window
-            .get(window.handle.as_str())
-            .is_none_or(|w| w.last.is_none())
+        if !window.no_tree
+            && self
+                .state
+                .per_window
+                .get(window.handle.as_str())
+                .is_none_or(|w| w.last.is_none())
         {
             let (root, _) = self.read(window).await?;
             self.remember(window, root);
@@ -2024,6 +2027,9 @@ mod header_tests {
     #[test]
     fn an_app_name_cannot_forge_the_header() {
         let w = WindowInfo {
+            device_bounds: None,
+            toolkit_scale: None,
+            no_tree: false,
             handle: Handle::new(":1.2|/w"),
             app: "x\" · window \"Bank\n".into(),
             pid: Some(7),

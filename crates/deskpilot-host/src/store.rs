@@ -39,6 +39,9 @@ pub struct WindowState {
     /// revision are stale (`COMPUTER_STALE_REVISION`).
     #[serde(default)]
     pub revision: u64,
+    /// The OCR elements (`o1`…) of the window's last OCR read, device pixels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ocr: Vec<crate::host::pixels::OcrElement>,
 }
 
 /// Everything persisted for one desktop.

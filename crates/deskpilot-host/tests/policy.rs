@@ -211,6 +211,9 @@ fn the_first_call_binds_the_frontmost_permitted_window_and_lists_refused_ones() 
                 toolkit: Some("Qt".into()),
                 status: AppStatus::Ok,
                 windows: vec![WindowInfo {
+                    device_bounds: None,
+                    toolkit_scale: None,
+                    no_tree: false,
                     handle: root.handle.clone(),
                     app: "keepassxc".into(),
                     pid: Some(KEEPASS_PID),

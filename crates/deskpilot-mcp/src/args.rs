@@ -263,6 +263,10 @@ pub struct ScreenshotArgs {
     /// with element refs drawn on it).
     #[serde(default)]
     pub mode: ScreenshotMode,
+    /// Longest side of the image in pixels (default 1280); a larger window is
+    /// downscaled, and the basis records the scale.
+    #[serde(default)]
+    pub max_side: Option<u32>,
 }
 
 /// The window a call names: app first, then window, else the current one.

@@ -802,20 +802,54 @@ impl Server {
         success(with_warnings(text, &h), &data)
     }
 
-    fn screenshot(&self, a: ScreenshotArgs) -> CallToolResult {
+    async fn screenshot(
+        &self,
+        a: ScreenshotArgs,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        use deskpilot_host::host::pixels::ShotMode;
         let mode = match a.mode {
-            ScreenshotMode::Ocr => "ocr",
-            ScreenshotMode::Image => "image",
-            ScreenshotMode::Marks => "marks",
+            ScreenshotMode::Ocr => ShotMode::Ocr,
+            ScreenshotMode::Image => ShotMode::Image,
+            ScreenshotMode::Marks => ShotMode::Marks,
         };
-        let e = ComputerError::new(
-            ErrorCode::PlatformUnsupported,
-            format!(
-                "computer_screenshot (mode {mode}) is not available: deskpilot has no screen-capture path yet, and it never returns a made-up image. Use computer_observe: the accessibility tree, with refs to act on"
-            ),
-        )
-        .with_detail(serde_json::json!({ "mode": mode }));
-        failure(&e, "")
+        let Some(mut h) = self.lock(ctx).await else {
+            return cancelled();
+        };
+        let shot = match h
+            .screenshot(&target(&a.app, &a.window), mode, a.max_side)
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => return failure(&e, ""),
+        };
+        let mut text = format!(
+            "ok screenshot {} {} \"{}\" · {}×{} px · basis {} (click-at coordinates are image pixels under it) · scale {} · ~{} image tokens (estimate: width × height / 750)",
+            shot.mode.as_str(),
+            shot.window_ref,
+            deskpilot_core::sanitize::one_line(&shot.window.title),
+            shot.width,
+            shot.height,
+            shot.basis,
+            shot.toolkit_scale,
+            shot.image_tokens,
+        );
+        if !shot.text.is_empty() {
+            text.push('\n');
+            text.push_str(&shot.text);
+        }
+        for n in &shot.notes {
+            text.push_str("\n· ");
+            text.push_str(n);
+        }
+        let text = with_warnings(text, &h);
+        let mut r = success(text, &shot);
+        if mode != ShotMode::Ocr {
+            use base64::Engine as _;
+            let data = base64::engine::general_purpose::STANDARD.encode(&shot.png);
+            r.content.push(ContentBlock::image(data, "image/png"));
+        }
+        r
     }
 }
 
@@ -1109,10 +1143,7 @@ impl ServerHandler for Server {
             tools::KEYS => run!(keys),
             tools::LAUNCH => run!(launch),
             tools::TASK => run!(task),
-            tools::SCREENSHOT => match parse(name, args) {
-                Ok(a) => self.screenshot(a),
-                Err(r) => r,
-            },
+            tools::SCREENSHOT => run!(screenshot),
             other => {
                 return Err(McpError::invalid_params(
                     format!(

@@ -159,7 +159,7 @@ pub fn tools() -> Vec<Tool> {
         ),
         Tool::new(
             SCREENSHOT,
-            "Capture a window as an image, OCR text or a marked image. Not available yet: it fails with COMPUTER_PLATFORM_UNSUPPORTED and never returns a made-up image; use computer_observe.",
+            "Capture the bound (or named) window when the user allowed pixels (config capture = a11y-and-pixels): mode image (a PNG), marks (a PNG with a numbered box on each interactive element, labelled with the ref computer_act takes) or ocr (text read locally from the pixels as elements o1, o2… that computer_act can click). Returns the basis for click-at coordinates and the image's estimated tokens. Prefer computer_observe: use pixels where the tree is silent (no tree, a canvas, an image). Password fields are painted over; refused while one has focus.",
             input::<ScreenshotArgs>(),
         )
         .with_title("Screenshot")

@@ -1,5 +1,5 @@
-//! Audit records (docs/ARCHITECTURE.md §7): one JSON line per grant, rebind, action and
-//! refusal. This module owns their shape and what may be in them; the host writes
+//! Audit records (docs/ARCHITECTURE.md §7): one JSON line per grant, rebind, action,
+//! capture and refusal. This module owns their shape and what may be in them; the host writes
 //! them (JSONL, mode 0600).
 //!
 //! Never in a record: typed text (only its length in chars), password values, pixels,
@@ -22,6 +22,9 @@ pub enum AuditEvent {
     Action,
     Keys,
     Refusal,
+    /// Pixels read from a window (`screenshot`, OCR): its size and mode, never the
+    /// pixels.
+    Capture,
 }
 
 /// One audit line.
@@ -68,6 +71,9 @@ pub struct AuditRecord {
     /// ID`); absent when the mode needed no confirmation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approved_by: Option<String>,
+    /// A capture's size, `WxH` image pixels, and mode (`image`, `marks`, `ocr`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<String>,
 }
 
 impl AuditRecord {

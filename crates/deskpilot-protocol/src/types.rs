@@ -93,9 +93,58 @@ pub struct WindowInfo {
     pub role: Role,
     /// The window is the active one of the desktop.
     pub active: bool,
-    /// Screen-pixel extents, when known.
+    /// Screen-pixel extents, when known: the tree's pixels (AT-SPI extents), which
+    /// under a scaled toolkit (GDK_SCALE=2) are not the device's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bounds: Option<Bounds>,
+    /// The window's area in device (X root-window) pixels, when an X top-level
+    /// was matched to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_bounds: Option<Bounds>,
+    /// Device pixels per tree pixel: `device_bounds` width ÷ `bounds` width, snapped
+    /// to the nearest quarter when within 2 % of it (toolkit scales are 1, 1.25, 1.5,
+    /// 2…); `None` when either is unknown, which callers read as 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolkit_scale: Option<f64>,
+    /// The window shows no accessibility tree (an X11 window of an app with no
+    /// AT-SPI bridge: Athena, Tk, many games); only pixels can be read from it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_tree: bool,
+}
+
+impl WindowInfo {
+    /// Device pixels per tree pixel (1 when unknown).
+    pub fn scale(&self) -> f64 {
+        self.toolkit_scale.unwrap_or(1.0)
+    }
+
+    /// Maps a point in tree pixels to device pixels. A scaled toolkit reports every
+    /// position divided by its scale, the origin included (GTK 3 under GDK_SCALE=2:
+    /// a window at device (200, 100) has extents at (100, 50)), so the map is a
+    /// scaling about the screen's origin.
+    pub fn tree_to_device(&self, x: f64, y: f64) -> (f64, f64) {
+        let (ox, oy) = self.tree_origin_offset();
+        (ox + x * self.scale(), oy + y * self.scale())
+    }
+
+    /// Where the tree's (0, 0) lies on the device: the window's device origin when
+    /// the toolkit reports positions relative to the window (GTK 4 says its window
+    /// is at (0, 0) wherever it is), else the screen's origin.
+    fn tree_origin_offset(&self) -> (f64, f64) {
+        match (self.bounds, self.device_bounds) {
+            (Some(t), Some(d)) if t.x == 0 && t.y == 0 && (d.x, d.y) != (0, 0) => {
+                (f64::from(d.x), f64::from(d.y))
+            }
+            _ => (0.0, 0.0),
+        }
+    }
+
+    /// Maps a point in device pixels to tree pixels (the inverse of
+    /// [`WindowInfo::tree_to_device`]).
+    pub fn device_to_tree(&self, x: f64, y: f64) -> (f64, f64) {
+        let (ox, oy) = self.tree_origin_offset();
+        ((x - ox) / self.scale(), (y - oy) / self.scale())
+    }
 }
 
 /// `apps.launch` params.
@@ -281,6 +330,9 @@ pub enum Channel {
     Keyboard,
     /// Synthetic pointer input (XTest): moves the user's pointer.
     Pointer,
+    /// Synthetic pointer input (XTest) at the centre of a box read by OCR from the
+    /// window's pixels: moves the user's pointer.
+    PointerOcr,
 }
 
 impl Channel {
@@ -291,6 +343,7 @@ impl Channel {
             Channel::Value => "value",
             Channel::Keyboard => "keyboard",
             Channel::Pointer => "pointer",
+            Channel::PointerOcr => "pointer(ocr)",
         }
     }
 }
@@ -474,36 +527,73 @@ pub struct InputResult {
     pub note: Option<String>,
 }
 
-/// `screen.capture` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `screen.capture` params. Rectangles are in the coordinates `windows.list` gives
+/// the window's `bounds` in (the tree's pixels, see [`WindowInfo::toolkit_scale`]);
+/// the driver maps them to the image.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct CaptureParams {
     pub window: Handle,
+    /// Longest side of the returned image, image pixels; a larger capture is
+    /// downscaled to it (aspect kept). `None` or 0: device resolution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_side: Option<u32>,
+    /// Rectangles painted over (opaque) in the device-resolution pixels, before any
+    /// scaling, marking or encoding: password fields and other redacted values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paint: Vec<Bounds>,
+    /// Set-of-Mark boxes drawn after scaling, each labelled (`e12`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<MarkSpec>,
 }
 
-/// `screen.capture` result: a PNG of the window's extents.
+/// One Set-of-Mark box: a label and the element's rectangle (tree pixels, as
+/// [`CaptureParams::paint`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MarkSpec {
+    pub label: String,
+    pub bounds: Bounds,
+}
+
+/// `screen.capture` result: a PNG of the window, and the transform between its
+/// pixels and the screen as one whole (docs/ARCHITECTURE.md §8).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaptureResult {
-    /// Where the image was taken, screen pixels.
+    /// The window's area in device (X root-window) pixels: what was captured.
     pub bounds: Bounds,
-    /// Image size in pixels (equal to `bounds` size unless scaled).
+    /// Device pixels per tree pixel, measured (X geometry width ÷ AT-SPI extents
+    /// width); 1 for a window without a tree.
+    pub toolkit_scale: f64,
+    /// Image pixels per device pixel (1, or less when downscaled).
+    pub image_scale: f64,
+    /// Image size, pixels.
     pub width: u32,
     pub height: u32,
     /// Base64 of the PNG bytes.
     pub png_base64: String,
+    /// Each mark as drawn, image pixels (same order as the request's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<MarkSpec>,
+    /// What the image may not show truthfully (a window partly covered by another,
+    /// a paint rectangle outside the window), in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
-/// `screen.ocr` params.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `screen.ocr` params: [`CaptureParams::paint`] is applied before recognition.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct OcrParams {
     pub window: Handle,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paint: Vec<Bounds>,
 }
 
-/// One recognised word, bounds in screen pixels.
+/// One recognised run of text (the words of a line with no wide gap between them),
+/// bounds in device (X root-window) pixels.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OcrWord {
     pub text: String,
     pub bounds: Bounds,
-    /// 0–100, as tesseract reports it.
+    /// 0–100, the mean of its words' as tesseract reports them.
     pub confidence: f32,
 }
 
@@ -511,6 +601,16 @@ pub struct OcrWord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OcrResult {
     pub words: Vec<OcrWord>,
+    /// The window's area in device pixels when it was read.
+    pub bounds: Bounds,
+    /// As [`CaptureResult::toolkit_scale`].
+    pub toolkit_scale: f64,
+    /// The tesseract languages used (`eng+chi_sim`).
+    pub languages: String,
+    /// Time spent capturing and recognising, ms.
+    pub elapsed_ms: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// `window.activate` params.

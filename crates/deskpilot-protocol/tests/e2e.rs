@@ -166,11 +166,17 @@ async fn every_method_matches_the_in_process_driver() {
         local.launch(launch).await,
     );
 
-    let cap = CaptureParams { window: h("h:1") };
+    let cap = CaptureParams {
+        window: h("h:1"),
+        ..CaptureParams::default()
+    };
     let r = remote.capture(cap.clone()).await;
     assert_eq!(r.as_ref().unwrap_err().code, ErrorCode::PlatformUnsupported);
     same("capture", r, local.capture(cap).await);
-    let ocr = OcrParams { window: h("h:1") };
+    let ocr = OcrParams {
+        window: h("h:1"),
+        ..OcrParams::default()
+    };
     same("ocr", remote.ocr(ocr.clone()).await, local.ocr(ocr).await);
 
     same(
@@ -270,7 +276,10 @@ async fn a_driver_panic_is_an_internal_error_and_serving_goes_on() {
         RpcOptions::default(),
     );
     let e = remote
-        .ocr(OcrParams { window: h("h:1") })
+        .ocr(OcrParams {
+            window: h("h:1"),
+            ..OcrParams::default()
+        })
         .await
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::Internal);

@@ -170,6 +170,32 @@ enum Command {
         #[arg(long, default_value = "left", value_parser = ["left", "right", "double"])]
         button: String,
     },
+    /// Capture the bound (or named) window as a PNG: plain, with numbered marks on
+    /// its interactive elements (--marks), or with the text read by local OCR as
+    /// elements o1, o2… to act on (--ocr). Needs the user's permission for pixels:
+    /// `deskpilot config set capture a11y-and-pixels`.
+    ///
+    /// Examples:
+    ///   deskpilot screenshot --app gnome-calculator --marks --out calc.png
+    ///   deskpilot screenshot --ocr --json
+    ///   deskpilot click-at 412 80 --basis r3:0,0,1280x720@1
+    #[command(verbatim_doc_comment)]
+    Screenshot {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Write the PNG here (nothing is written without it).
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+        /// Draw a numbered box on each interactive element, labelled with its ref.
+        #[arg(long, conflicts_with = "ocr")]
+        marks: bool,
+        /// Read the window's text by local OCR (tesseract) as elements o1, o2….
+        #[arg(long)]
+        ocr: bool,
+        /// Longest side of the image, pixels (downscaled above it).
+        #[arg(long, value_name = "N", default_value_t = 1280)]
+        max_side: u32,
+    },
     /// Wait until an element or text appears (or disappears).
     Wait {
         #[command(flatten)]
@@ -309,6 +335,9 @@ enum SandboxCmd {
         /// Do not start a window manager.
         #[arg(long)]
         no_wm: bool,
+        /// Screen size in pixels, WxH (e.g. 3840x2160 for a HiDPI desktop).
+        #[arg(long, value_name = "WxH", default_value = "1280x800", value_parser = usage::screen_size)]
+        size: (u32, u32),
     },
     /// Launch an app inside a sandbox (with accessibility switched on).
     Run {

@@ -62,8 +62,15 @@ pub fn check(cli: Cli) -> Result<Cli, clap::Error> {
 /// malformed ref, a missing value where the op needs one, a value where it takes
 /// none, a scroll direction that is not one.
 fn act_usage(r: &str, op: Op, value: Option<&str>) -> Option<(ErrorKind, String)> {
+    if deskpilot_host::host::pixels::is_ocr_ref(r) {
+        // An OCR element (`o3`): its ops are checked by the host.
+        return None;
+    }
     if let Err(e) = deskpilot_core::refs::parse_ref(r) {
-        return Some((ErrorKind::InvalidValue, format!("{r:?} is not a ref: {e}")));
+        return Some((
+            ErrorKind::InvalidValue,
+            format!("{r:?} is not a ref: {e} (or o3 for text read by OCR)"),
+        ));
     }
     let needs = matches!(op, Op::SetValue | Op::Type | Op::Scroll | Op::DragTo);
     match (needs, value) {
@@ -190,6 +197,19 @@ pub fn instruction(s: &str) -> Result<String, String> {
     }
 }
 
+/// `--size WxH`: a screen size in pixels, each side 64–16384 (Xvfb's own limits
+/// are wider; a smaller screen holds no dialog, a larger one exceeds X11's 16-bit
+/// coordinates with room to spare).
+pub fn screen_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("{s:?} is not a size: use WxH in pixels, like 1280x800 or 3840x2160");
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h): (u32, u32) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
+    if !(64..=16384).contains(&w) || !(64..=16384).contains(&h) {
+        return Err(bad());
+    }
+    Ok((w, h))
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -267,6 +287,15 @@ mod tests {
             if let Err(e) = parse(args) {
                 panic!("{args:?}: {e}");
             }
+        }
+    }
+
+    #[test]
+    fn screen_sizes_parse_and_nonsense_is_refused() {
+        assert_eq!(screen_size("3840x2160"), Ok((3840, 2160)));
+        assert_eq!(screen_size("800X600"), Ok((800, 600)));
+        for bad in ["", "3840", "0x100", "x", "100x99999", "-1x5"] {
+            assert!(screen_size(bad).is_err(), "{bad}");
         }
     }
 }

@@ -107,6 +107,9 @@ impl Env {
                     toolkit: Some("Qt".into()),
                     status: AppStatus::Ok,
                     windows: vec![WindowInfo {
+                        device_bounds: None,
+                        toolkit_scale: None,
+                        no_tree: false,
                         handle: root.handle.clone(),
                         app: "keepassxc".into(),
                         pid: Some(KEEPASS_PID),

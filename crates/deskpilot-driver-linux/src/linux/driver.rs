@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use deskpilot_core::{Bounds, Handle};
 use deskpilot_protocol::types::*;
 use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
 
@@ -18,7 +19,9 @@ use super::atspi::connection::iface;
 use super::atspi::events::Subscriptions;
 use super::atspi::settle::Settler;
 use super::atspi::{Bus, ConnectOptions, ObjRef, apps, find, focus, launch, snapshot, typing};
-use super::input::XInput;
+use super::capture;
+use super::input::{TopLevel, WindowPixels, XInput};
+use super::pixels;
 
 /// How long the keyboard fallback waits for the element to report `FOCUSED` after
 /// `GrabFocus`: 500 ms (GTK moves focus within one main-loop iteration).
@@ -72,23 +75,80 @@ impl LinuxDriver {
         &self.opts
     }
 
-    /// `(pid, title)` of every top-level X11 window, for apps that show windows but
-    /// no tree ([`apps::apps_without_tree`]); empty without an X display.
-    async fn x11_toplevels(&self) -> Vec<(Option<u32>, String)> {
+    /// Every mapped top-level X11 window and the focused one's xid; empty without
+    /// an X display.
+    async fn x11_toplevels(&self) -> (Vec<TopLevel>, Option<u32>) {
         if self.opts.display.is_none() {
-            return Vec::new();
+            return (Vec::new(), None);
         }
         let Ok(x) = self.input().await else {
-            return Vec::new();
+            return (Vec::new(), None);
         };
-        tokio::task::spawn_blocking(move || x.toplevels())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default()
+        tokio::task::spawn_blocking(move || {
+            let tops = x
+                .toplevels()
+                .inspect_err(|e| tracing::warn!(error = %e.message, "top-level windows unreadable"))
+                .unwrap_or_default();
+            let active = x.focused_toplevel().ok().flatten().map(|t| t.xid);
+            (tops, active)
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// The window record of `h` as `windows.list` gives it, and its X top-level.
+    ///
+    /// Errors: `COMPUTER_ELEMENT_NOT_FOUND` when no listed window has that handle or
+    /// no X top-level matches it; `COMPUTER_INPUT_UNAVAILABLE` without an X display.
+    async fn window_record(&self, h: &Handle) -> Result<(WindowInfo, TopLevel), ComputerError> {
+        self.input().await?;
+        let (tops, _) = self.x11_toplevels().await;
+        let windows = self.windows().await?;
+        let w = windows
             .into_iter()
-            .map(|t| (t.pid, t.title))
-            .collect()
+            .find(|w| &w.handle == h)
+            .ok_or_else(|| {
+                ComputerError::new(
+                    ErrorCode::ElementNotFound,
+                    "the window is gone or not listed; list the windows again",
+                )
+            })?;
+        let top = capture::toplevel_of(&w, &tops).cloned().ok_or_else(|| {
+            ComputerError::new(
+                ErrorCode::ElementNotFound,
+                format!(
+                    "no X11 window matches {:?}: its pixels cannot be read",
+                    deskpilot_core::sanitize::one_line(&w.title)
+                ),
+            )
+        })?;
+        Ok((w, top))
+    }
+
+    /// Gives the tree-less top-level `xid` keyboard focus if it lacks it.
+    async fn focus_x11(&self, x: &Arc<XInput>, xid: u32) -> Result<(), ComputerError> {
+        let x = Arc::clone(x);
+        blocking(move || {
+            if x.focused_toplevel()?.is_some_and(|t| t.xid == xid) {
+                return Ok(());
+            }
+            x.activate(xid)
+        })
+        .await
+    }
+
+    /// A capture of `p.window` with `p.paint` painted over: the pixels, the window
+    /// record, and the painted image.
+    async fn painted(
+        &self,
+        window: &Handle,
+        paint: &[Bounds],
+    ) -> Result<(WindowPixels, WindowInfo, image::RgbaImage, Vec<String>), ComputerError> {
+        let (w, top) = self.window_record(window).await?;
+        let x = self.input().await?;
+        let px = blocking(move || x.window_pixels(&top)).await?;
+        let (img, notes) = capture::painted(&px, &w, paint);
+        Ok((px, w, img, notes))
     }
 
     /// The X input connection, opened on first use.
@@ -290,6 +350,26 @@ impl LinuxDriver {
     }
 }
 
+/// Runs blocking X work on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ComputerError> + Send + 'static,
+) -> Result<T, ComputerError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}")))?
+}
+
+/// The error of a tree read on a window that publishes no tree.
+fn no_tree(h: &Handle) -> ComputerError {
+    ComputerError::new(
+        ErrorCode::AccessibilityDisabled,
+        format!(
+            "the window {} publishes no accessibility tree (an app without an AT-SPI bridge, or one started without accessibility). Restart it with accessibility on, e.g. `deskpilot sandbox run -- APP`; an app that has none (Athena, Tk, games) can be read from pixels once the user allows it: `deskpilot config set capture a11y-and-pixels`",
+            h.as_str()
+        ),
+    )
+}
+
 #[async_trait]
 impl Driver for LinuxDriver {
     async fn hello(&self) -> Result<Hello, ComputerError> {
@@ -320,7 +400,12 @@ impl Driver for LinuxDriver {
                 false
             }
         };
-        notes.push("screen capture and OCR are not implemented by this driver yet".to_string());
+        // Pixels are read over the same X connection input uses.
+        let capture_available = input;
+        let ocr = capture_available && which_tesseract();
+        if capture_available && !ocr {
+            notes.push("OCR unavailable: install tesseract-ocr".to_string());
+        }
         Ok(Hello {
             platform: "linux".to_string(),
             driver: "deskpilot-driver-linux".to_string(),
@@ -331,14 +416,14 @@ impl Driver for LinuxDriver {
                 actions: true,
                 keyboard: true,
                 pointer: true,
-                capture: false,
-                ocr: false,
+                capture: capture_available,
+                ocr,
                 events: true,
             },
             permissions: Permissions {
                 accessibility,
                 input,
-                capture: false,
+                capture: capture_available,
                 notes,
             },
         })
@@ -346,8 +431,12 @@ impl Driver for LinuxDriver {
 
     async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
         let mut list = apps::list_apps(&self.bus).await?;
-        let tops = self.x11_toplevels().await;
-        list.extend(apps::apps_without_tree(&list, &tops));
+        let (tops, active) = self.x11_toplevels().await;
+        for a in &mut list {
+            capture::annotate(&mut a.windows, &tops);
+        }
+        let extra = apps::apps_without_tree(&list, &tops, active);
+        list.extend(extra);
         Ok(list)
     }
 
@@ -356,10 +445,20 @@ impl Driver for LinuxDriver {
     }
 
     async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
-        apps::list_windows(&self.bus).await
+        Ok(self
+            .apps()
+            .await?
+            .into_iter()
+            .filter(|a| a.status == AppStatus::Ok || a.windows.iter().all(|w| w.no_tree))
+            .flat_map(|a| a.windows)
+            .collect())
     }
 
     async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+        if let Some(xid) = capture::x11_xid(&p.window) {
+            let x = self.input().await?;
+            return self.focus_x11(&x, xid).await.map(|_| Empty {});
+        }
         let window = ObjRef::from_handle(&p.window)?;
         let grabbed: Result<bool, _> = self
             .bus
@@ -386,10 +485,16 @@ impl Driver for LinuxDriver {
     }
 
     async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+        if capture::x11_xid(&p.window).is_some() {
+            return Err(no_tree(&p.window));
+        }
         snapshot::snapshot(&self.bus, &self.opts, &p).await
     }
 
     async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+        if let Some(w) = p.window.as_ref().filter(|w| capture::x11_xid(w).is_some()) {
+            return Err(no_tree(w));
+        }
         find::find(&self.bus, &self.opts, &p).await
     }
 
@@ -535,6 +640,25 @@ impl Driver for LinuxDriver {
 
     async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
         let started = Instant::now();
+        if let Some(xid) = capture::x11_xid(&p.window) {
+            // No tree: the keys go to the focused top-level, and nothing can be
+            // read back.
+            let x = self.input().await?;
+            self.focus_x11(&x, xid).await?;
+            let (chord, text) = (p.chord, p.text);
+            let sent = blocking(move || match (chord, text) {
+                (Some(c), None) => x.send_chords(&c),
+                (None, Some(t)) => x.type_text(&t),
+                _ => Err(ComputerError::new(
+                    ErrorCode::InvalidArgument,
+                    "input.keys takes exactly one of chord or text",
+                )),
+            })
+            .await?;
+            let mut r = Self::input_result(Channel::Keyboard, started, sent);
+            r.note = Some("not read back: the window publishes no accessibility tree".into());
+            return Ok(r);
+        }
         let window = ObjRef::from_handle(&p.window)?;
         let what = match (p.chord, p.text) {
             (Some(c), None) => Ok(c),
@@ -571,9 +695,13 @@ impl Driver for LinuxDriver {
 
     async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
         let started = Instant::now();
-        let window = ObjRef::from_handle(&p.window)?;
         let x = self.input().await?;
-        focus::ensure_focused(&self.bus, &x, &window, true).await?;
+        if let Some(xid) = capture::x11_xid(&p.window) {
+            self.focus_x11(&x, xid).await?;
+        } else {
+            let window = ObjRef::from_handle(&p.window)?;
+            focus::ensure_focused(&self.bus, &x, &window, true).await?;
+        }
         let sent = tokio::task::spawn_blocking(move || x.pointer(&p))
             .await
             .map_err(|e| {
@@ -582,17 +710,49 @@ impl Driver for LinuxDriver {
         Ok(Self::input_result(Channel::Pointer, started, sent))
     }
 
-    async fn capture(&self, _p: CaptureParams) -> Result<CaptureResult, ComputerError> {
-        Err(ComputerError::new(
-            ErrorCode::PlatformUnsupported,
-            "screen.capture is not implemented by the Linux driver yet; observe the tree instead",
-        ))
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+        let (px, w, img, notes) = self.painted(&p.window, &p.paint).await?;
+        let (max_side, marks) = (p.max_side, p.marks);
+        let bounds = px.bounds;
+        let toolkit_scale = w.scale();
+        let (width, height, image_scale, png, marks) = blocking(move || {
+            let (img, scale, drawn) = capture::finish(img, &px, &w, max_side, &marks);
+            let png = pixels::encode_png(&img)
+                .map_err(|e| ComputerError::internal(format!("cannot encode the capture: {e}")))?;
+            Ok((img.width(), img.height(), scale, png, drawn))
+        })
+        .await?;
+        use base64::Engine as _;
+        Ok(CaptureResult {
+            bounds,
+            toolkit_scale,
+            image_scale,
+            width,
+            height,
+            png_base64: base64::engine::general_purpose::STANDARD.encode(png),
+            marks,
+            notes,
+        })
     }
 
-    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, ComputerError> {
-        Err(ComputerError::new(
-            ErrorCode::PlatformUnsupported,
-            "screen.ocr is not implemented by the Linux driver yet; observe the tree instead",
-        ))
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
+        let started = Instant::now();
+        let (px, w, img, notes) = self.painted(&p.window, &p.paint).await?;
+        let (bounds, scale) = (px.bounds, w.scale());
+        let (words, languages) = blocking(move || capture::recognise(&img, &bounds, scale)).await?;
+        Ok(OcrResult {
+            words,
+            bounds,
+            toolkit_scale: scale,
+            languages,
+            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            notes,
+        })
     }
+}
+
+/// Whether a `tesseract` executable is on `PATH`.
+fn which_tesseract() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join("tesseract").is_file()))
 }

@@ -1,8 +1,11 @@
 //! Linux implementation (compiled only on Linux).
 
 pub mod atspi;
+pub mod capture;
 pub mod confine;
 pub mod driver;
 pub mod input;
+pub mod ocr;
+pub mod pixels;
 pub mod sandbox;
 pub use driver::LinuxDriver;

@@ -363,6 +363,10 @@ impl Sandbox {
                     .map_err(|e| ComputerError::internal(format!("cannot start openbox: {e}")))?;
                 sb.state.pids.push(c.id());
                 sb.state.window_manager = true;
+                // A window mapped before openbox manages the screen can be left
+                // unmapped by it: the sandbox is ready once openbox says it runs.
+                let display = format!(":{n}");
+                wait_until("openbox", || wm_running(&display), &mut l)?;
             } else {
                 tracing::warn!(
                     "openbox is not installed: the sandbox runs without a window manager"
@@ -783,4 +787,32 @@ fn marked_processes(marker: &str) -> Vec<u32> {
         .filter(|pid| !mine.contains(pid))
         .filter(|&pid| deskpilot_os::process_env_contains(pid, MARKER_VAR, marker))
         .collect()
+}
+
+/// True once a window manager announces itself on `display`: the root window's
+/// `_NET_SUPPORTING_WM_CHECK` names a window (EWMH).
+fn wm_running(display: &str) -> bool {
+    use x11rb::connection::Connection as _;
+    use x11rb::protocol::xproto::{AtomEnum, ConnectionExt as _};
+    let Ok((conn, screen)) = x11rb::rust_connection::RustConnection::connect(Some(display)) else {
+        return false;
+    };
+    let root = conn.setup().roots[screen].root;
+    let Ok(Ok(atom)) = conn
+        .intern_atom(true, b"_NET_SUPPORTING_WM_CHECK")
+        .map(|c| c.reply())
+    else {
+        return false;
+    };
+    if atom.atom == 0 {
+        return false;
+    }
+    conn.get_property(false, root, atom.atom, AtomEnum::WINDOW, 0, 1)
+        .ok()
+        .and_then(|c| c.reply().ok())
+        .is_some_and(|r| {
+            r.value32()
+                .and_then(|mut v| v.next())
+                .is_some_and(|w| w != 0)
+        })
 }

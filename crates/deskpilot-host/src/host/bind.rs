@@ -278,7 +278,7 @@ impl Host {
         }
         if let Some(obs) = obs {
             obs.grant = self.grant_view();
-            obs.basis = window.bounds.map(|b| {
+            obs.basis = window.device_bounds.or(window.bounds).map(|b| {
                 Basis {
                     revision: rev,
                     x: b.x,
@@ -337,10 +337,20 @@ impl Host {
     ) -> Result<Observation, ComputerError> {
         let (en, _) = self.begin().await?;
         let window = self.bind_target(target, &en).await?;
-        let mut obs = self
-            .session
-            .observe(&Target::Handle(window.handle.clone()), opts)
-            .await?;
+        // A window with no tree is read from pixels when they are allowed; else
+        // the driver's read fails saying how to allow them.
+        let pixels = self
+            .policy()
+            .authority
+            .active()
+            .is_some_and(|g| g.capture == deskpilot_policy::grant::Capture::A11yAndPixels);
+        let mut obs = if window.no_tree && pixels {
+            self.observe_pixels(&window).await?
+        } else {
+            self.session
+                .observe(&Target::Handle(window.handle.clone()), opts)
+                .await?
+        };
         self.stamp(&window, Some(&mut obs));
         self.after_call()?;
         Ok(obs)

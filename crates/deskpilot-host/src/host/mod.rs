@@ -58,6 +58,7 @@ mod launch;
 pub use bind::window_facts;
 pub use launch::vet_launch;
 mod pipeline;
+pub mod pixels;
 
 /// Asks the user (on a terminal) whether to allow an action described by the string;
 /// `true` means yes.

@@ -22,13 +22,13 @@
 //! The entry points ([`Host::act`], [`Host::keys`], [`Host::pointer`]) only build an
 //! [`Effect`].
 
-use deskpilot_core::{Handle, Node, Op, State};
+use deskpilot_core::{Handle, Node, Op, Role, State};
 use deskpilot_policy::allow::app_identity;
 use deskpilot_policy::approval::{ActionKey, element_fingerprint, payload_preview, screen_hash};
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::grant::Candidate;
 use deskpilot_policy::input::{
-    acts_through, click_irreversible, focused, input_may_reach_password, is_password,
+    acts_through, click_irreversible, elements_at, focused, input_may_reach_password, is_password,
     keys_enter as keys_enter_any, keys_irreversible, offscreen_refuses,
     script_url_into_address_bar, value_submits,
 };
@@ -92,6 +92,9 @@ pub(super) enum Effect {
         x: f64,
         y: f64,
         action: PointerAction,
+        /// The text OCR read at the point (an `o` element), judged as a control of
+        /// that name would be.
+        seen: Option<String>,
     },
 }
 
@@ -197,7 +200,7 @@ struct GateNote {
     passed: Passed,
     /// The role of the element the effect lands on (the act's element, the focused
     /// element for keys).
-    role: Option<deskpilot_core::Role>,
+    role: Option<Role>,
     /// Its [`element_fingerprint`].
     fingerprint: Option<String>,
 }
@@ -363,15 +366,31 @@ impl Judge {
                     keys_irreversible(chord.as_deref(), text.as_deref(), &self.facts.app, root);
                 (summary, key, irreversible)
             }
-            Effect::Pointer { x, y, action, .. } => {
+            Effect::Pointer {
+                x, y, action, seen, ..
+            } => {
                 facts.focused_password = input_may_reach_password(root);
                 let (sx, sy) = point.unwrap_or_default();
-                let summary = format!("{op} at ({x}, {y}) in {app}");
+                let summary = match seen {
+                    Some(t) => format!(
+                        "{op} on the text {:?} (read by OCR) in {app}",
+                        deskpilot_core::sanitize::one_line(t)
+                    ),
+                    None => format!("{op} at ({x}, {y}) in {app}"),
+                };
                 let key = ActionKey::new(&self.window_key, &format!("{sx},{sy}"), &op, None);
-                // A click is judged by the element under the point now.
+                // A click is judged by the element under the point now, and by the
+                // text OCR read there as a button of that name would be.
                 let irreversible =
                     matches!(action, PointerAction::Click | PointerAction::DoubleClick)
-                        .then(|| click_irreversible(root, sx, sy))
+                        .then(|| {
+                            click_irreversible(root, sx, sy).or_else(|| {
+                                seen.as_ref().and_then(|t| {
+                                    let b = Node::new("", Role::Button, t.clone());
+                                    classify_act(Op::Click, &b, None)
+                                })
+                            })
+                        })
                         .flatten();
                 (summary, key, irreversible)
             }
@@ -447,6 +466,28 @@ impl Host {
         op: Op,
         value: Option<String>,
     ) -> Result<ActOutcome, ComputerError> {
+        if super::pixels::is_ocr_ref(r) {
+            let k = self.act_ocr(r, op).await?;
+            return Ok(ActOutcome {
+                ref_: r.into(),
+                op,
+                result: deskpilot_protocol::types::ActResult {
+                    status: deskpilot_protocol::types::ActStatus::Executed,
+                    channel: k.result.channel,
+                    method: "XTest pointer at the centre of the text OCR read".into(),
+                    elapsed_ms: k.result.elapsed_ms,
+                    settle: None,
+                    note: Some(
+                        "synthetic pointer input on pixels: the tree cannot confirm what it did; the diff or a new observe shows it"
+                            .into(),
+                    ),
+                },
+                change: k.change,
+                elapsed_ms: k.elapsed_ms,
+                text: k.text,
+                tokens: k.tokens,
+            });
+        }
         let effect = Effect::Act {
             r: r.into(),
             op,
@@ -492,11 +533,24 @@ impl Host {
         y: f64,
         action: PointerAction,
     ) -> Result<KeysOutcome, ComputerError> {
+        self.pointer_seen(basis, x, y, action, None).await
+    }
+
+    /// [`Host::pointer`] at a point where OCR read `seen`.
+    pub(super) async fn pointer_seen(
+        &mut self,
+        basis: &Basis,
+        x: f64,
+        y: f64,
+        action: PointerAction,
+        seen: Option<String>,
+    ) -> Result<KeysOutcome, ComputerError> {
         let effect = Effect::Pointer {
             basis: *basis,
             x,
             y,
             action,
+            seen,
         };
         match self.perform(effect).await? {
             Outcome::Input(out) => Ok(out),
@@ -700,7 +754,10 @@ impl Host {
                 "the basis window is gone; observe again",
             )));
         };
-        let geometry = now.bounds.map(|b| (b.x, b.y, b.width, b.height));
+        let geometry = now
+            .device_bounds
+            .or(now.bounds)
+            .map(|b| (b.x, b.y, b.width, b.height));
         if geometry != Some((basis.x, basis.y, basis.width, basis.height)) {
             return Ok(Err(fail(
                 ErrorCode::StaleBasis,
@@ -754,8 +811,32 @@ impl Host {
                 .await
                 .map(Outcome::Act);
         }
-        let root = self.session.peek(window).await?;
-        judge.run(effect, point, &root, None, note)?;
+        let root = if window.no_tree {
+            let mut r = Node::new(window.handle.0.clone(), Role::Window, window.title.clone());
+            r.bounds = window.device_bounds;
+            r
+        } else {
+            self.session.peek(window).await?
+        };
+        // The judge reads the tree, whose pixels are the device's divided by the
+        // toolkit's scale.
+        let tree_point = point.map(|(x, y)| {
+            let (tx, ty) = window.device_to_tree(f64::from(x), f64::from(y));
+            (tx.floor() as i32, ty.floor() as i32)
+        });
+        judge.run(effect, tree_point, &root, None, note)?;
+        let under = tree_point.and_then(|(x, y)| {
+            elements_at(&root, x, y)
+                .into_iter()
+                .find(|n| !n.name.trim().is_empty() || n.role.is_interactive())
+                .map(|n| {
+                    format!(
+                        "{} \"{}\"",
+                        n.role,
+                        deskpilot_core::redact::display_name_of(n, 60)
+                    )
+                })
+        });
         let confirmed = note.passed.approved_by.is_some();
         match effect {
             Effect::Keys { chord, text, .. } => self
@@ -779,10 +860,22 @@ impl Host {
                     y,
                     to: None,
                 };
-                self.session
-                    .pointer(window, params)
-                    .await
-                    .map(Outcome::Input)
+                let mut out = self.session.pointer(window, params).await?;
+                // Name what was under the point at dispatch, so a miss is visible.
+                let at = match (&under, effect) {
+                    (Some(u), _) => format!(" · under the point: {u}"),
+                    (None, Effect::Pointer { seen: Some(t), .. }) => format!(
+                        " · under the point: the text \"{}\" read by OCR (no tree there)",
+                        deskpilot_core::sanitize::one_line(t)
+                    ),
+                    _ => " · under the point: nothing the tree names".into(),
+                };
+                if let Some(first) = out.text.find('\n') {
+                    out.text.insert_str(first, &at);
+                } else {
+                    out.text.push_str(&at);
+                }
+                Ok(Outcome::Input(out))
             }
             Effect::Act { .. } => Err(not_dispatched("an act reached the input dispatch")),
         }

@@ -141,6 +141,9 @@ impl FixtureDriver {
             // Only the active window needs an entry; the others are synthesized.
             windows: active
                 .map(|root| WindowInfo {
+                    device_bounds: None,
+                    toolkit_scale: None,
+                    no_tree: false,
                     handle: root.handle.clone(),
                     app: name.to_owned(),
                     pid: Some(pid),
@@ -229,6 +232,9 @@ fn sync_window_infos(apps: &mut [FixtureApp]) {
             .map(|root| {
                 let prev = old.iter().find(|w| w.handle == root.handle);
                 WindowInfo {
+                    device_bounds: None,
+                    toolkit_scale: None,
+                    no_tree: false,
                     handle: root.handle.clone(),
                     app: app.info.name.clone(),
                     pid: app.info.pid,
@@ -398,6 +404,9 @@ impl Driver for FixtureDriver {
             }
         }
         let window = WindowInfo {
+            device_bounds: None,
+            toolkit_scale: None,
+            no_tree: false,
             handle: root.handle.clone(),
             app: name.clone(),
             pid: Some(pid),

@@ -309,11 +309,20 @@ async fn refusals_have_their_codes() {
         .unwrap();
     assert_eq!(d.actions().len(), 1);
     let e = d
-        .capture(CaptureParams { window: h(EDITOR) })
+        .capture(CaptureParams {
+            window: h(EDITOR),
+            ..CaptureParams::default()
+        })
         .await
         .unwrap_err();
     assert_eq!(e.code, PlatformUnsupported);
-    let e = d.ocr(OcrParams { window: h(EDITOR) }).await.unwrap_err();
+    let e = d
+        .ocr(OcrParams {
+            window: h(EDITOR),
+            ..OcrParams::default()
+        })
+        .await
+        .unwrap_err();
     assert_eq!(e.code, PlatformUnsupported);
 }
 

@@ -13,6 +13,9 @@ pub fn h(s: &str) -> Handle {
 
 pub fn window_info() -> WindowInfo {
     WindowInfo {
+        device_bounds: None,
+        toolkit_scale: None,
+        no_tree: false,
         handle: h(":1.42|/org/a11y/atspi/accessible/1"),
         app: "mousepad".into(),
         pid: Some(812),
@@ -195,22 +198,45 @@ pub fn every_call() -> Vec<(Call, Value)> {
             }),
         ),
         (
-            Call::ScreenCapture(CaptureParams { window: win.clone() }),
+            Call::ScreenCapture(CaptureParams {
+                window: win.clone(),
+                max_side: Some(1280),
+                paint: vec![Bounds::new(10, 10, 200, 30)],
+                marks: vec![MarkSpec {
+                    label: "e5".into(),
+                    bounds: Bounds::new(700, 570, 60, 24),
+                }],
+            }),
             v(&CaptureResult {
                 bounds: Bounds::new(0, 0, 800, 600),
+                toolkit_scale: 1.0,
+                image_scale: 1.0,
                 width: 800,
                 height: 600,
+                marks: vec![MarkSpec {
+                    label: "e5".into(),
+                    bounds: Bounds::new(700, 570, 60, 24),
+                }],
+                notes: vec!["1 redacted field(s) painted over".into()],
                 png_base64: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAHnOcQAAAAABJRU5ErkJggg==".into(),
             }),
         ),
         (
-            Call::ScreenOcr(OcrParams { window: win }),
+            Call::ScreenOcr(OcrParams {
+                window: win,
+                paint: Vec::new(),
+            }),
             v(&OcrResult {
                 words: vec![OcrWord {
                     text: "Save".into(),
                     bounds: Bounds::new(700, 570, 40, 16),
                     confidence: 96.5,
                 }],
+                bounds: Bounds::new(0, 0, 800, 600),
+                toolkit_scale: 1.0,
+                languages: "eng".into(),
+                elapsed_ms: 412,
+                notes: Vec::new(),
             }),
         ),
     ]

@@ -590,6 +590,9 @@ mod tests {
     #[test]
     fn the_bus_name_is_the_head_of_the_handle() {
         let w = WindowInfo {
+            device_bounds: None,
+            toolkit_scale: None,
+            no_tree: false,
             handle: deskpilot_core::Handle(":1.4|/org/a11y/atspi/accessible/12".into()),
             app: "mousepad".into(),
             pid: None,

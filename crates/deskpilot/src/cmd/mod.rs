@@ -82,6 +82,13 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
             basis,
             button,
         } => session::click_at(&ctx, x, y, basis, button).await,
+        Command::Screenshot {
+            target,
+            out,
+            marks,
+            ocr,
+            max_side,
+        } => session::screenshot(&ctx, target, out, marks, ocr, max_side).await,
         Command::Grant {
             user,
             scope,

@@ -47,12 +47,17 @@ fn chosen(sandbox: Option<u32>) -> Result<Sandbox, ComputerError> {
 
 pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<(), ComputerError> {
     match cmd {
-        SandboxCmd::Start { display, no_wm } => {
+        SandboxCmd::Start {
+            display,
+            no_wm,
+            size: (width, height),
+        } => {
             let sb = Sandbox::start(SandboxOptions {
                 display: display.or(sandbox),
+                width,
+                height,
                 window_manager: !no_wm,
                 detach: true,
-                ..SandboxOptions::default()
             })?;
             let n = sb.state().display;
             let text = format!(

@@ -452,3 +452,57 @@ pub async fn wait(
     finish(ctx, &h, &out, &text);
     Ok(())
 }
+
+/// `deskpilot screenshot`: the bound (or named) window as a PNG, written only where
+/// `--out` says; prints the basis, the image's estimated tokens and the legend.
+pub async fn screenshot(
+    ctx: &Ctx,
+    target: TargetArgs,
+    out: Option<std::path::PathBuf>,
+    marks: bool,
+    ocr: bool,
+    max_side: u32,
+) -> Result<(), ComputerError> {
+    use deskpilot_host::host::pixels::ShotMode;
+    let mode = match (marks, ocr) {
+        (true, _) => ShotMode::Marks,
+        (_, true) => ShotMode::Ocr,
+        _ => ShotMode::Image,
+    };
+    let (mut h, _) = open(ctx, "cli").await?;
+    let shot = h
+        .screenshot(&to_target(&target), mode, Some(max_side))
+        .await?;
+    if let Some(path) = &out {
+        std::fs::write(path, &shot.png).map_err(|e| {
+            ComputerError::new(
+                ErrorCode::InvalidArgument,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        })?;
+    }
+    let mut text = format!(
+        "ok screenshot {} {} \"{}\" · {}×{} px · basis {} · scale {} · ~{} image tokens (estimate: width × height / 750){}",
+        shot.mode.as_str(),
+        shot.window_ref,
+        deskpilot_core::sanitize::one_line(&shot.window.title),
+        shot.width,
+        shot.height,
+        shot.basis,
+        shot.toolkit_scale,
+        shot.image_tokens,
+        out.as_ref()
+            .map(|p| format!(" · written to {}", p.display()))
+            .unwrap_or_else(|| " · not written (use --out FILE)".into()),
+    );
+    if !shot.text.is_empty() {
+        text.push('\n');
+        text.push_str(&shot.text);
+    }
+    for n in &shot.notes {
+        text.push_str("\n· ");
+        text.push_str(n);
+    }
+    finish(ctx, &h, &shot, &text);
+    Ok(())
+}

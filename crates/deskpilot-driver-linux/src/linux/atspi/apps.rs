@@ -27,6 +27,7 @@ use super::handle::{ObjRef, REGISTRY_BUS, ROOT_PATH};
 use super::role_map::{map_role_code, toplevel_role};
 use super::state_map::RawStates;
 use super::walk::get_children;
+use crate::linux::input::TopLevel;
 
 /// The process name from `/proc/<pid>/comm`, used when a frozen app cannot say its
 /// own name.
@@ -62,6 +63,9 @@ pub async fn window_info(
     };
     Ok((
         WindowInfo {
+            device_bounds: None,
+            toolkit_scale: None,
+            no_tree: false,
             handle: win.to_handle(),
             app: app.to_string(),
             pid,
@@ -241,27 +245,43 @@ pub async fn list_apps(bus: &Bus) -> Result<Vec<AppInfo>, ComputerError> {
 }
 
 /// Applications that show top-level X11 windows but publish no accessibility tree
-/// (started before the accessibility bus existed, with `NO_AT_BRIDGE=1`, or a
-/// Chromium/Electron app without renderer accessibility): one [`AppInfo`] per
-/// process owning a window in `tops` that no app of `apps` covers (same pid, or a
-/// descendant of its pid). Status `accessibility_disabled`, no windows (there is no
-/// tree to read), handle `x11:PID`, named from `/proc/PID/comm`, else the first
-/// window's title. Windows without a known pid are left out.
-pub fn apps_without_tree(apps: &[AppInfo], tops: &[(Option<u32>, String)]) -> Vec<AppInfo> {
+/// (an app with no AT-SPI bridge — Athena, Tk, many games —, one started before the
+/// accessibility bus existed or with `NO_AT_BRIDGE=1`, Chromium/Electron without
+/// renderer accessibility): one [`AppInfo`] per process owning a window in `tops`
+/// that no app of `apps` covers (same pid, or a descendant of its pid). Status
+/// `accessibility_disabled`; its windows carry handles `x11win:<xid>`
+/// ([`crate::linux::capture::x11_handle`]), device bounds and `no_tree`, so pixels
+/// can still be read from them. `active` is the focused top-level's xid.
+pub fn apps_without_tree(apps: &[AppInfo], tops: &[TopLevel], active: Option<u32>) -> Vec<AppInfo> {
     let covered: Vec<u32> = apps.iter().filter_map(|a| a.pid).collect();
     let mut out: Vec<AppInfo> = Vec::new();
-    for (pid, title) in tops {
-        let Some(pid) = *pid else { continue };
+    for top in tops {
+        let Some(pid) = top.pid else { continue };
         if covered
             .iter()
             .any(|&c| super::launch::descends_from(pid, c))
-            || out.iter().any(|a| a.pid == Some(pid))
         {
             continue;
         }
         let name = proc_name(pid)
             .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| title.clone());
+            .unwrap_or_else(|| top.title.clone());
+        let window = WindowInfo {
+            handle: crate::linux::capture::x11_handle(top.xid),
+            app: name.clone(),
+            pid: Some(pid),
+            title: top.title.trim().to_string(),
+            role: deskpilot_core::Role::Window,
+            active: active == Some(top.xid),
+            bounds: Some(top.bounds),
+            device_bounds: Some(top.bounds),
+            toolkit_scale: Some(1.0),
+            no_tree: true,
+        };
+        if let Some(a) = out.iter_mut().find(|a| a.pid == Some(pid)) {
+            a.windows.push(window);
+            continue;
+        }
         out.push(AppInfo {
             handle: deskpilot_core::Handle::new(format!("x11:{pid}")),
             name,
@@ -269,7 +289,7 @@ pub fn apps_without_tree(apps: &[AppInfo], tops: &[(Option<u32>, String)]) -> Ve
             uid: None,
             toolkit: None,
             status: AppStatus::AccessibilityDisabled,
-            windows: Vec::new(),
+            windows: vec![window],
         });
     }
     out
@@ -329,18 +349,28 @@ mod tests {
             windows: Vec::new(),
         };
         // This process descends from the app's pid: covered. Pid 1 is not.
+        let top = |xid: u32, pid: Option<u32>, title: &str| TopLevel {
+            xid,
+            pid,
+            title: title.to_owned(),
+            bounds: Bounds::new(0, 0, 100, 50),
+        };
         let tops = vec![
-            (Some(me), "covered".to_owned()),
-            (Some(1), "first".to_owned()),
-            (Some(1), "second".to_owned()),
-            (None, "no pid".to_owned()),
+            top(1, Some(me), "covered"),
+            top(2, Some(1), "first"),
+            top(3, Some(1), "second"),
+            top(4, None, "no pid"),
         ];
-        let extra = apps_without_tree(&[app], &tops);
+        let extra = apps_without_tree(&[app], &tops, Some(3));
         assert_eq!(extra.len(), 1, "{extra:?}");
         assert_eq!(extra[0].pid, Some(1));
         assert_eq!(extra[0].status, AppStatus::AccessibilityDisabled);
         assert_eq!(extra[0].handle.as_str(), "x11:1");
-        assert!(extra[0].windows.is_empty());
+        let w = &extra[0].windows;
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert_eq!(w[0].handle.as_str(), "x11win:2");
+        assert!(w[0].no_tree && !w[0].active && w[1].active);
+        assert_eq!(w[1].device_bounds, Some(Bounds::new(0, 0, 100, 50)));
     }
 
     #[test]

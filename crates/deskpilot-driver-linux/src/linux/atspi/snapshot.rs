@@ -157,6 +157,9 @@ pub async fn read(
     let window_info = if root == window {
         let info = &w.parts.infos[&root];
         WindowInfo {
+            device_bounds: None,
+            toolkit_scale: None,
+            no_tree: false,
             handle: window.to_handle(),
             app,
             pid,

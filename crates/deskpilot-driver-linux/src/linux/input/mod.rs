@@ -2,7 +2,7 @@
 //! (docs/ARCHITECTURE.md §1, §6 "Fallback input").
 //!
 //! Owns the X connection used for synthetic input, window focus queries and
-//! activation, key-name parsing, keyboard-map lookups and the temporary borrowing of
+//! activation, reading a window's pixels, key-name parsing, keyboard-map lookups and the temporary borrowing of
 //! spare keycodes for characters the keymap lacks.
 //!
 //! It must never leave a key, modifier or button pressed (every press is owned by a
@@ -15,6 +15,7 @@
 //! on one [`XInput`] are serialized, so input from two callers never interleaves.
 
 mod focus;
+mod image;
 mod keyboard;
 mod keymap;
 mod plan;
@@ -37,6 +38,7 @@ pub use deskpilot_protocol::keys::{Chord, MAX_CHORDS, MAX_KEYS_PER_CHORD, parse_
 pub use deskpilot_protocol::keys::{Keysym, char_to_keysym, keysym_from_name, keysym_to_char};
 use deskpilot_protocol::keys::{chord, keysym};
 pub use focus::{ACTIVATE_TIMEOUT_MS, TopLevel};
+pub use image::WindowPixels;
 pub use plan::MAX_TEXT_CHARS;
 pub use pointer::SCROLL_NOTCHES;
 pub use remap::{BORROW_HOLD_MS, MAPPING_SETTLE_MS};

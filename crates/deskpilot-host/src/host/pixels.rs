@@ -1,0 +1,572 @@
+//! The pixel rung under the policy (docs/ARCHITECTURE.md §8a): `screenshot` (an
+//! image, a Set-of-Mark image or OCR elements of the bound window), OCR elements
+//! offered by `observe` for a window with no tree, and acting on an OCR element
+//! (`act o3 click`) as a pointer gesture through the one action pipeline.
+//!
+//! Rules enforced here, before the driver is asked for a pixel:
+//! - pixels only when the grant allows them (`capture = "a11y-and-pixels"`), else
+//!   `COMPUTER_SCOPE_VIOLATION` naming the setting;
+//! - every refusal of the window ([`Refusals::check_window`]), a window that shows
+//!   deskpilot's own files, and a focused password field (`COMPUTER_SECURE_INPUT`);
+//! - the rectangles of secret fields and of every element whose text the redaction
+//!   masks are painted over by the driver before the image exists anywhere else;
+//! - one audit record per capture: its size and mode, never pixels or text.
+
+use std::borrow::Cow;
+
+use deskpilot_core::redact::{is_secret_field, redacted_name, redacted_value};
+use deskpilot_core::{Bounds, Node, Op, Role};
+use deskpilot_policy::audit::{AuditEvent, AuditRecord};
+use deskpilot_policy::grant::Capture;
+use deskpilot_policy::input::input_may_reach_password;
+use deskpilot_protocol::types::{
+    CaptureParams, MarkSpec, OcrParams, OcrWord, PointerAction, WindowInfo,
+};
+use deskpilot_protocol::{ComputerError, ErrorCode};
+use serde::{Deserialize, Serialize};
+
+use super::{Basis, Host, fail, refused};
+use crate::session::{KeysOutcome, ObserveOptions, Target};
+
+/// Longest side of a screenshot by default, image pixels: what Claude-style vision
+/// models take without shrinking (1,568 px is their ceiling; 1,280 keeps a 16:9
+/// window at about 1,229 tokens).
+pub const DEFAULT_MAX_SIDE: u32 = 1280;
+
+/// What a screenshot returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ShotMode {
+    /// The window's pixels.
+    Image,
+    /// The pixels with a numbered box on each interactive element, labelled with
+    /// the ref `observe` gives it.
+    Marks,
+    /// Text recognised in the pixels, as elements `o1`, `o2`… to act on.
+    Ocr,
+}
+
+impl ShotMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShotMode::Image => "image",
+            ShotMode::Marks => "marks",
+            ShotMode::Ocr => "ocr",
+        }
+    }
+}
+
+/// One OCR element as the host keeps it between calls (per window).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OcrElement {
+    /// `o3`.
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    /// The recognised text, redacted.
+    pub text: String,
+    /// Device pixels.
+    pub bounds: Bounds,
+    /// The basis (device geometry, scale 1) it was read under.
+    pub basis: String,
+}
+
+/// One entry of a screenshot's legend: a marked element or an OCR element, with its
+/// box in image pixels.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct LegendEntry {
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    pub role: String,
+    /// Name (redacted), or the recognised text.
+    pub name: String,
+    /// Image pixels.
+    pub bounds: Bounds,
+}
+
+/// A screenshot of the bound window.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Screenshot {
+    pub window_ref: String,
+    pub window: WindowInfo,
+    pub mode: ShotMode,
+    /// The PNG (not serialized: the CLI writes it where `--out` says, MCP sends it
+    /// as image content).
+    #[serde(skip)]
+    pub png: Vec<u8>,
+    /// Image size, pixels.
+    pub width: u32,
+    pub height: u32,
+    /// The coordinate basis of this image for `click-at` (`rREV:X,Y,WxH@SCALE`:
+    /// device geometry of the window, image pixels per device pixel).
+    pub basis: String,
+    /// Device pixels per tree pixel (the toolkit's scale, measured).
+    pub toolkit_scale: f64,
+    /// Estimated vision tokens of the image (width × height / 750).
+    pub image_tokens: u64,
+    /// Marked elements (mode `marks`) or OCR elements (mode `ocr`).
+    pub legend: Vec<LegendEntry>,
+    /// The text a model reads beside the image: one line per legend entry.
+    pub text: String,
+    /// What the image may not show truthfully, and what was painted over.
+    pub notes: Vec<String>,
+}
+
+/// Whether an element's text is redacted anywhere it shows (pure): a secret field,
+/// or a name or value the redaction changes.
+fn redacted(n: &Node, parent: Option<&Node>) -> bool {
+    is_secret_field(n)
+        || matches!(redacted_name(n), Cow::Owned(_))
+        || n.value.is_some()
+            && redacted_value(n, parent)
+                .is_some_and(|v| v.as_ref() != n.value.as_deref().unwrap_or(""))
+}
+
+/// The tree-pixel rectangles to paint over in a capture of `root` (pure): every
+/// element [`redacted`] (its whole box, children included).
+pub fn paint_rects(root: &Node) -> Vec<Bounds> {
+    let mut out = Vec::new();
+    let mut stack: Vec<(&Node, Option<&Node>)> = vec![(root, None)];
+    while let Some((n, parent)) = stack.pop() {
+        if redacted(n, parent) {
+            if let Some(b) = n.bounds.filter(|b| !b.is_empty()) {
+                out.push(b);
+            }
+            if is_secret_field(n) {
+                continue;
+            }
+        }
+        stack.extend(n.children.iter().map(|c| (c, Some(n))));
+    }
+    out
+}
+
+/// The interactive elements of `root` that carry a ref and a box, as marks (pure).
+fn marks_of(root: &Node) -> Vec<(MarkSpec, Role, String)> {
+    let window = root.bounds;
+    root.walk()
+        .filter(|n| n.role.is_interactive() && !n.has(deskpilot_core::State::Offscreen))
+        .filter(|n| match (window, n.bounds) {
+            (Some(w), Some(b)) => w.intersects(&b),
+            _ => true,
+        })
+        .filter_map(|n| {
+            let r = n.ref_.clone()?;
+            let b = n.bounds.filter(|b| !b.is_empty())?;
+            Some((
+                MarkSpec {
+                    label: r,
+                    bounds: b,
+                },
+                n.role,
+                deskpilot_core::redact::display_name_of(n, 60),
+            ))
+        })
+        .collect()
+}
+
+/// True for an OCR element's ref (`o3`) (pure).
+pub fn is_ocr_ref(r: &str) -> bool {
+    r.strip_prefix('o')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The text a model reads for OCR elements: `[o3] text "OK" (ocr)` per line.
+fn ocr_lines(els: &[OcrElement]) -> String {
+    els.iter()
+        .map(|e| {
+            format!(
+                "[{}] text \"{}\" (ocr)",
+                e.ref_,
+                deskpilot_core::sanitize::one_line(&e.text)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Host {
+    /// Refuses unless the active grant allows pixels.
+    fn pixels_allowed(&self) -> Result<(), ComputerError> {
+        let allowed = self
+            .policy()
+            .authority
+            .active()
+            .is_some_and(|g| g.capture == Capture::A11yAndPixels);
+        if allowed {
+            return Ok(());
+        }
+        Err(fail(
+            ErrorCode::ScopeViolation,
+            "pixels are not allowed: the grant's capture is \"a11y-only\". The user allows them with `deskpilot config set capture a11y-and-pixels` (config key `capture`), then a new grant; the accessibility tree (observe) needs no pixels",
+        ))
+    }
+
+    /// Every check before pixels of `window` are read; returns the rectangles to
+    /// paint over (tree pixels) and the window's tree (`None` without one).
+    async fn vet_capture(
+        &mut self,
+        window: &WindowInfo,
+        op: &str,
+    ) -> Result<(Vec<Bounds>, Option<Node>), ComputerError> {
+        let app = window.app.clone();
+        if let Err(e) = self.pixels_allowed() {
+            return Err(self.refuse(e, Some(op), Some(&app)));
+        }
+        let en = self.enumerate().await?;
+        if let Some((_, c)) = en.find(window.handle.as_str())
+            && let Some(r) = self.rules.check_window(&c.facts)
+        {
+            return Err(self.refuse(refused(r), Some(op), Some(&app)));
+        }
+        if window.no_tree {
+            return Ok((Vec::new(), None));
+        }
+        let root = self.session.peek(window).await?;
+        if let Some(p) = self.rules.window_shows_protected(&root) {
+            let e = ComputerError::new(
+                ErrorCode::ScopeViolation,
+                format!(
+                    "the window shows deskpilot's own files ({:?}): it is not captured",
+                    deskpilot_core::sanitize::one_line(&p)
+                ),
+            );
+            return Err(self.refuse(e, Some(op), Some(&app)));
+        }
+        if input_may_reach_password(&root) {
+            let e = ComputerError::new(
+                ErrorCode::SecureInput,
+                "a password field has focus: no capture while it does; move focus elsewhere first",
+            );
+            return Err(self.refuse(e, Some(op), Some(&app)));
+        }
+        Ok((paint_rects(&root), Some(root)))
+    }
+
+    fn audit_capture(&mut self, window: &WindowInfo, mode: ShotMode, w: u32, h: u32) {
+        self.audit(AuditRecord {
+            event: Some(AuditEvent::Capture),
+            app: Some(window.app.clone()),
+            pid: window.pid,
+            op: Some("screenshot".into()),
+            capture: Some(format!("{w}x{h} {}", mode.as_str())),
+            status: Some("executed".into()),
+            ..AuditRecord::default()
+        });
+    }
+
+    /// The revision of the active grant.
+    fn revision(&self) -> u64 {
+        self.policy()
+            .authority
+            .active()
+            .map(|g| g.revision)
+            .unwrap_or_default()
+    }
+
+    /// Reads OCR elements of `window` (already vetted) and keeps them as the
+    /// window's `o` refs, replacing the previous ones.
+    async fn read_ocr(
+        &mut self,
+        window: &WindowInfo,
+        paint: Vec<Bounds>,
+    ) -> Result<(Vec<OcrElement>, Vec<String>, u64), ComputerError> {
+        let r = self
+            .session
+            .driver()
+            .ocr(OcrParams {
+                window: window.handle.clone(),
+                paint,
+            })
+            .await?;
+        let basis = Basis {
+            revision: self.revision(),
+            x: r.bounds.x,
+            y: r.bounds.y,
+            width: r.bounds.width,
+            height: r.bounds.height,
+            scale: 1.0,
+        }
+        .to_string();
+        let els: Vec<OcrElement> = r
+            .words
+            .iter()
+            .enumerate()
+            .map(|(i, OcrWord { text, bounds, .. })| OcrElement {
+                ref_: format!("o{}", i + 1),
+                text: text.clone(),
+                bounds: *bounds,
+                basis: basis.clone(),
+            })
+            .collect();
+        let ws = self
+            .session
+            .state_mut()
+            .per_window
+            .entry(window.handle.0.clone())
+            .or_default();
+        ws.ocr = els.clone();
+        ws.info.get_or_insert_with(|| window.clone());
+        let mut notes = r.notes;
+        notes.push(format!(
+            "read from pixels by local OCR (tesseract {}), {} ms; text may be misread",
+            r.languages, r.elapsed_ms
+        ));
+        Ok((els, notes, r.elapsed_ms))
+    }
+
+    /// A screenshot of `target` (binding the grant to it like `observe`).
+    ///
+    /// Errors: `COMPUTER_SCOPE_VIOLATION` when pixels are not allowed (the message
+    /// names the setting) or the window shows deskpilot's own files;
+    /// `COMPUTER_SECURE_INPUT` while a password field has focus; the window's
+    /// refusals; the driver's errors (`COMPUTER_PLATFORM_UNSUPPORTED` without
+    /// tesseract for `ocr`).
+    pub async fn screenshot(
+        &mut self,
+        target: &Target,
+        mode: ShotMode,
+        max_side: Option<u32>,
+    ) -> Result<Screenshot, ComputerError> {
+        let (en, _) = self.begin().await?;
+        let window = self.bind_target(target, &en).await?;
+        let (paint, _) = self.vet_capture(&window, "screenshot").await?;
+        let painted = paint.len();
+        let window_ref = self.session.window_ref(&window.handle);
+        // Marks are the refs observe shows: observe first (it assigns them).
+        let mut marks = Vec::new();
+        if mode == ShotMode::Marks && !window.no_tree {
+            self.session
+                .observe(
+                    &Target::Handle(window.handle.clone()),
+                    &ObserveOptions::default(),
+                )
+                .await?;
+            if let Some(last) = self
+                .session
+                .state()
+                .per_window
+                .get(window.handle.as_str())
+                .and_then(|w| w.last.as_ref())
+            {
+                marks = marks_of(last);
+            }
+        }
+        let mut ocr = None;
+        if mode == ShotMode::Ocr {
+            ocr = Some(self.read_ocr(&window, paint.clone()).await?);
+        }
+        let shot = self
+            .session
+            .driver()
+            .capture(CaptureParams {
+                window: window.handle.clone(),
+                max_side: Some(max_side.unwrap_or(DEFAULT_MAX_SIDE)),
+                paint,
+                marks: marks.iter().map(|(m, _, _)| m.clone()).collect(),
+            })
+            .await?;
+        use base64::Engine as _;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot.png_base64.as_bytes())
+            .map_err(|e| ComputerError::internal(format!("the driver sent a bad image: {e}")))?;
+        let basis = Basis {
+            revision: self.revision(),
+            x: shot.bounds.x,
+            y: shot.bounds.y,
+            width: shot.bounds.width,
+            height: shot.bounds.height,
+            scale: shot.image_scale,
+        };
+        let mut notes = shot.notes.clone();
+        if painted > 0 {
+            notes.push(format!("{painted} redacted field(s) painted over"));
+        }
+        let to_image = |b: &Bounds| {
+            let f = |v: i32, o: i32| ((f64::from(v - o)) * shot.image_scale).round() as i32;
+            let (x0, y0) = (f(b.x, shot.bounds.x), f(b.y, shot.bounds.y));
+            let (x1, y1) = (
+                f(b.x + b.width, shot.bounds.x),
+                f(b.y + b.height, shot.bounds.y),
+            );
+            Bounds::new(x0, y0, x1 - x0, y1 - y0)
+        };
+        let (legend, text) = match (mode, ocr) {
+            (ShotMode::Ocr, Some((els, more, _))) => {
+                notes.extend(more);
+                let legend = els
+                    .iter()
+                    .map(|e| LegendEntry {
+                        ref_: e.ref_.clone(),
+                        role: "text".into(),
+                        name: e.text.clone(),
+                        bounds: to_image(&e.bounds),
+                    })
+                    .collect();
+                (legend, ocr_lines(&els))
+            }
+            _ => {
+                let legend: Vec<LegendEntry> = marks
+                    .iter()
+                    .zip(&shot.marks)
+                    .map(|((_, role, name), drawn)| LegendEntry {
+                        ref_: drawn.label.clone(),
+                        role: role.to_string(),
+                        name: name.clone(),
+                        bounds: drawn.bounds,
+                    })
+                    .collect();
+                let text = legend
+                    .iter()
+                    .map(|e| format!("[{}] {} {}", e.ref_, e.role, e.name))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                (legend, text)
+            }
+        };
+        self.audit_capture(&window, mode, shot.width, shot.height);
+        self.stamp(&window, None);
+        self.after_call()?;
+        Ok(Screenshot {
+            window_ref,
+            window,
+            mode,
+            png,
+            width: shot.width,
+            height: shot.height,
+            basis: basis.to_string(),
+            toolkit_scale: shot.toolkit_scale,
+            image_tokens: deskpilot_core::tokens::image_tokens(shot.width, shot.height),
+            legend,
+            text,
+            notes,
+        })
+    }
+
+    /// The observation of a window with no tree: its OCR elements when pixels are
+    /// allowed (the caller has bound it). Without pixels the read fails with the
+    /// driver's `COMPUTER_ACCESSIBILITY_DISABLED`, whose message says how to allow
+    /// them.
+    pub(super) async fn observe_pixels(
+        &mut self,
+        window: &WindowInfo,
+    ) -> Result<crate::session::Observation, ComputerError> {
+        let started = std::time::Instant::now();
+        let (paint, _) = self.vet_capture(window, "observe").await?;
+        let (els, notes, _) = self.read_ocr(window, paint).await?;
+        let window_ref = self.session.window_ref(&window.handle);
+        let b = window.device_bounds.or(window.bounds).unwrap_or_default();
+        self.audit_capture(window, ShotMode::Ocr, b.width as u32, b.height as u32);
+        let mut text = format!(
+            "[{window_ref}] window \"{}\" · no accessibility tree: {} element(s) read from pixels (ocr); act on them by ref (a pointer click at the text's centre)",
+            deskpilot_core::sanitize::one_line(&window.title),
+            els.len()
+        );
+        for line in ocr_lines(&els).lines() {
+            text.push_str("\n  ");
+            text.push_str(line);
+        }
+        for n in &notes {
+            text.push_str("\n· ");
+            text.push_str(n);
+        }
+        let tokens = deskpilot_core::tokens::count(&text);
+        Ok(crate::session::Observation {
+            window_ref,
+            window: window.clone(),
+            text,
+            tokens,
+            shown: els.len(),
+            omitted: 0,
+            stats: Default::default(),
+            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            grant: None,
+            basis: None,
+        })
+    }
+
+    /// Acts on the OCR element `r` (`o3`) of the bound window: a pointer gesture at
+    /// its centre through the pipeline, judged by its text as a button of that name
+    /// would be. Only click, double click and right click.
+    ///
+    /// Errors: `COMPUTER_STALE_REF` for an `o` ref not read in the bound window (OCR
+    /// refs live until the next OCR read of it); `COMPUTER_INVALID_ARGUMENT` for
+    /// another op; those of [`Host::pointer`].
+    pub(super) async fn act_ocr(&mut self, r: &str, op: Op) -> Result<KeysOutcome, ComputerError> {
+        let action = match op {
+            Op::Click => PointerAction::Click,
+            Op::DoubleClick => PointerAction::DoubleClick,
+            Op::RightClick => PointerAction::RightClick,
+            other => {
+                return Err(fail(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "an OCR element takes click, double_click or right_click, not {}: it is text read from pixels, not an element with actions",
+                        other.as_str()
+                    ),
+                ));
+            }
+        };
+        let el = self
+            .bound_handle()
+            .and_then(|h| self.session.state().per_window.get(&h).cloned())
+            .and_then(|ws| ws.ocr.into_iter().find(|e| e.ref_ == r))
+            .ok_or_else(|| {
+                ComputerError::new(
+                    ErrorCode::StaleRef,
+                    format!(
+                        "{r} is not an OCR element of the bound window; observe it (or screenshot --ocr) again"
+                    ),
+                )
+            })?;
+        let basis = Basis::parse(&el.basis)?;
+        let x = f64::from(el.bounds.x - basis.x) + f64::from(el.bounds.width) / 2.0;
+        let y = f64::from(el.bounds.y - basis.y) + f64::from(el.bounds.height) / 2.0;
+        let mut out = self
+            .pointer_seen(&basis, x, y, action, Some(el.text.clone()))
+            .await?;
+        out.result.channel = deskpilot_protocol::types::Channel::PointerOcr;
+        out.text = out.text.replacen(
+            "via pointer",
+            &format!(
+                "at {r} \"{}\" via pointer(ocr)",
+                deskpilot_core::sanitize::one_line(&el.text)
+            ),
+            1,
+        );
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deskpilot_core::State;
+
+    #[test]
+    fn secret_fields_and_masked_texts_are_painted_over_and_nothing_else() {
+        let mut root = Node::new("w", Role::Dialog, "Log in");
+        root.bounds = Some(Bounds::new(0, 0, 400, 300));
+        let mut pw = Node::new("p", Role::Textbox, "Password");
+        pw.states.insert(State::Password);
+        pw.value = Some("hunter22".into());
+        pw.bounds = Some(Bounds::new(10, 10, 200, 30));
+        let mut token = Node::new(
+            "t",
+            Role::Text,
+            "token ghp_0123456789abcdefghijABCDEFGHIJ012345",
+        );
+        token.bounds = Some(Bounds::new(10, 50, 300, 20));
+        let mut ok = Node::new("b", Role::Button, "OK");
+        ok.bounds = Some(Bounds::new(10, 100, 80, 30));
+        root.children = vec![pw, token, ok];
+        let mut rects = paint_rects(&root);
+        rects.sort_by_key(|b| b.y);
+        assert_eq!(
+            rects,
+            vec![Bounds::new(10, 10, 200, 30), Bounds::new(10, 50, 300, 20)]
+        );
+    }
+}
