@@ -21,8 +21,12 @@ async fn hello_reports_linux_with_accessibility_and_input() {
     assert_eq!(h.driver, "deskpilot-driver-linux");
     assert!(h.capabilities.tree && h.capabilities.actions && h.capabilities.events);
     assert!(
-        !h.capabilities.capture,
-        "capture is not implemented and must not be claimed"
+        h.capabilities.capture && h.permissions.capture,
+        "pixels are read over the sandbox's X display: {h:?}"
+    );
+    assert!(
+        h.capabilities.ocr,
+        "tesseract is installed (scripts/install-deps): {h:?}"
     );
     assert!(
         h.permissions.accessibility,

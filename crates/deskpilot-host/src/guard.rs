@@ -345,17 +345,67 @@ impl Driver for Guarded {
         r
     }
 
-    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
-        let (s, f) = self.admit_window(&p.window).await?;
-        self.secure_input(&s, f.as_ref(), &p.window, None, false)
-            .await?;
-        self.inner.capture(p).await
+    async fn capture(&self, mut p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+        let mut facts = None;
+        let r = async {
+            let (s, f) = self.admit_window(&p.window).await?;
+            facts = f.clone();
+            Self::pixels_allowed(&s)?;
+            self.secure_input(&s, f.as_ref(), &p.window, None, false)
+                .await?;
+            p.paint.extend(self.own_paint(&p.window).await?);
+            self.inner.capture(p).await
+        }
+        .await;
+        self.audit(AuditEvent::Capture, "capture", facts.as_ref(), None, &r);
+        r
     }
 
-    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
-        let (s, f) = self.admit_window(&p.window).await?;
-        self.secure_input(&s, f.as_ref(), &p.window, None, false)
-            .await?;
-        self.inner.ocr(p).await
+    async fn ocr(&self, mut p: OcrParams) -> Result<OcrResult, ComputerError> {
+        let mut facts = None;
+        let r = async {
+            let (s, f) = self.admit_window(&p.window).await?;
+            facts = f.clone();
+            Self::pixels_allowed(&s)?;
+            self.secure_input(&s, f.as_ref(), &p.window, None, false)
+                .await?;
+            p.paint.extend(self.own_paint(&p.window).await?);
+            self.inner.ocr(p).await
+        }
+        .await;
+        self.audit(AuditEvent::Capture, "ocr", facts.as_ref(), None, &r);
+        r
+    }
+}
+
+impl Guarded {
+    /// This machine's own `capture` setting allows pixels, whatever the remote
+    /// host's grant says.
+    fn pixels_allowed(s: &Effective) -> Result<(), ComputerError> {
+        if s.capture == deskpilot_policy::grant::Capture::A11yAndPixels {
+            return Ok(());
+        }
+        Err(ComputerError::new(
+            ErrorCode::ScopeViolation,
+            "pixels are not allowed on the driver's machine: its config has capture = \"a11y-only\"; its user allows them with `deskpilot config set capture a11y-and-pixels`",
+        ))
+    }
+
+    /// The rectangles this machine paints over in a capture of `window` on its own
+    /// read of the tree, whatever the remote host asked to paint: every secret field
+    /// and masked text. A window with no tree has none to read.
+    async fn own_paint(
+        &self,
+        window: &Handle,
+    ) -> Result<Vec<deskpilot_core::Bounds>, ComputerError> {
+        match self
+            .inner
+            .snapshot(SnapshotParams::whole(window.clone()))
+            .await
+        {
+            Ok(snap) => Ok(crate::host::pixels::paint_rects(&snap.root)),
+            Err(e) if e.code == ErrorCode::AccessibilityDisabled => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
     }
 }

@@ -1820,6 +1820,13 @@ impl Session {
                             Ok((root, _)) => root,
                             // Busy for a moment: not met yet.
                             Err(e) if e.code == ErrorCode::NotResponding => break 'read None,
+                            // A window shown before its app published its tree (a
+                            // GTK app starting): the tree may still come.
+                            Err(e)
+                                if e.code == ErrorCode::AccessibilityDisabled && window.no_tree =>
+                            {
+                                break 'read None;
+                            }
                             Err(e) => return Err(e),
                         };
                         let hits = match cond {

@@ -652,8 +652,9 @@ fn observe_act_and_read_back_with_structured_content() {
         let shot = c
             .call("computer_screenshot", json!({ "mode": "image" }))
             .await;
-        assert_error(&shot, "COMPUTER_PLATFORM_UNSUPPORTED");
-        assert!(text_of(&shot).contains("computer_observe"));
+        // The grant allows no pixels (the default): refused, naming the setting.
+        assert_error(&shot, "COMPUTER_SCOPE_VIOLATION");
+        assert!(text_of(&shot).contains("capture a11y-and-pixels"));
         assert!(
             shot["content"]
                 .as_array()

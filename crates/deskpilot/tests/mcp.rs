@@ -94,6 +94,12 @@ fn plan_mode_refusals_reach_the_python_sdk_client_as_tool_errors() {
     run_client("plan", &scratch);
 }
 
+#[test]
+fn a_screenshot_reaches_the_python_sdk_client_as_image_content() {
+    let scratch = Scratch::new("pixels", "capture = \"a11y-and-pixels\"\n");
+    run_client("pixels", &scratch);
+}
+
 /// `deskpilot mcp --sandbox` with raw stdio: lines in, parsed lines out.
 struct Raw {
     child: Child,

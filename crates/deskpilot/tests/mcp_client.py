@@ -5,6 +5,7 @@ Run by crates/deskpilot/tests/mcp.rs with the venv python from scripts/mcp-venv:
 
     python mcp_client.py DESKPILOT_BIN main   # the working session on mousepad
     python mcp_client.py DESKPILOT_BIN plan   # DESKPILOT_CONFIG sets plan mode
+    python mcp_client.py DESKPILOT_BIN pixels # DESKPILOT_CONFIG allows pixels
 
 The server inherits this process's environment (XDG_STATE_HOME, DESKPILOT_CONFIG
 point at the test's temporary files). Every check that fails raises; the last line
@@ -159,7 +160,8 @@ async def main_phase(session):
     check(error_code(wrong) == "COMPUTER_INVALID_ARGUMENT", "wrong argument types: COMPUTER_INVALID_ARGUMENT")
 
     shot = await session.call_tool("computer_screenshot", {"mode": "image"})
-    check(error_code(shot) == "COMPUTER_PLATFORM_UNSUPPORTED", "screenshot is honestly unsupported")
+    check(error_code(shot) == "COMPUTER_SCOPE_VIOLATION", "a screenshot without pixels allowed is refused")
+    check("a11y-and-pixels" in shot.content[0].text, f"the refusal names the setting: {shot.content[0].text}")
     check(all(b.type == "text" for b in shot.content), "no image content")
 
     try:
@@ -201,6 +203,28 @@ async def plan_phase(session):
     check(error_code(launch) == "COMPUTER_SCOPE_VIOLATION", "plan mode refuses launch")
 
 
+async def pixels_phase(session):
+    """DESKPILOT_CONFIG allows pixels: a marked screenshot is MCP image content."""
+    import base64
+
+    launch = await session.call_tool("computer_launch", {"command": ["mousepad"], "wait_ms": 60000})
+    ok(launch, "computer_launch mousepad")
+    shot = await session.call_tool("computer_screenshot", {"app": "mousepad", "mode": "marks", "max_side": 320})
+    sc = ok(shot, "computer_screenshot marks")
+    images = [b for b in shot.content if b.type == "image"]
+    check(len(images) == 1 and images[0].mime_type == "image/png", f"one PNG image block: {[b.type for b in shot.content]}")
+    png = base64.b64decode(images[0].data)
+    check(png[:8] == b"\x89PNG\r\n\x1a\n", "the image is a PNG")
+    check(max(sc["width"], sc["height"]) == 320, f"downscaled to max_side: {sc['width']}x{sc['height']}")
+    check(sc["basis"].startswith("r") and "@" in sc["basis"], f"a basis: {sc['basis']}")
+    check(len(sc["legend"]) >= 3 and all(e["ref"].startswith("e") for e in sc["legend"]), f"a legend of refs: {sc['legend'][:3]}")
+    check("image tokens" in text_of(shot), "the text states the image's estimated tokens")
+    ocr = await session.call_tool("computer_screenshot", {"app": "mousepad", "mode": "ocr"})
+    ok(ocr, "computer_screenshot ocr")
+    check(all(b.type == "text" for b in ocr.content), "ocr mode returns text, no image")
+    check("(ocr)" in text_of(ocr), f"ocr elements are marked: {text_of(ocr)[:300]}")
+
+
 async def run(binary, phase):
     params = StdioServerParameters(command=binary, args=["mcp", "--sandbox"], env=dict(os.environ))
     async with stdio_client(params) as (read, write):
@@ -210,6 +234,8 @@ async def run(binary, phase):
                 await main_phase(session)
             elif phase == "plan":
                 await plan_phase(session)
+            elif phase == "pixels":
+                await pixels_phase(session)
             else:
                 raise SystemExit(f"unknown phase {phase!r}")
     print(f"ok {phase}", flush=True)
@@ -217,5 +243,5 @@ async def run(binary, phase):
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
-        raise SystemExit("usage: mcp_client.py DESKPILOT_BIN main|plan")
+        raise SystemExit("usage: mcp_client.py DESKPILOT_BIN main|plan|pixels")
     anyio.run(run, sys.argv[1], sys.argv[2])

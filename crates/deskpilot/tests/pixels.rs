@@ -165,43 +165,61 @@ fn marks_lie_on_the_elements_they_label() {
     );
 }
 
-/// xmessage (Athena widgets, no accessibility bridge): observe says there is no
-/// tree and how to allow pixels; with pixels allowed it lists the text read by OCR
-/// as `o` elements, and acting on one is a pointer click that names what it hit.
-#[test]
-fn a_window_without_a_tree_is_read_by_ocr_when_pixels_are_allowed() {
-    let dir = TempDir::new("pixels-xmessage");
-    let desk = Desk::start(dir.path());
-    desk.ok(&[
-        "sandbox",
-        "run",
-        "--",
-        "xmessage",
-        "-buttons",
-        "Alpha:3,Beta:4",
-        "pick one",
-    ]);
+/// Waits until `apps` lists a window whose app or title contains `what`.
+fn wait_listed(desk: &Desk<'_>, what: &str) {
     let start = std::time::Instant::now();
     loop {
         let apps = desk.ok(&["apps"]);
-        if apps.to_string().contains("xmessage") {
-            break;
+        if apps.to_string().contains(what) {
+            return;
         }
         assert!(
             start.elapsed().as_secs() < 30,
-            "xmessage never listed: {apps}"
+            "{what} never listed: {apps}"
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
+}
+
+/// Waits for a file the app writes (its oracle) and returns its text.
+fn wait_file(path: &std::path::Path) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(path)
+            && !s.is_empty()
+        {
+            return s;
+        }
+        assert!(
+            start.elapsed().as_secs() < 10,
+            "{} never written",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// xmessage (Athena widgets, no accessibility bridge): observe says there is no
+/// tree and how to allow pixels; with pixels allowed it lists the buttons read by
+/// OCR, and clicking "Beta" makes xmessage exit with that button's status, 4.
+#[test]
+fn xmessage_has_no_tree_and_its_button_is_clicked_through_ocr() {
+    let dir = TempDir::new("pixels-xmessage");
+    let desk = Desk::start(dir.path());
+    let status = dir.path().join("status");
+    let script = format!(
+        "xmessage -buttons Alpha:3,Beta:4 'pick one'; echo $? > '{}'",
+        status.display()
+    );
+    desk.ok(&["sandbox", "run", "--", "sh", "-c", &script]);
+    wait_listed(&desk, "xmessage");
     let v = desk.fails_with(
         &["observe", "--app", "xmessage"],
         "COMPUTER_ACCESSIBILITY_DISABLED",
     );
+    let msg = v["error"]["message"].as_str().unwrap();
     assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("capture a11y-and-pixels"),
+        msg.contains("no accessibility tree") && msg.contains("capture a11y-and-pixels"),
         "{v}"
     );
     std::fs::create_dir_all(desk.config().parent().unwrap()).unwrap();
@@ -210,14 +228,153 @@ fn a_window_without_a_tree_is_read_by_ocr_when_pixels_are_allowed() {
     let v = desk.ok(&["observe", "--app", "xmessage"]);
     let text = v["text"].as_str().unwrap();
     assert!(text.contains("no accessibility tree"), "{text}");
-    assert!(text.contains("[o1] text \"pick one\" (ocr)"), "{text}");
-    let v = desk.ok(&["act", "o1", "click"]);
-    let text = v["text"].as_str().unwrap();
+    for want in [
+        "text \"pick one\" (ocr)",
+        "text \"Alpha\" (ocr)",
+        "text \"Beta\" (ocr)",
+    ] {
+        assert!(text.contains(want), "{want} in:\n{text}");
+    }
+    let beta = text
+        .lines()
+        .find(|l| l.contains("\"Beta\""))
+        .and_then(|l| l.trim().strip_prefix('['))
+        .and_then(|l| l.split(']').next())
+        .unwrap()
+        .to_owned();
+    let v = desk.ok(&["act", &beta, "click"]);
+    let said = v["text"].as_str().unwrap();
+    assert!(said.contains("via pointer(ocr)"), "{said}");
     assert!(
-        text.contains("via pointer(ocr)") && text.contains("under the point"),
-        "{text}"
+        said.contains("under the point: the text \"Beta\" read by OCR"),
+        "{said}"
     );
     assert_eq!(v["result"]["channel"], "pointer_ocr", "{v}");
+    assert_eq!(
+        wait_file(&status).trim(),
+        "4",
+        "xmessage exited through Beta"
+    );
+}
+
+/// A Tk app (Tk has no AT-SPI bridge): text drawn on a canvas and a button, found
+/// by OCR; clicking the button runs its command, which writes a file. A button whose
+/// text names an irreversible action asks first, as its tree element would.
+#[test]
+fn a_tk_canvas_and_button_are_read_and_clicked_through_ocr() {
+    let dir = TempDir::new("pixels-tk");
+    let desk = Desk::start_with_config(dir.path(), PIXELS);
+    let app = dir.path().join("app.py");
+    let out = dir.path().join("pressed");
+    std::fs::write(
+        &app,
+        r#"import sys
+import tkinter as tk
+
+root = tk.Tk()
+root.title("tk canvas")
+canvas = tk.Canvas(root, width=320, height=120, bg="white", highlightthickness=0)
+canvas.pack()
+canvas.create_text(160, 50, text="Total 42", font=("DejaVu Sans", 18))
+
+
+def press():
+    with open(sys.argv[1], "w") as f:
+        f.write("pressed")
+
+
+tk.Button(root, text="Export", command=press, font=("DejaVu Sans", 14)).pack(pady=10)
+tk.Button(root, text="Delete all", command=lambda: None, font=("DejaVu Sans", 14)).pack(pady=10)
+root.mainloop()
+"#,
+    )
+    .unwrap();
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        app.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    wait_listed(&desk, "tk canvas");
+    let v = desk.ok(&["observe", "--window", "tk canvas"]);
+    let text = v["text"].as_str().unwrap();
+    let find = |word: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("\"{word}\" (ocr)")))
+            .and_then(|l| l.trim().strip_prefix('['))
+            .and_then(|l| l.split(']').next())
+            .unwrap_or_else(|| panic!("{word} not read:\n{text}"))
+            .to_owned()
+    };
+    assert!(text.contains("\"Total 42\" (ocr)"), "{text}");
+    let delete = find("Delete all");
+    desk.fails_with(&["act", &delete, "click"], "COMPUTER_CONFIRMATION_REQUIRED");
+    let export = find("Export");
+    desk.ok(&["act", &export, "click"]);
+    assert_eq!(wait_file(&out), "pressed");
+}
+
+/// A HiDPI desktop (3840×2160, Xft.dpi 192) with gedit at GDK_SCALE=2: the basis of
+/// a screenshot records the toolkit's scale 2 and the image's downscale, and a
+/// click at the menu button's centre in image pixels opens its popover (read back
+/// through the tree). A point outside the image is refused, never clamped.
+#[test]
+fn a_click_in_a_downscaled_hidpi_screenshot_lands_on_its_button() {
+    let dir = TempDir::new("pixels-hidpi");
+    let cfg = dir.path().join("cfg");
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(cfg.join("config.toml"), PIXELS).unwrap();
+    let desk = Desk::start_with(dir.path(), &["--size", "3840x2160"]);
+    let mut xrdb = std::process::Command::new("xrdb")
+        .arg("-merge")
+        .env("DISPLAY", format!(":{}", desk.display))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("xrdb runs");
+    std::io::Write::write_all(xrdb.stdin.as_mut().unwrap(), b"Xft.dpi: 192\n").unwrap();
+    drop(xrdb.stdin.take());
+    assert!(xrdb.wait().unwrap().success());
+    desk.ok(&["sandbox", "run", "--", "env", "GDK_SCALE=2", "gedit"]);
+    desk.wait_for("gedit", "button", "Save", 60000);
+    let v = desk.ok(&["screenshot", "--app", "gedit", "--marks"]);
+    assert_eq!(v["toolkit_scale"], 2.0, "{v}");
+    let (_, _, w, h, scale) = basis(&v);
+    assert!(
+        w > 1280.0 && scale < 1.0,
+        "a downscaled device capture: {v}"
+    );
+    let long = v["width"]
+        .as_u64()
+        .unwrap()
+        .max(v["height"].as_u64().unwrap());
+    assert_eq!(long, 1280, "downscaled to the default long side: {v}");
+    let menu = v["legend"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "Menu" && e["bounds"]["x"].as_i64().unwrap() > 600)
+        .unwrap_or_else(|| panic!("the main menu button is marked: {v}"))
+        .clone();
+    let b = &menu["bounds"];
+    let cx = b["x"].as_f64().unwrap() + b["width"].as_f64().unwrap() / 2.0;
+    let cy = b["y"].as_f64().unwrap() + b["height"].as_f64().unwrap() / 2.0;
+    let basis_text = v["basis"].as_str().unwrap().to_owned();
+    let v = desk.ok(&[
+        "click-at",
+        &cx.to_string(),
+        &cy.to_string(),
+        "--basis",
+        &basis_text,
+    ]);
+    let said = v["text"].as_str().unwrap();
+    assert!(said.contains("under the point: button \"Menu\""), "{said}");
+    desk.wait_for("gedit", "button", "Preferences", 10000);
+    desk.fails_with(
+        &["click-at", "1280", "5", "--basis", &basis_text],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
 }
 
 /// zenity --password: no capture while the field has focus; with focus elsewhere,

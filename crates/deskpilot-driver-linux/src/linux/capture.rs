@@ -183,22 +183,6 @@ pub fn finish(
     (img, scale, drawn)
 }
 
-/// The most frequent colour of `img` (its background), from at most 65,536
-/// samples spread over it.
-fn background(img: &RgbaImage) -> image::Rgba<u8> {
-    let n = u64::from(img.width()) * u64::from(img.height());
-    let step = (n / 65_536).max(1) as usize;
-    let mut counts: std::collections::HashMap<[u8; 4], u32> = std::collections::HashMap::new();
-    for p in img.pixels().step_by(step) {
-        *counts.entry(p.0).or_default() += 1;
-    }
-    let best = counts
-        .into_iter()
-        .max_by_key(|(c, n)| (*n, *c))
-        .map_or([255, 255, 255, 255], |(c, _)| c);
-    image::Rgba(best)
-}
-
 /// The tesseract languages installed, joined for `-l` (`eng+chi_sim`), read once.
 ///
 /// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when tesseract is not installed.
@@ -244,8 +228,11 @@ pub fn recognise(
     } else {
         1
     };
+    let bg = pixels::background(img);
+    let mut clean = img.clone();
+    let frames = pixels::erase_frames(&mut clean, bg);
     let scaled = image::imageops::resize(
-        img,
+        &clean,
         img.width() * up,
         img.height() * up,
         image::imageops::FilterType::CatmullRom,
@@ -253,9 +240,7 @@ pub fn recognise(
     // Text touching the image's edge is often missed: recognise it on a margin of
     // the window's background colour.
     let pad = OCR_PAD * up;
-    let corner = background(img);
-    let mut input =
-        RgbaImage::from_pixel(scaled.width() + 2 * pad, scaled.height() + 2 * pad, corner);
+    let mut input = RgbaImage::from_pixel(scaled.width() + 2 * pad, scaled.height() + 2 * pad, bg);
     image::imageops::overlay(&mut input, &scaled, i64::from(pad), i64::from(pad));
     let png = pixels::encode_png(&input)
         .map_err(|e| ComputerError::internal(format!("cannot encode the capture: {e}")))?;
@@ -305,7 +290,13 @@ pub fn recognise(
         )));
     }
     let f = f64::from(up);
-    let words = ocr::group(ocr::parse_tsv(&tsv), OCR_MIN_CONFIDENCE)
+    // The frames in the coordinates of the words: upscaled, on the margin.
+    let (u, p) = (up as i32, pad as i32);
+    let frames: Vec<(i32, i32, i32, i32)> = frames
+        .iter()
+        .map(|&(x, y, w, h)| (x * u + p, y * u + p, w * u, h * u))
+        .collect();
+    let words = ocr::group(ocr::parse_tsv(&tsv), OCR_MIN_CONFIDENCE, &frames)
         .into_iter()
         .map(|e| {
             let d = |v: i32| (f64::from(v) / f).round() as i32;

@@ -137,7 +137,30 @@ fn parse_row(row: &str) -> Option<(LineKey, OcrWordBox)> {
 /// boxes, and its confidence the mean of theirs. Elements whose confidence is below
 /// `min_confidence` (0 to 100, tesseract's scale) are dropped. The result is ordered
 /// top to bottom, then left to right (by top edge, then left edge).
-pub fn group(words: Vec<(LineKey, OcrWordBox)>, min_confidence: f32) -> Vec<OcrElement> {
+/// A word also starts a new element when it lies in another of `frames` (the
+/// outlines of buttons and boxes, `(left, top, width, height)` in the words'
+/// pixels) than the element being built: two framed buttons side by side are two
+/// elements however close. A word lies in the smallest frame holding its centre.
+pub fn group(
+    words: Vec<(LineKey, OcrWordBox)>,
+    min_confidence: f32,
+    frames: &[(i32, i32, i32, i32)],
+) -> Vec<OcrElement> {
+    let frame_of = |w: &OcrWordBox| -> Option<usize> {
+        let (cx, cy) = (
+            i64::from(w.left) + i64::from(w.width) / 2,
+            i64::from(w.top) + i64::from(w.height) / 2,
+        );
+        frames
+            .iter()
+            .enumerate()
+            .filter(|(_, (x, y, fw, fh))| {
+                let (x, y) = (i64::from(*x), i64::from(*y));
+                cx >= x && cy >= y && cx < x + i64::from(*fw) && cy < y + i64::from(*fh)
+            })
+            .min_by_key(|(_, (_, _, fw, fh))| i64::from(*fw) * i64::from(*fh))
+            .map(|(i, _)| i)
+    };
     let mut lines: BTreeMap<LineKey, Vec<OcrWordBox>> = BTreeMap::new();
     for (key, word) in words {
         lines.entry(key).or_default().push(word);
@@ -150,12 +173,16 @@ pub fn group(words: Vec<(LineKey, OcrWordBox)>, min_confidence: f32) -> Vec<OcrE
         let mut run: Vec<OcrWordBox> = Vec::new();
         // Right edge of the run's union so far, in image pixels.
         let mut run_right = 0_i64;
+        let mut run_frame = None;
         for word in line {
             let left = i64::from(word.left);
             let right = left + i64::from(word.width);
+            let frame = frame_of(&word);
             if run.is_empty() {
                 run_right = right;
-            } else if (left - run_right) as f32 > max_gap {
+                run_frame = frame;
+            } else if (left - run_right) as f32 > max_gap || frame != run_frame {
+                run_frame = frame;
                 elements.push(element(&run));
                 run.clear();
                 run_right = right;
@@ -328,7 +355,7 @@ garbage
 
     #[test]
     fn group_splits_far_apart_words_and_orders_elements() {
-        let elements = group(parse_tsv(TSV), 50.0);
+        let elements = group(parse_tsv(TSV), 50.0, &[]);
         assert_eq!(
             elements,
             vec![
@@ -370,7 +397,7 @@ garbage
 
     #[test]
     fn group_keeps_low_confidence_elements_above_the_threshold() {
-        let elements = group(parse_tsv(TSV), 0.0);
+        let elements = group(parse_tsv(TSV), 0.0, &[]);
         assert_eq!(elements.len(), 5);
         let last = elements.last().expect("five elements");
         assert_eq!(last.text, "zz");
@@ -389,12 +416,12 @@ garbage
                 ((0, 0, 0), word("b", 10 + gap, 0, 10, 10, 80.0)),
             ]
         };
-        let joined = group(line(15), 0.0);
+        let joined = group(line(15), 0.0, &[]);
         assert_eq!(joined.len(), 1);
         assert_eq!(joined[0].text, "a b");
         assert_eq!(joined[0].width, 35);
         assert_eq!(joined[0].confidence, 85.0);
-        let split = group(line(16), 0.0);
+        let split = group(line(16), 0.0, &[]);
         assert_eq!(
             split.iter().map(|e| e.text.as_str()).collect::<Vec<_>>(),
             ["a", "b"]
@@ -410,7 +437,7 @@ garbage
             ((0, 0, 0), word("in", 20, 0, 10, 10, 90.0)),
             ((0, 0, 0), word("x", 105, 0, 10, 10, 90.0)),
         ];
-        let elements = group(words, 0.0);
+        let elements = group(words, 0.0, &[]);
         assert_eq!(elements.len(), 1);
         assert_eq!(elements[0].text, "wide in x");
         assert_eq!(elements[0].width, 115);
@@ -418,7 +445,7 @@ garbage
 
     #[test]
     fn group_of_nothing_is_empty() {
-        assert!(group(Vec::new(), 0.0).is_empty());
+        assert!(group(Vec::new(), 0.0, &[]).is_empty());
     }
 
     #[test]
@@ -437,5 +464,31 @@ garbage
         assert_eq!(languages(&lines(&["tessdata:", "", "jpn"])), "jpn");
         assert_eq!(languages(&lines(&[header])), "eng");
         assert_eq!(languages(&[]), "eng");
+    }
+
+    #[test]
+    fn words_in_two_frames_are_two_elements_however_close() {
+        let w = |text: &str, left: i32| {
+            (
+                (1, 1, 1),
+                OcrWordBox {
+                    text: text.into(),
+                    left,
+                    top: 10,
+                    width: 30,
+                    height: 10,
+                    conf: 90.0,
+                },
+            )
+        };
+        let words = vec![w("Alpha", 0), w("Beta", 34)];
+        assert_eq!(group(words.clone(), 0.0, &[]).len(), 1, "close words join");
+        let frames = [(-4, 5, 38, 20), (30, 5, 38, 20)];
+        let two = group(words, 0.0, &frames);
+        assert_eq!(two.len(), 2, "{two:?}");
+        assert_eq!(
+            (two[0].text.as_str(), two[1].text.as_str()),
+            ("Alpha", "Beta")
+        );
     }
 }

@@ -534,6 +534,107 @@ pub fn decode_png(bytes: &[u8]) -> Result<RgbaImage, PixelError> {
     Ok(decoded.into_rgba8())
 }
 
+/// A pixel differs from the background by more than this in luminance (0–255) to
+/// count as ink when looking for frames: anti-aliased glyph edges and the light
+/// bevels of toolkit buttons stay below it, text and borders above.
+const INK_CONTRAST: i32 = 64;
+
+/// Ink components whose bounding box is at least this many times their pixel count
+/// are outlines (button frames, ovals, boxes), not glyphs: a glyph fills a third or
+/// more of its box, a 2-pixel frame of a 60×24 button about a tenth.
+const FRAME_SPARSENESS: u64 = 4;
+
+/// Shortest side of an outline's box, pixels: smaller components are glyphs
+/// (dots, commas, thin letters) whatever their density.
+const FRAME_MIN_SIDE: u32 = 12;
+
+/// The luminance of a pixel (ITU-R BT.601 weights), 0–255.
+fn luma(p: &Rgba<u8>) -> i32 {
+    (i32::from(p.0[0]) * 299 + i32::from(p.0[1]) * 587 + i32::from(p.0[2]) * 114) / 1000
+}
+
+/// The most frequent colour of `img`, its background, from at most 65,536 samples
+/// spread over it.
+pub fn background(img: &RgbaImage) -> Rgba<u8> {
+    let n = u64::from(img.width()) * u64::from(img.height());
+    let step = usize::try_from((n / 65_536).max(1)).unwrap_or(usize::MAX);
+    let mut counts: std::collections::HashMap<[u8; 4], u32> = std::collections::HashMap::new();
+    for p in img.pixels().step_by(step) {
+        *counts.entry(p.0).or_default() += 1;
+    }
+    let best = counts
+        .into_iter()
+        .max_by_key(|(c, n)| (*n, *c))
+        .map_or([255, 255, 255, 255], |(c, _)| c);
+    Rgba(best)
+}
+
+/// Paints the outlines in `img` (button frames, ovals, boxes, long rules) with the
+/// background `bg`, leaving glyphs: text recognisers read a word inside a frame as
+/// part of one large shape and often drop it (tesseract on Athena's oval buttons).
+/// An outline is a connected (8-neighbour) component of ink pixels whose box is at
+/// least [`FRAME_SPARSENESS`] times its pixel count with both sides at least
+/// [`FRAME_MIN_SIDE`], or a rule at most 2 pixels thick and 4 × [`FRAME_MIN_SIDE`]
+/// long. Returns the boxes of the outlines painted (`(left, top, width, height)`,
+/// pixels), rules not included.
+pub fn erase_frames(img: &mut RgbaImage, bg: Rgba<u8>) -> Vec<(i32, i32, i32, i32)> {
+    let (w, h) = (img.width() as usize, img.height() as usize);
+    let bl = luma(&bg);
+    let ink: Vec<bool> = img
+        .pixels()
+        .map(|p| (luma(p) - bl).abs() > INK_CONTRAST)
+        .collect();
+    let mut seen = vec![false; w * h];
+    let mut frames = Vec::new();
+    let mut stack = Vec::new();
+    let mut members = Vec::new();
+    for start in 0..w * h {
+        if !ink[start] || seen[start] {
+            continue;
+        }
+        seen[start] = true;
+        stack.push(start);
+        members.clear();
+        let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
+        while let Some(i) = stack.pop() {
+            members.push(i);
+            let (x, y) = (i % w, i / w);
+            x0 = x0.min(x);
+            y0 = y0.min(y);
+            x1 = x1.max(x);
+            y1 = y1.max(y);
+            for dy in -1i64..=1 {
+                for dx in -1i64..=1 {
+                    let (nx, ny) = (x as i64 + dx, y as i64 + dy);
+                    if nx < 0 || ny < 0 || nx >= w as i64 || ny >= h as i64 {
+                        continue;
+                    }
+                    let j = ny as usize * w + nx as usize;
+                    if ink[j] && !seen[j] {
+                        seen[j] = true;
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+        let (bw, bh) = ((x1 - x0 + 1) as u64, (y1 - y0 + 1) as u64);
+        let min_side = u64::from(FRAME_MIN_SIDE);
+        let outline =
+            bw >= min_side && bh >= min_side && bw * bh >= FRAME_SPARSENESS * members.len() as u64;
+        let rule = (bh <= 2 && bw >= 4 * min_side) || (bw <= 2 && bh >= 4 * min_side);
+        if outline || rule {
+            for &i in &members {
+                img.put_pixel((i % w) as u32, (i / w) as u32, bg);
+            }
+            if outline {
+                let c = |v: usize| i32::try_from(v).unwrap_or(i32::MAX);
+                frames.push((c(x0), c(y0), c(x1 - x0 + 1), c(y1 - y0 + 1)));
+            }
+        }
+    }
+    frames
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -857,5 +958,30 @@ mod tests {
             decode_png(b"not a png"),
             Err(PixelError::Decode(_))
         ));
+    }
+
+    #[test]
+    fn frames_are_erased_and_glyphs_kept() {
+        let bg = Rgba([255, 255, 255, 255]);
+        let black = Rgba([0, 0, 0, 255]);
+        let mut img = RgbaImage::from_pixel(80, 40, bg);
+        // A 60×24 frame, 1 pixel wide, around a solid 6×8 "glyph".
+        for x in 10..70 {
+            img.put_pixel(x, 8, black);
+            img.put_pixel(x, 31, black);
+        }
+        for y in 8..32 {
+            img.put_pixel(10, y, black);
+            img.put_pixel(69, y, black);
+        }
+        for x in 30..36 {
+            for y in 16..24 {
+                img.put_pixel(x, y, black);
+            }
+        }
+        assert_eq!(erase_frames(&mut img, bg), vec![(10, 8, 60, 24)]);
+        assert_eq!(*img.get_pixel(10, 8), bg, "the frame is gone");
+        assert_eq!(*img.get_pixel(32, 20), black, "the glyph stays");
+        assert_eq!(background(&img), bg);
     }
 }

@@ -861,10 +861,19 @@ impl Host {
                     to: None,
                 };
                 let mut out = self.session.pointer(window, params).await?;
-                // Name what was under the point at dispatch, so a miss is visible.
-                let at = match (&under, effect) {
+                let seen = match effect {
+                    Effect::Pointer { seen, .. } => seen.as_ref(),
+                    _ => None,
+                };
+                if seen.is_some() {
+                    out.result.channel = deskpilot_protocol::types::Channel::PointerOcr;
+                }
+                // Name what was under the point at dispatch, so a miss is visible:
+                // the tree's element, or, where there is no tree, the text OCR read.
+                let under = under.filter(|_| !window.no_tree);
+                let at = match (&under, seen) {
                     (Some(u), _) => format!(" · under the point: {u}"),
-                    (None, Effect::Pointer { seen: Some(t), .. }) => format!(
+                    (None, Some(t)) => format!(
                         " · under the point: the text \"{}\" read by OCR (no tree there)",
                         deskpilot_core::sanitize::one_line(t)
                     ),

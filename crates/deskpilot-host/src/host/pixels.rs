@@ -114,10 +114,22 @@ pub struct Screenshot {
     pub notes: Vec<String>,
 }
 
+/// True when `t` carries one of the redaction's masks (`••••`, `[masked …]`): the
+/// trees the host reads come through the redacting driver already masked.
+fn shows_mask(t: &str) -> bool {
+    t.contains("[masked ") || t.contains(deskpilot_core::redact::PASSWORD_MASK)
+}
+
 /// Whether an element's text is redacted anywhere it shows (pure): a secret field,
-/// or a name or value the redaction changes.
+/// a text already masked, or a name or value the redaction would change.
 fn redacted(n: &Node, parent: Option<&Node>) -> bool {
+    let texts = [
+        Some(n.name.as_str()),
+        n.value.as_deref(),
+        n.description.as_deref(),
+    ];
     is_secret_field(n)
+        || texts.into_iter().flatten().any(shows_mask)
         || matches!(redacted_name(n), Cow::Owned(_))
         || n.value.is_some()
             && redacted_value(n, parent)
@@ -125,12 +137,14 @@ fn redacted(n: &Node, parent: Option<&Node>) -> bool {
 }
 
 /// The tree-pixel rectangles to paint over in a capture of `root` (pure): every
-/// element [`redacted`] (its whole box, children included).
+/// element below the window [`redacted`] (its whole box, children included).
 pub fn paint_rects(root: &Node) -> Vec<Bounds> {
     let mut out = Vec::new();
     let mut stack: Vec<(&Node, Option<&Node>)> = vec![(root, None)];
     while let Some((n, parent)) = stack.pop() {
-        if redacted(n, parent) {
+        // The window's own title is drawn by the window manager, outside the
+        // captured client area; a title shown inside is a child element.
+        if (parent.is_some() || is_secret_field(n)) && redacted(n, parent) {
             if let Some(b) = n.bounds.filter(|b| !b.is_empty()) {
                 out.push(b);
             }
@@ -171,6 +185,12 @@ fn marks_of(root: &Node) -> Vec<(MarkSpec, Role, String)> {
 pub fn is_ocr_ref(r: &str) -> bool {
     r.strip_prefix('o')
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The Set-of-Mark boxes of `root` (tree pixels): one per interactive element that
+/// carries a ref and a box inside the window and is not off screen (pure).
+pub fn mark_specs(root: &Node) -> Vec<MarkSpec> {
+    marks_of(root).into_iter().map(|(m, _, _)| m).collect()
 }
 
 /// The text a model reads for OCR elements: `[o3] text "OK" (ocr)` per line.
@@ -245,12 +265,12 @@ impl Host {
         Ok((paint_rects(&root), Some(root)))
     }
 
-    fn audit_capture(&mut self, window: &WindowInfo, mode: ShotMode, w: u32, h: u32) {
+    fn audit_capture(&mut self, window: &WindowInfo, op: &str, mode: ShotMode, w: u32, h: u32) {
         self.audit(AuditRecord {
             event: Some(AuditEvent::Capture),
             app: Some(window.app.clone()),
             pid: window.pid,
-            op: Some("screenshot".into()),
+            op: Some(op.into()),
             capture: Some(format!("{w}x{h} {}", mode.as_str())),
             status: Some("executed".into()),
             ..AuditRecord::default()
@@ -426,7 +446,7 @@ impl Host {
                 (legend, text)
             }
         };
-        self.audit_capture(&window, mode, shot.width, shot.height);
+        self.audit_capture(&window, "screenshot", mode, shot.width, shot.height);
         self.stamp(&window, None);
         self.after_call()?;
         Ok(Screenshot {
@@ -458,7 +478,13 @@ impl Host {
         let (els, notes, _) = self.read_ocr(window, paint).await?;
         let window_ref = self.session.window_ref(&window.handle);
         let b = window.device_bounds.or(window.bounds).unwrap_or_default();
-        self.audit_capture(window, ShotMode::Ocr, b.width as u32, b.height as u32);
+        self.audit_capture(
+            window,
+            "observe",
+            ShotMode::Ocr,
+            b.width as u32,
+            b.height as u32,
+        );
         let mut text = format!(
             "[{window_ref}] window \"{}\" · no accessibility tree: {} element(s) read from pixels (ocr); act on them by ref (a pointer click at the text's centre)",
             deskpilot_core::sanitize::one_line(&window.title),
@@ -527,7 +553,6 @@ impl Host {
         let mut out = self
             .pointer_seen(&basis, x, y, action, Some(el.text.clone()))
             .await?;
-        out.result.channel = deskpilot_protocol::types::Channel::PointerOcr;
         out.text = out.text.replacen(
             "via pointer",
             &format!(
@@ -561,12 +586,19 @@ mod tests {
         token.bounds = Some(Bounds::new(10, 50, 300, 20));
         let mut ok = Node::new("b", Role::Button, "OK");
         ok.bounds = Some(Bounds::new(10, 100, 80, 30));
-        root.children = vec![pw, token, ok];
+        // As the redacting driver hands it over: already masked.
+        let mut masked = Node::new("m", Role::Text, "code [masked code, 6 digits]");
+        masked.bounds = Some(Bounds::new(10, 150, 300, 20));
+        root.children = vec![pw, token, ok, masked];
         let mut rects = paint_rects(&root);
         rects.sort_by_key(|b| b.y);
         assert_eq!(
             rects,
-            vec![Bounds::new(10, 10, 200, 30), Bounds::new(10, 50, 300, 20)]
+            vec![
+                Bounds::new(10, 10, 200, 30),
+                Bounds::new(10, 50, 300, 20),
+                Bounds::new(10, 150, 300, 20)
+            ]
         );
     }
 }

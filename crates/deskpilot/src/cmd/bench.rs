@@ -14,7 +14,9 @@
 //! 3. act round trip (mousepad `set_value`, calculator `click 7`): dispatch to diff
 //!    returned, settle included;
 //! 4. find latency of a link deep in the Chromium page;
-//! 5. the peak resident memory of this process (`VmHWM`).
+//! 5. the pixel rung: capture latency (a marked, downscaled PNG), OCR latency, and
+//!    the vision tokens of the marked screenshot next to the snapshot's;
+//! 6. the peak resident memory of this process (`VmHWM`).
 //!
 //! Every measurement gets one warm-up run that is not counted, then `runs` counted
 //! runs. Progress goes to stderr; the result is a table, or one JSON document with
@@ -49,6 +51,9 @@ use stats::Summary;
 
 /// How long an app's tree may take to show its ready text after the window appeared.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Counted OCR runs per app at most: tesseract takes 0.3–3 s per window, and its
+/// time varies little between runs.
+const OCR_RUNS: usize = 3;
 /// Pause after an app is ready, before measuring, so the rest of its start-up
 /// (layout, first paint, deferred widgets) is not measured as steady state.
 const SETTLE_AFTER_LAUNCH: Duration = Duration::from_secs(1);
@@ -272,6 +277,14 @@ impl Bench<'_> {
         let bus = bus_of(&window).to_string();
 
         let mut figures = self.observe(spec, &mut session, &target, &bus).await?;
+        let snapshot_tokens = figures
+            .iter()
+            .find(|f| f.metric == "snapshot_tokens")
+            .map_or(0.0, |f| f.summary.median);
+        figures.extend(
+            self.pixels(spec, &mut session, &window, snapshot_tokens)
+                .await?,
+        );
         if let Some(act) = &spec.act {
             figures.push(self.act(spec, act, &mut session, &target).await?);
         }
@@ -366,6 +379,78 @@ impl Bench<'_> {
             tokens.peers[1].summary.median
         ));
         Ok(vec![observe, tokens])
+    }
+
+    /// The pixel rung on the window: capture latency (GetImage, downscale to the
+    /// default 1,280 px long side, PNG), OCR latency (capture + local tesseract),
+    /// and the vision tokens of the marked screenshot next to the snapshot's.
+    async fn pixels(
+        &mut self,
+        spec: &AppSpec,
+        session: &mut Session,
+        window: &WindowInfo,
+        snapshot_tokens: f64,
+    ) -> Result<Vec<Figure>, ComputerError> {
+        use deskpilot_host::host::pixels::{DEFAULT_MAX_SIDE, mark_specs};
+        use deskpilot_protocol::types::{CaptureParams, OcrParams};
+        let root = session.peek(window).await?;
+        let marks = mark_specs(&root);
+        let params = CaptureParams {
+            window: window.handle.clone(),
+            max_side: Some(DEFAULT_MAX_SIDE),
+            paint: Vec::new(),
+            marks: marks.clone(),
+        };
+        self.driver.capture(params.clone()).await?;
+        say(&format!("{}: {} marked captures…", spec.key, self.runs));
+        let (mut times, mut tokens, mut size) = (Vec::new(), Vec::new(), (0, 0));
+        for _ in 0..self.runs {
+            let t = Instant::now();
+            let shot = self.driver.capture(params.clone()).await?;
+            times.push(ms(t));
+            size = (shot.width, shot.height);
+            tokens.push(deskpilot_core::tokens::image_tokens(shot.width, shot.height) as f64);
+        }
+        let ocr_runs = self.runs.min(OCR_RUNS);
+        say(&format!("{}: {ocr_runs} OCR reads…", spec.key));
+        let ocr = OcrParams {
+            window: window.handle.clone(),
+            paint: Vec::new(),
+        };
+        let warm = self.driver.ocr(ocr.clone()).await?;
+        let mut ocr_ms = Vec::new();
+        for _ in 0..ocr_runs {
+            let t = Instant::now();
+            self.driver.ocr(ocr.clone()).await?;
+            ocr_ms.push(ms(t));
+        }
+        let capture = Figure::new(spec.key, "capture_ms", "ms", summary(&times, "capture")?)
+            .detail(format!(
+                "X11 GetImage of the window, {} marks drawn, downscaled to {}×{} (long side {DEFAULT_MAX_SIDE}), PNG encoded",
+                marks.len(),
+                size.0,
+                size.1
+            ));
+        let ocr = Figure::new(spec.key, "ocr_ms", "ms", summary(&ocr_ms, "OCR")?).detail(format!(
+            "capture + tesseract {} on the device-resolution window; {} runs of text read; {ocr_runs} counted runs",
+            warm.languages,
+            warm.words.len()
+        ));
+        let shot = Figure::new(
+            spec.key,
+            "marked_screenshot_tokens",
+            "tokens",
+            summary(&tokens, "marked screenshot tokens")?,
+        )
+        .detail(format!(
+            "the marked screenshot a vision model would read: {}×{} px, w×h/750 (an estimate); the snapshot of the same window is {snapshot_tokens:.0} o200k tokens",
+            size.0, size.1
+        ));
+        say(&format!(
+            "{}: capture {:.1} ms, OCR {:.0} ms (medians); marked screenshot {} tokens vs snapshot {snapshot_tokens:.0}",
+            spec.key, capture.summary.median, ocr.summary.median, shot.summary.median
+        ));
+        Ok(vec![capture, ocr, shot])
     }
 
     /// The act round trip: dispatch to diff returned, the settle included.

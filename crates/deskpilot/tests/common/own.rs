@@ -32,8 +32,14 @@ pub struct Desk<'a> {
 
 impl Desk<'_> {
     pub fn start(root: &Path) -> Desk<'_> {
+        Desk::start_with(root, &[])
+    }
+
+    /// [`Desk::start`] with more `sandbox start` flags (`--size 3840x2160`).
+    pub fn start_with<'r>(root: &'r Path, flags: &[&str]) -> Desk<'r> {
         let out = bin(root)
             .args(["sandbox", "start", "--json"])
+            .args(flags)
             .output()
             .expect("deskpilot runs");
         let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");

@@ -245,6 +245,9 @@ fn metric_label(f: &Figure) -> String {
         "act_ms" => "act",
         "find_ms" => "find",
         "peak_rss_mb" => "peak RSS",
+        "capture_ms" => "capture",
+        "ocr_ms" => "OCR",
+        "marked_screenshot_tokens" => "marked shot tokens",
         other => other,
     };
     if f.subject.is_empty() {
