@@ -585,6 +585,10 @@ pub struct OcrParams {
     pub window: Handle,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paint: Vec<Bounds>,
+    /// Recognise only this rectangle of the window (tree pixels, as `paint`): an
+    /// image or canvas element. `None`: the whole window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<Bounds>,
 }
 
 /// One recognised run of text (the words of a line with no wide gap between them),

@@ -452,9 +452,17 @@ fn x_titles(display: u32) -> Vec<String> {
 
 /// An accept-edits sandbox with Chromium showing `html`, written to `file` in `dir`.
 fn page_desk<'a>(dir: &'a TempDir, file: &str, html: &str) -> Desk<'a> {
+    page_desk_with(dir, file, html, "")
+}
+
+/// [`page_desk`] with more config lines.
+fn page_desk_with<'a>(dir: &'a TempDir, file: &str, html: &str, config: &str) -> Desk<'a> {
     let page = dir.path().join(file);
     std::fs::write(&page, html).expect("page written");
-    let sb = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    let sb = Desk::start_with_config(
+        dir.path(),
+        &format!("{config}[sandbox]\nmode = \"accept-edits\"\n"),
+    );
     sb.ok(&[
         "sandbox",
         "run",
@@ -583,4 +591,28 @@ fn two_thousand_mixed_characters_land_exactly_in_chromium() {
         "chromium: 2000 characters typed and read back in {} ms",
         took.as_millis()
     );
+}
+
+/// Text drawn on a `<canvas>` has no tree: with pixels allowed, `observe` reads the
+/// canvas element's rectangle by OCR and lists the text as an `o` element, marked
+/// as read from pixels.
+#[test]
+fn text_on_a_canvas_is_offered_by_ocr_when_pixels_are_allowed() {
+    let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("chr-canvas");
+    let sb = page_desk_with(
+        &dir,
+        "canvas.html",
+        "<html><head><title>Chart</title></head><body><h1>Report</h1>\
+         <canvas id=c width=360 height=120></canvas><script>\
+         const x=document.getElementById('c').getContext('2d');\
+         x.fillStyle='#fff';x.fillRect(0,0,360,120);x.fillStyle='#000';\
+         x.font='32px sans-serif';x.fillText('Total 42',40,70);</script></body></html>",
+        "capture = \"a11y-and-pixels\"\n",
+    );
+    sb.wait_for("chromium", "heading", "Report", 90000);
+    let v = sb.ok(&["observe", "--app", "chromium"]);
+    let text = v["text"].as_str().unwrap();
+    assert!(text.contains("image, read from pixels (ocr"), "{text}");
+    assert!(text.contains("text \"Total 42\" (ocr)"), "{text}");
 }

@@ -152,6 +152,36 @@ pub fn painted(px: &WindowPixels, w: &WindowInfo, paint: &[Bounds]) -> (RgbaImag
     (img, notes)
 }
 
+/// The part of a capture (device pixels at `px.bounds`) that the tree rectangle
+/// `region` covers, and its device origin; `None` when it covers nothing.
+pub fn crop(
+    img: &RgbaImage,
+    px: &WindowPixels,
+    w: &WindowInfo,
+    region: &Bounds,
+) -> Option<(RgbaImage, Bounds)> {
+    let r = to_image(region, w, &px.bounds, 1.0);
+    let x0 = r.x.max(0);
+    let y0 = r.y.max(0);
+    let x1 = (r.x + r.width).min(img.width() as i32);
+    let y1 = (r.y + r.height).min(img.height() as i32);
+    if x1 <= x0 || y1 <= y0 {
+        return None;
+    }
+    let part = image::imageops::crop_imm(
+        img,
+        x0 as u32,
+        y0 as u32,
+        (x1 - x0) as u32,
+        (y1 - y0) as u32,
+    )
+    .to_image();
+    Some((
+        part,
+        Bounds::new(px.bounds.x + x0, px.bounds.y + y0, x1 - x0, y1 - y0),
+    ))
+}
+
 /// Downscales to `max_side` and draws the marks (tree pixels): the image, its scale
 /// (image pixels per device pixel) and the marks as drawn (image pixels).
 pub fn finish(

@@ -739,7 +739,16 @@ impl Driver for LinuxDriver {
         let started = Instant::now();
         let (px, w, img, notes) = self.painted(&p.window, &p.paint).await?;
         let (bounds, scale) = (px.bounds, w.scale());
-        let (words, languages) = blocking(move || capture::recognise(&img, &bounds, scale)).await?;
+        let (img, origin) = match &p.region {
+            Some(r) => capture::crop(&img, &px, &w, r).ok_or_else(|| {
+                ComputerError::new(
+                    ErrorCode::ElementNotFound,
+                    "the region to read lies outside the captured window",
+                )
+            })?,
+            None => (img, bounds),
+        };
+        let (words, languages) = blocking(move || capture::recognise(&img, &origin, scale)).await?;
         Ok(OcrResult {
             words,
             bounds,

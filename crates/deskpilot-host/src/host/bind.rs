@@ -347,9 +347,14 @@ impl Host {
         let mut obs = if window.no_tree && pixels {
             self.observe_pixels(&window).await?
         } else {
-            self.session
+            let mut obs = self
+                .session
                 .observe(&Target::Handle(window.handle.clone()), opts)
-                .await?
+                .await?;
+            if pixels && opts.scope.is_none() {
+                self.ocr_images(&window, &mut obs).await?;
+            }
+            obs
         };
         self.stamp(&window, Some(&mut obs));
         self.after_call()?;

@@ -33,6 +33,14 @@ use crate::session::{KeysOutcome, ObserveOptions, Target};
 /// window at about 1,229 tokens).
 pub const DEFAULT_MAX_SIDE: u32 = 1280;
 
+/// Image elements `observe` reads by OCR at most, the largest first: each costs a
+/// tesseract run (0.2–1 s for a chart-sized region here).
+pub const MAX_OCR_IMAGES: usize = 3;
+
+/// Smallest image element read by OCR, (width, height) tree pixels: icons are
+/// smaller and hold no text worth reading.
+pub const MIN_OCR_IMAGE: (i32, i32) = (48, 24);
+
 /// What a screenshot returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -286,12 +294,15 @@ impl Host {
             .unwrap_or_default()
     }
 
-    /// Reads OCR elements of `window` (already vetted) and keeps them as the
-    /// window's `o` refs, replacing the previous ones.
+    /// Reads OCR elements of `window` (already vetted) — of the tree rectangle
+    /// `region` only, when given — and keeps them as the window's `o` refs: they
+    /// replace the previous ones, unless `append` adds them after those.
     async fn read_ocr(
         &mut self,
         window: &WindowInfo,
         paint: Vec<Bounds>,
+        region: Option<Bounds>,
+        append: bool,
     ) -> Result<(Vec<OcrElement>, Vec<String>, u64), ComputerError> {
         let r = self
             .session
@@ -299,6 +310,7 @@ impl Host {
             .ocr(OcrParams {
                 window: window.handle.clone(),
                 paint,
+                region,
             })
             .await?;
         let basis = Basis {
@@ -310,24 +322,28 @@ impl Host {
             scale: 1.0,
         }
         .to_string();
-        let els: Vec<OcrElement> = r
-            .words
-            .iter()
-            .enumerate()
-            .map(|(i, OcrWord { text, bounds, .. })| OcrElement {
-                ref_: format!("o{}", i + 1),
-                text: text.clone(),
-                bounds: *bounds,
-                basis: basis.clone(),
-            })
-            .collect();
         let ws = self
             .session
             .state_mut()
             .per_window
             .entry(window.handle.0.clone())
             .or_default();
-        ws.ocr = els.clone();
+        if !append {
+            ws.ocr.clear();
+        }
+        let first = ws.ocr.len();
+        let els: Vec<OcrElement> = r
+            .words
+            .iter()
+            .enumerate()
+            .map(|(i, OcrWord { text, bounds, .. })| OcrElement {
+                ref_: format!("o{}", first + i + 1),
+                text: text.clone(),
+                bounds: *bounds,
+                basis: basis.clone(),
+            })
+            .collect();
+        ws.ocr.extend(els.iter().cloned());
         ws.info.get_or_insert_with(|| window.clone());
         let mut notes = r.notes;
         notes.push(format!(
@@ -335,6 +351,94 @@ impl Host {
             r.languages, r.elapsed_ms
         ));
         Ok((els, notes, r.elapsed_ms))
+    }
+
+    /// After a tree observe with pixels allowed: the text inside image and canvas
+    /// elements that have no children (a chart, a drawing area, a picture of text),
+    /// read by OCR from those rectangles only and appended to the observation as
+    /// `o` elements, marked as such. At most [`MAX_OCR_IMAGES`] of the largest, each
+    /// at least [`MIN_OCR_IMAGE`] pixels; a window the capture rules refuse gets a
+    /// line saying why instead.
+    pub(super) async fn ocr_images(
+        &mut self,
+        window: &WindowInfo,
+        obs: &mut crate::session::Observation,
+    ) -> Result<(), ComputerError> {
+        let Some(last) = self
+            .session
+            .state()
+            .per_window
+            .get(window.handle.as_str())
+            .and_then(|w| w.last.clone())
+        else {
+            return Ok(());
+        };
+        let mut images: Vec<(String, Bounds)> = last
+            .walk()
+            .filter(|n| {
+                n.role == Role::Image
+                    && n.children.is_empty()
+                    && n.child_count == 0
+                    && !n.has(deskpilot_core::State::Offscreen)
+            })
+            .filter_map(|n| {
+                let b = n.bounds?;
+                (b.width >= MIN_OCR_IMAGE.0 && b.height >= MIN_OCR_IMAGE.1)
+                    .then(|| (n.ref_.clone().unwrap_or_default(), b))
+            })
+            .collect();
+        if images.is_empty() {
+            return Ok(());
+        }
+        images.sort_by_key(|(_, b)| std::cmp::Reverse(i64::from(b.width) * i64::from(b.height)));
+        images.truncate(MAX_OCR_IMAGES);
+        let paint = match self.vet_capture(window, "observe").await {
+            Ok((paint, _)) => paint,
+            Err(e) => {
+                obs.text.push_str(&format!(
+                    "\n· {} image element(s) show no tree inside; their pixels were not read: {}",
+                    images.len(),
+                    e.message
+                ));
+                return Ok(());
+            }
+        };
+        let mut first = true;
+        for (r, b) in images {
+            let (els, _, ms) = match self.read_ocr(window, paint.clone(), Some(b), !first).await {
+                Ok(x) => x,
+                Err(e) => {
+                    obs.text.push_str(&format!(
+                        "\n· text in [{r}] not read from pixels: {}",
+                        e.message
+                    ));
+                    continue;
+                }
+            };
+            first = false;
+            self.audit_capture(
+                window,
+                "observe",
+                ShotMode::Ocr,
+                b.width as u32,
+                b.height as u32,
+            );
+            obs.text.push_str(&format!(
+                "\n· text in [{r}] image, read from pixels (ocr, {ms} ms; may be misread):"
+            ));
+            if els.is_empty() {
+                obs.text.push_str(" none");
+            }
+            for e in &els {
+                obs.text.push_str(&format!(
+                    "\n  [{}] text \"{}\" (ocr)",
+                    e.ref_,
+                    deskpilot_core::sanitize::one_line(&e.text)
+                ));
+            }
+        }
+        obs.tokens = deskpilot_core::tokens::count(&obs.text);
+        Ok(())
     }
 
     /// A screenshot of `target` (binding the grant to it like `observe`).
@@ -376,7 +480,7 @@ impl Host {
         }
         let mut ocr = None;
         if mode == ShotMode::Ocr {
-            ocr = Some(self.read_ocr(&window, paint.clone()).await?);
+            ocr = Some(self.read_ocr(&window, paint.clone(), None, false).await?);
         }
         let shot = self
             .session
@@ -475,7 +579,7 @@ impl Host {
     ) -> Result<crate::session::Observation, ComputerError> {
         let started = std::time::Instant::now();
         let (paint, _) = self.vet_capture(window, "observe").await?;
-        let (els, notes, _) = self.read_ocr(window, paint).await?;
+        let (els, notes, _) = self.read_ocr(window, paint, None, false).await?;
         let window_ref = self.session.window_ref(&window.handle);
         let b = window.device_bounds.or(window.bounds).unwrap_or_default();
         self.audit_capture(

@@ -225,6 +225,7 @@ pub fn every_call() -> Vec<(Call, Value)> {
             Call::ScreenOcr(OcrParams {
                 window: win,
                 paint: Vec::new(),
+                region: Some(Bounds::new(600, 560, 200, 40)),
             }),
             v(&OcrResult {
                 words: vec![OcrWord {

@@ -416,6 +416,7 @@ impl Bench<'_> {
         let ocr = OcrParams {
             window: window.handle.clone(),
             paint: Vec::new(),
+            region: None,
         };
         let warm = self.driver.ocr(ocr.clone()).await?;
         let mut ocr_ms = Vec::new();
