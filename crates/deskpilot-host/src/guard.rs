@@ -137,10 +137,19 @@ impl Guarded {
         element: Option<&Handle>,
         typing: bool,
     ) -> Result<(), ComputerError> {
-        let snap = self
+        let snap = match self
             .inner
             .snapshot(SnapshotParams::whole(window.clone()))
-            .await?;
+            .await
+        {
+            Ok(snap) => snap,
+            // A window without a tree (an X11 app with no accessibility) shows no
+            // password field anything could know of.
+            Err(e) if e.code == ErrorCode::AccessibilityDisabled && element.is_none() => {
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
         let password = match element {
             Some(h) => {
                 let here = snap.root.walk().find(|n| &n.handle == h);
@@ -353,7 +362,7 @@ impl Driver for Guarded {
             Self::pixels_allowed(&s)?;
             self.secure_input(&s, f.as_ref(), &p.window, None, false)
                 .await?;
-            p.paint.extend(self.own_paint(&p.window).await?);
+            p.paint.extend(self.own_paint(&s, &p.window).await?);
             self.inner.capture(p).await
         }
         .await;
@@ -369,7 +378,7 @@ impl Driver for Guarded {
             Self::pixels_allowed(&s)?;
             self.secure_input(&s, f.as_ref(), &p.window, None, false)
                 .await?;
-            p.paint.extend(self.own_paint(&p.window).await?);
+            p.paint.extend(self.own_paint(&s, &p.window).await?);
             self.inner.ocr(p).await
         }
         .await;
@@ -396,6 +405,7 @@ impl Guarded {
     /// and masked text. A window with no tree has none to read.
     async fn own_paint(
         &self,
+        s: &Effective,
         window: &Handle,
     ) -> Result<Vec<deskpilot_core::Bounds>, ComputerError> {
         match self
@@ -403,7 +413,18 @@ impl Guarded {
             .snapshot(SnapshotParams::whole(window.clone()))
             .await
         {
-            Ok(snap) => Ok(crate::host::pixels::paint_rects(&snap.root)),
+            Ok(snap) => {
+                if let Some(p) = refusals_for(s).window_shows_protected(&snap.root) {
+                    return Err(ComputerError::new(
+                        ErrorCode::ScopeViolation,
+                        format!(
+                            "the window shows deskpilot's own files on the driver's machine ({:?}): it is not captured",
+                            deskpilot_core::sanitize::one_line(&p)
+                        ),
+                    ));
+                }
+                Ok(crate::host::pixels::paint_rects(&snap.root))
+            }
             Err(e) if e.code == ErrorCode::AccessibilityDisabled => Ok(Vec::new()),
             Err(e) => Err(e),
         }

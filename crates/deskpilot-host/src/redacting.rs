@@ -216,6 +216,12 @@ impl Driver for Redacting {
         let mut r = self.inner.ocr(p).await.map_err(error)?;
         for word in &mut r.words {
             masked(&mut word.text);
+            self.hide_seen(&mut word.text);
+            // A one-time code read from pixels has no label beside it to judge
+            // by: six to eight digits standing alone are masked as one.
+            if let Some(n) = deskpilot_core::redact::otp_digits(&word.text) {
+                word.text = format!("[masked code, {n} digits]");
+            }
         }
         Ok(r)
     }

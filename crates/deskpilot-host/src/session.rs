@@ -1600,9 +1600,15 @@ impl Session {
             .per_window
             .get(window.handle.as_str())
             .is_some_and(|w| w.last.is_some());
-        if !has_base {
+        if !has_base && !window.no_tree {
             let (root, _) = self.read(&window).await?;
             self.remember(&window, root);
+        }
+        if window.no_tree && key_steps(chord.as_deref(), text.as_deref()).len() > 1 {
+            return Err(err(
+                ErrorCode::InvalidArgument,
+                "the window publishes no accessibility tree, so nothing can be checked between keys: send one chord (or text without Tab or line breaks) per call",
+            ));
         }
         let before_windows = self.window_handles().await?;
         let sub = self
@@ -2037,6 +2043,7 @@ mod header_tests {
             device_bounds: None,
             toolkit_scale: None,
             no_tree: false,
+            covered_by: Vec::new(),
             handle: Handle::new(":1.2|/w"),
             app: "x\" · window \"Bank\n".into(),
             pid: Some(7),

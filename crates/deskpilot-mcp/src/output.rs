@@ -561,6 +561,7 @@ mod tests {
                 device_bounds: None,
                 toolkit_scale: None,
                 no_tree: false,
+                covered_by: Vec::new(),
                 handle: Handle::new(format!(":1.5|/{ref_}")),
                 app: "mousepad".into(),
                 pid: Some(42),

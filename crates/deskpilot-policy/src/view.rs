@@ -110,7 +110,12 @@ impl Basis {
             height: h.parse().map_err(|_| bad())?,
             scale: scale.parse().map_err(|_| bad())?,
         };
-        if !(b.scale.is_finite() && b.scale > 0.0) || b.width <= 0 || b.height <= 0 {
+        // A capture is never upscaled: image pixels per device pixel are at most 1
+        // (an observe's basis says 1); 16 leaves room for a driver that upscales.
+        if !(b.scale.is_finite() && b.scale > 0.0 && b.scale <= 16.0)
+            || b.width <= 0
+            || b.height <= 0
+        {
             return Err(bad());
         }
         Ok(b)

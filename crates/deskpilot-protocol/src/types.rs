@@ -110,6 +110,10 @@ pub struct WindowInfo {
     /// AT-SPI bridge: Athena, Tk, many games); only pixels can be read from it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_tree: bool,
+    /// Areas of other processes' windows stacked above this one (a popup, another
+    /// app's window), device pixels: pointer input there would reach them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub covered_by: Vec<Bounds>,
 }
 
 impl WindowInfo {
@@ -127,13 +131,21 @@ impl WindowInfo {
         (ox + x * self.scale(), oy + y * self.scale())
     }
 
-    /// Where the tree's (0, 0) lies on the device: the window's device origin when
-    /// the toolkit reports positions relative to the window (GTK 4 says its window
-    /// is at (0, 0) wherever it is), else the screen's origin.
+    /// Where the tree's (0, 0) lies on the device: when the toolkit reports
+    /// positions relative to the window (GTK 4 says its window is at (0, 0) wherever
+    /// it is), the window's device origin plus half the margin its X window has
+    /// around the scaled tree extents (the shadow a client-side-decorated window
+    /// draws, the same on each side); else the screen's origin.
     fn tree_origin_offset(&self) -> (f64, f64) {
         match (self.bounds, self.device_bounds) {
             (Some(t), Some(d)) if t.x == 0 && t.y == 0 && (d.x, d.y) != (0, 0) => {
-                (f64::from(d.x), f64::from(d.y))
+                let s = self.scale();
+                let margin =
+                    |dw: i32, tw: i32| ((f64::from(dw) - f64::from(tw) * s) / 2.0).max(0.0);
+                (
+                    f64::from(d.x) + margin(d.width, t.width),
+                    f64::from(d.y) + margin(d.height, t.height),
+                )
             }
             _ => (0.0, 0.0),
         }

@@ -80,8 +80,16 @@ fn marks_lie_on_the_elements_they_label() {
             v["height"].as_u64().unwrap() as u32
         )
     );
-    let (bx, by, _, _, scale) = basis(&v);
+    let (_, _, bw, bh, scale) = basis(&v);
     let tk = v["toolkit_scale"].as_f64().unwrap();
+    let tree = &v["window"]["bounds"];
+    assert_eq!(
+        (tree["x"].as_i64(), tree["y"].as_i64()),
+        (Some(0), Some(0)),
+        "GTK 4: {v}"
+    );
+    let mx = (bw - tree["width"].as_f64().unwrap() * tk) / 2.0;
+    let my = (bh - tree["height"].as_f64().unwrap() * tk) / 2.0;
     let legend = v["legend"].as_array().unwrap();
     assert!(legend.len() >= 10, "the keypad's buttons are marked: {v}");
     let found = desk.ok(&[
@@ -104,10 +112,10 @@ fn marks_lie_on_the_elements_they_label() {
         };
         let at = |k: &str| b[k].as_f64().unwrap();
         // Tree pixels → device pixels → image pixels. gnome-calculator (GTK 4)
-        // reports positions relative to its window.
-        let ex = at("x") * tk * scale;
-        let ey = at("y") * tk * scale;
-        let _ = (bx, by);
+        // reports positions relative to its window, whose X window has a shadow
+        // margin around the tree's extents, the same on each side.
+        let ex = (mx + at("x") * tk) * scale;
+        let ey = (my + at("y") * tk) * scale;
         let ew = at("width") * tk * scale;
         let eh = at("height") * tk * scale;
         // Only what the image shows is marked on it (a hidden popover's buttons
@@ -156,6 +164,46 @@ fn marks_lie_on_the_elements_they_label() {
         checked += 1;
     }
     assert!(checked >= 10, "checked {checked} buttons: {found}");
+    // Independently of the transform, in the pixels themselves: the "=" key is
+    // the one orange element; its mark's box holds orange inside its top and
+    // bottom edges and none just outside them.
+    let plain = dir.path().join("plain.png");
+    desk.ok(&[
+        "screenshot",
+        "--app",
+        "gnome-calculator",
+        "--out",
+        plain.to_str().unwrap(),
+    ]);
+    let plain = png(&plain);
+    let eq = legend
+        .iter()
+        .find(|e| e["name"] == "=")
+        .unwrap_or_else(|| panic!("the = key is marked: {v}"));
+    let m = &eq["bounds"];
+    let g = |k: &str| m[k].as_i64().unwrap() as u32;
+    let orange = |x: u32, y: u32| {
+        let p = plain.get_pixel(x, y).0;
+        p[0] > 200 && (60..200).contains(&p[1]) && p[2] < 80
+    };
+    let cx = g("x") + g("width") / 2;
+    assert!(
+        orange(cx, g("y") + g("height") / 2),
+        "the = mark's centre is orange"
+    );
+    assert!(
+        orange(cx, g("y") + 6),
+        "orange just inside the mark's top edge"
+    );
+    assert!(
+        orange(cx, g("y") + g("height") - 7),
+        "orange just inside its bottom edge"
+    );
+    assert!(!orange(cx, g("y") - 5), "no orange just above the mark");
+    assert!(
+        g("y") + g("height") + 4 >= plain.height() || !orange(cx, g("y") + g("height") + 4),
+        "no orange just below the mark"
+    );
     // The audit keeps the capture's size and mode, never pixels.
     let audit = desk.ok(&["audit", "--tail", "20"]);
     let text = audit.to_string();
@@ -257,6 +305,56 @@ fn xmessage_has_no_tree_and_its_button_is_clicked_through_ocr() {
     );
 }
 
+/// A pointer click in a window without a tree is judged by the text OCR reads at
+/// the point: `click-at` on an xmessage button "Delete all" asks first, as `act`
+/// on its OCR element does, and nothing is clicked.
+#[test]
+fn a_click_at_in_a_window_without_a_tree_is_judged_by_what_is_read_there() {
+    let dir = TempDir::new("pixels-xmessage-delete");
+    let desk = Desk::start_with_config(dir.path(), PIXELS);
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "xmessage",
+        "-buttons",
+        "Keep:3,Delete all:7",
+        "tidy up?",
+    ]);
+    wait_listed(&desk, "xmessage");
+    let v = desk.ok(&["observe", "--app", "xmessage"]);
+    let basis = v["basis"].as_str().unwrap().to_owned();
+    let shot = desk.ok(&["screenshot", "--app", "xmessage", "--ocr"]);
+    let delete = shot["legend"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "Delete all")
+        .unwrap_or_else(|| panic!("Delete all read: {shot}"))
+        .clone();
+    let b = &delete["bounds"];
+    let cx = b["x"].as_f64().unwrap() + b["width"].as_f64().unwrap() / 2.0;
+    let cy = b["y"].as_f64().unwrap() + b["height"].as_f64().unwrap() / 2.0;
+    let v = desk.fails_with(
+        &[
+            "click-at",
+            &cx.to_string(),
+            &cy.to_string(),
+            "--basis",
+            &basis,
+        ],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("Delete"),
+        "{v}"
+    );
+    assert!(
+        desk.ok(&["apps"]).to_string().contains("xmessage"),
+        "xmessage still runs: the click was not sent"
+    );
+}
+
 /// A Tk app (Tk has no AT-SPI bridge): text drawn on a canvas and a button, found
 /// by OCR; clicking the button runs its command, which writes a file. A button whose
 /// text names an irreversible action asks first, as its tree element would.
@@ -285,6 +383,15 @@ def press():
 
 tk.Button(root, text="Export", command=press, font=("DejaVu Sans", 14)).pack(pady=10)
 tk.Button(root, text="Delete all", command=lambda: None, font=("DejaVu Sans", 14)).pack(pady=10)
+later = tk.Button(root, text="Keep", command=lambda: None, font=("DejaVu Sans", 14))
+later.pack(pady=10)
+
+
+def relabel(_event=None):
+    later.configure(text="Remove")
+
+
+root.bind("<F5>", relabel)
 root.mainloop()
 "#,
     )
@@ -314,6 +421,75 @@ root.mainloop()
     let export = find("Export");
     desk.ok(&["act", &export, "click"]);
     assert_eq!(wait_file(&out), "pressed");
+    // A label that changed since it was read is not clicked under its old name.
+    let keep = find("Keep");
+    desk.ok(&["keys", "F5"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let v = desk.fails_with(&["act", &keep, "click"], "COMPUTER_STALE_REF");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("now reads"),
+        "{v}"
+    );
+    // Another process's popup stacked over the window takes no click meant for
+    // the window, and is painted over in a capture.
+    let v = desk.ok(&["observe", "--window", "tk canvas"]);
+    let basis = v["basis"].as_str().unwrap().to_owned();
+    let origin = basis.split_once(':').unwrap().1.split_once(',').unwrap();
+    let (ox, oy) = (
+        origin.0.to_owned(),
+        origin.1.split_once(',').unwrap().0.to_owned(),
+    );
+    let trap = dir.path().join("trap.py");
+    std::fs::write(
+        &trap,
+        r#"import sys
+import tkinter as tk
+
+top = tk.Tk()
+top.overrideredirect(True)
+top.geometry("200x60+%s+%s" % (sys.argv[1], sys.argv[2]))
+tk.Label(top, text="TRAP", bg="yellow").pack(fill="both", expand=True)
+top.mainloop()
+"#,
+    )
+    .unwrap();
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        trap.to_str().unwrap(),
+        &ox,
+        &oy,
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let file = dir.path().join("covered.png");
+    let shot = desk.ok(&[
+        "screenshot",
+        "--window",
+        "tk canvas",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert!(shot["notes"].to_string().contains("overlaps"), "{shot}");
+    let img = png(&file);
+    assert_eq!(
+        img.get_pixel(20, 20).0,
+        [40, 40, 40, 255],
+        "the popup's area is painted over"
+    );
+    let basis = shot["basis"].as_str().unwrap().to_owned();
+    let v = desk.fails_with(
+        &["click-at", "20", "20", "--basis", &basis],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("on top"),
+        "{v}"
+    );
 }
 
 /// A HiDPI desktop (3840×2160, Xft.dpi 192) with gedit at GDK_SCALE=2: the basis of

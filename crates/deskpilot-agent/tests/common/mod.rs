@@ -110,6 +110,7 @@ impl Env {
                         device_bounds: None,
                         toolkit_scale: None,
                         no_tree: false,
+                        covered_by: Vec::new(),
                         handle: root.handle.clone(),
                         app: "keepassxc".into(),
                         pid: Some(KEEPASS_PID),

@@ -36,6 +36,11 @@ pub const OCR_MIN_CONFIDENCE: f32 = 40.0;
 /// is 9–12 px tall, so an image at scale 1 is read at twice its size.
 const OCR_UPSCALE_BELOW: f64 = 1.5;
 
+/// Largest image given to tesseract after upscaling, pixels: a window whose
+/// doubled size would exceed it (a 4K window) is read at its own size, so one read
+/// holds at most about 100 MB of pixels.
+const OCR_MAX_PIXELS: u64 = 24_000_000;
+
 /// Margin of the window's background colour around the image given to tesseract,
 /// source pixels.
 const OCR_PAD: u32 = 8;
@@ -44,19 +49,29 @@ const OCR_PAD: u32 = 8;
 /// field's border and anti-aliased glyph edges are covered too.
 const PAINT_MARGIN: i32 = 2;
 
-/// The handle of the X11 top-level `xid` (a window without a tree).
-pub fn x11_handle(xid: u32) -> Handle {
-    Handle::new(format!("{X11_HANDLE_PREFIX}{xid}"))
+/// The handle of the X11 top-level `xid` of process `pid` (a window without a
+/// tree): `x11win:<xid>.<pid>`. The pid is part of it because the X server reuses
+/// window ids: a new process's window with an old id is another window, and the
+/// grant, its revision and its OCR refs must not pass to it.
+pub fn x11_handle(xid: u32, pid: u32) -> Handle {
+    Handle::new(format!("{X11_HANDLE_PREFIX}{xid}.{pid}"))
 }
 
-/// The xid of an `x11win:` handle; `None` for any other handle.
-pub fn x11_xid(h: &Handle) -> Option<u32> {
-    h.as_str().strip_prefix(X11_HANDLE_PREFIX)?.parse().ok()
+/// The xid and pid of an `x11win:` handle; `None` for any other handle.
+pub fn x11_xid(h: &Handle) -> Option<(u32, u32)> {
+    let (xid, pid) = h
+        .as_str()
+        .strip_prefix(X11_HANDLE_PREFIX)?
+        .split_once('.')?;
+    Some((xid.parse().ok()?, pid.parse().ok()?))
 }
 
 /// Device pixels per tree pixel from a window's two widths (pure): snapped to the
-/// nearest quarter when within 2 % of it (a window-manager border of a pixel or two
-/// is not a scale), else the raw ratio; `None` for an empty width.
+/// nearest quarter when within 5 % of it, else the raw ratio; `None` for an empty
+/// width. What is left over is not a scale but a margin: a window-manager border, or
+/// the shadow a client-side-decorated GTK 4 window draws around itself (measured:
+/// gnome-calculator's tree says 355×498 where its X window is 365×508, 5 px on each
+/// side), which `WindowInfo::tree_to_device` centres.
 pub fn toolkit_scale(device_width: i32, tree_width: i32) -> Option<f64> {
     if device_width <= 0 || tree_width <= 0 {
         return None;
@@ -64,7 +79,7 @@ pub fn toolkit_scale(device_width: i32, tree_width: i32) -> Option<f64> {
     let raw = f64::from(device_width) / f64::from(tree_width);
     let snapped = (raw * 4.0).round() / 4.0;
     Some(
-        if snapped > 0.0 && (raw - snapped).abs() <= snapped * 0.02 {
+        if snapped > 0.0 && (raw - snapped).abs() <= snapped * 0.05 {
             snapped
         } else {
             raw
@@ -72,10 +87,28 @@ pub fn toolkit_scale(device_width: i32, tree_width: i32) -> Option<f64> {
     )
 }
 
-/// Fills in the device bounds and toolkit scale of each accessible window that an X
-/// top-level of `tops` matches (same pid and title; or the one top-level of its
-/// process) (pure).
-pub fn annotate(windows: &mut [WindowInfo], tops: &[TopLevel]) {
+/// One mapped root child: its client window, its area (device pixels) and the
+/// client's pid, bottom to top.
+pub type Stacked = (u32, Bounds, Option<u32>);
+
+/// The areas of windows of other processes stacked above the top-level `xid` that
+/// overlap `area` (pure over `stack`).
+pub fn covered(stack: &[Stacked], xid: u32, area: &Bounds) -> Vec<Bounds> {
+    let Some(at) = stack.iter().position(|(c, _, _)| *c == xid) else {
+        return Vec::new();
+    };
+    let own = stack[at].2;
+    stack[at + 1..]
+        .iter()
+        .filter(|(_, b, pid)| (own.is_none() || *pid != own) && b.intersects(area))
+        .map(|(_, b, _)| *b)
+        .collect()
+}
+
+/// Fills in the device bounds, toolkit scale and covering windows of each
+/// accessible window that an X top-level of `tops` matches (same pid and title; or
+/// the one top-level of its process) (pure).
+pub fn annotate(windows: &mut [WindowInfo], tops: &[TopLevel], stack: &[Stacked]) {
     for w in windows.iter_mut().filter(|w| !w.no_tree) {
         let target = Target {
             pid: w.pid,
@@ -88,14 +121,15 @@ pub fn annotate(windows: &mut [WindowInfo], tops: &[TopLevel]) {
         w.toolkit_scale = w
             .bounds
             .and_then(|b| toolkit_scale(top.bounds.width, b.width));
+        w.covered_by = covered(stack, top.xid, &top.bounds);
     }
 }
 
 /// The X top-level of a window record: its xid for a tree-less window, else the
 /// top-level matching it.
 pub fn toplevel_of<'a>(w: &WindowInfo, tops: &'a [TopLevel]) -> Option<&'a TopLevel> {
-    if let Some(xid) = x11_xid(&w.handle) {
-        return tops.iter().find(|t| t.xid == xid);
+    if let Some((xid, pid)) = x11_xid(&w.handle) {
+        return tops.iter().find(|t| t.xid == xid && t.pid == Some(pid));
     }
     let target = Target {
         pid: w.pid,
@@ -142,7 +176,7 @@ pub fn painted(px: &WindowPixels, w: &WindowInfo, paint: &[Bounds]) -> (RgbaImag
     }
     if px.covered {
         notes.push(
-            "another window overlaps this one: without a compositor the covered part shows what is on top"
+            "another window overlaps this one: the covered part is painted over (its pixels are the other window's)"
                 .into(),
         );
     }
@@ -253,7 +287,8 @@ pub fn recognise(
     toolkit_scale: f64,
 ) -> Result<(Vec<OcrWord>, String), ComputerError> {
     let langs = languages()?;
-    let up: u32 = if toolkit_scale < OCR_UPSCALE_BELOW {
+    let fits = u64::from(img.width()) * u64::from(img.height()) * 4 <= OCR_MAX_PIXELS;
+    let up: u32 = if toolkit_scale < OCR_UPSCALE_BELOW && fits {
         2
     } else {
         1
@@ -281,10 +316,14 @@ pub fn recognise(
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| ComputerError::internal(format!("cannot start tesseract: {e}")))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A write error shows as tesseract's failure below.
-        let _ = stdin.write_all(&png);
-    }
+    // Written from its own thread: a tesseract that stops reading cannot hold this
+    // one past the deadline below.
+    let writer = child.stdin.take().map(|mut stdin| {
+        std::thread::spawn(move || {
+            // A write error shows as tesseract's failure below.
+            let _ = stdin.write_all(&png);
+        })
+    });
     let deadline = Instant::now() + Duration::from_millis(OCR_TIMEOUT_MS);
     let mut stdout = child.stdout.take();
     let reader = std::thread::spawn(move || {
@@ -312,6 +351,9 @@ pub fn recognise(
         .wait()
         .map_err(|e| ComputerError::internal(format!("tesseract: {e}")))?;
     let tsv = reader.join().unwrap_or_default();
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
     if !status.success() {
         return Err(ComputerError::internal(format!(
             "tesseract failed ({status}) on a {}x{} capture",
@@ -352,21 +394,46 @@ mod tests {
 
     #[test]
     fn x11_handles_round_trip_and_others_are_not_x11() {
-        assert_eq!(x11_xid(&x11_handle(0x40_0001)), Some(0x40_0001));
+        assert_eq!(x11_xid(&x11_handle(0x40_0001, 77)), Some((0x40_0001, 77)));
         assert_eq!(
             x11_xid(&Handle::new(":1.9|/org/a11y/atspi/accessible/1")),
             None
         );
         assert_eq!(x11_xid(&Handle::new("x11win:zz")), None);
+        assert_eq!(
+            x11_xid(&Handle::new("x11win:12")),
+            None,
+            "a handle names its process"
+        );
+    }
+
+    #[test]
+    fn only_other_processes_windows_above_cover_a_window() {
+        let stack: Vec<Stacked> = vec![
+            (1, Bounds::new(0, 0, 100, 100), Some(10)),
+            (2, Bounds::new(0, 0, 400, 300), Some(20)),
+            (3, Bounds::new(50, 50, 40, 20), Some(20)),
+            (4, Bounds::new(10, 10, 30, 30), Some(30)),
+            (5, Bounds::new(900, 900, 30, 30), Some(40)),
+        ];
+        let area = Bounds::new(0, 0, 400, 300);
+        // Below it (1), its own popup (3) and one elsewhere (5) do not cover it.
+        assert_eq!(covered(&stack, 2, &area), vec![Bounds::new(10, 10, 30, 30)]);
+        assert!(covered(&stack, 9, &area).is_empty());
     }
 
     #[test]
     fn toolkit_scales_snap_to_quarters_only_when_close() {
         assert_eq!(toolkit_scale(1600, 800), Some(2.0));
         assert_eq!(toolkit_scale(802, 800), Some(1.0));
+        assert_eq!(
+            toolkit_scale(365, 355),
+            Some(1.0),
+            "a GTK 4 shadow is a margin"
+        );
         assert_eq!(toolkit_scale(1200, 800), Some(1.5));
-        let odd = toolkit_scale(1100, 800).unwrap();
-        assert!((odd - 1.375).abs() < 1e-9, "{odd}");
+        let odd = toolkit_scale(1090, 800).unwrap();
+        assert!((odd - 1.3625).abs() < 1e-9, "{odd}");
         assert_eq!(toolkit_scale(0, 800), None);
     }
 
@@ -383,6 +450,7 @@ mod tests {
             device_bounds: Some(Bounds::new(200, 100, 800, 600)),
             toolkit_scale: Some(2.0),
             no_tree: false,
+            covered_by: Vec::new(),
         };
         let origin = Bounds::new(200, 100, 800, 600);
         // A button at tree (110, 60) 20×10 is at device (220, 120) 40×20, i.e. at

@@ -75,14 +75,14 @@ impl LinuxDriver {
         &self.opts
     }
 
-    /// Every mapped top-level X11 window and the focused one's xid; empty without
-    /// an X display.
-    async fn x11_toplevels(&self) -> (Vec<TopLevel>, Option<u32>) {
+    /// Every mapped top-level X11 window, the focused one's xid and the stacking
+    /// of every mapped root child with its pid; empty without an X display.
+    async fn x11_toplevels(&self) -> (Vec<TopLevel>, Option<u32>, Vec<capture::Stacked>) {
         if self.opts.display.is_none() {
-            return (Vec::new(), None);
+            return (Vec::new(), None, Vec::new());
         }
         let Ok(x) = self.input().await else {
-            return (Vec::new(), None);
+            return (Vec::new(), None, Vec::new());
         };
         tokio::task::spawn_blocking(move || {
             let tops = x
@@ -90,7 +90,8 @@ impl LinuxDriver {
                 .inspect_err(|e| tracing::warn!(error = %e.message, "top-level windows unreadable"))
                 .unwrap_or_default();
             let active = x.focused_toplevel().ok().flatten().map(|t| t.xid);
-            (tops, active)
+            let stack = x.stacking_pids().unwrap_or_default();
+            (tops, active, stack)
         })
         .await
         .unwrap_or_default()
@@ -102,7 +103,7 @@ impl LinuxDriver {
     /// no X top-level matches it; `COMPUTER_INPUT_UNAVAILABLE` without an X display.
     async fn window_record(&self, h: &Handle) -> Result<(WindowInfo, TopLevel), ComputerError> {
         self.input().await?;
-        let (tops, _) = self.x11_toplevels().await;
+        let (tops, _, _) = self.x11_toplevels().await;
         let windows = self.windows().await?;
         let w = windows
             .into_iter()
@@ -126,15 +127,39 @@ impl LinuxDriver {
     }
 
     /// Gives the tree-less top-level `xid` keyboard focus if it lacks it.
-    async fn focus_x11(&self, x: &Arc<XInput>, xid: u32) -> Result<(), ComputerError> {
+    /// Gives the tree-less top-level `xid` of process `pid` keyboard focus if it
+    /// lacks it.
+    ///
+    /// Errors: `COMPUTER_ELEMENT_NOT_FOUND` when no such top-level is mapped (gone,
+    /// or its id now belongs to another process).
+    async fn focus_x11(
+        &self,
+        x: &Arc<XInput>,
+        (xid, pid): (u32, u32),
+    ) -> Result<(), ComputerError> {
         let x = Arc::clone(x);
         blocking(move || {
+            if x.toplevel(xid)?.is_none_or(|t| t.pid != Some(pid)) {
+                return Err(ComputerError::new(
+                    ErrorCode::ElementNotFound,
+                    "the window is gone (its X id is no longer that process's); list the windows again",
+                ));
+            }
             if x.focused_toplevel()?.is_some_and(|t| t.xid == xid) {
                 return Ok(());
             }
             x.activate(xid)
         })
         .await
+    }
+
+    /// The X top-level a pointer gesture on window `h` must land in: its xid.
+    async fn pointer_target(&self, h: &Handle) -> Result<u32, ComputerError> {
+        if let Some((xid, _)) = capture::x11_xid(h) {
+            return Ok(xid);
+        }
+        let (_, top) = self.window_record(h).await?;
+        Ok(top.xid)
     }
 
     /// A capture of `p.window` with `p.paint` painted over: the pixels, the window
@@ -431,11 +456,11 @@ impl Driver for LinuxDriver {
 
     async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
         let mut list = apps::list_apps(&self.bus).await?;
-        let (tops, active) = self.x11_toplevels().await;
+        let (tops, active, stack) = self.x11_toplevels().await;
         for a in &mut list {
-            capture::annotate(&mut a.windows, &tops);
+            capture::annotate(&mut a.windows, &tops, &stack);
         }
-        let extra = apps::apps_without_tree(&list, &tops, active);
+        let extra = apps::apps_without_tree(&list, &tops, active, &stack);
         list.extend(extra);
         Ok(list)
     }
@@ -696,11 +721,26 @@ impl Driver for LinuxDriver {
     async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
         let started = Instant::now();
         let x = self.input().await?;
-        if let Some(xid) = capture::x11_xid(&p.window) {
-            self.focus_x11(&x, xid).await?;
+        if let Some(id) = capture::x11_xid(&p.window) {
+            self.focus_x11(&x, id).await?;
         } else {
             let window = ObjRef::from_handle(&p.window)?;
             focus::ensure_focused(&self.bus, &x, &window, true).await?;
+        }
+        // The point (and a drag's end) must land in the named window itself, not
+        // in a window stacked above it (a menu, a popup, another app's window):
+        // XTest input goes to whatever is on top there.
+        let target = self.pointer_target(&p.window).await?;
+        let points: Vec<(i32, i32)> = std::iter::once((p.x, p.y)).chain(p.to).collect();
+        {
+            let x = Arc::clone(&x);
+            blocking(move || {
+                for (px, py) in points {
+                    x.ensure_on_top_at(target, px, py)?;
+                }
+                Ok(())
+            })
+            .await?;
         }
         let sent = tokio::task::spawn_blocking(move || x.pointer(&p))
             .await

@@ -29,10 +29,10 @@ use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::grant::Candidate;
 use deskpilot_policy::input::{
     acts_through, click_irreversible, elements_at, focused, input_may_reach_password, is_password,
-    keys_enter as keys_enter_any, keys_irreversible, offscreen_refuses,
+    keys_activate, keys_enter as keys_enter_any, keys_irreversible, offscreen_refuses,
     script_url_into_address_bar, value_submits,
 };
-use deskpilot_policy::irreversible::classify_act;
+use deskpilot_policy::irreversible::{Irreversible, classify_act};
 use deskpilot_policy::mode::Mode;
 use deskpilot_policy::refusal::{Refusals, TargetFacts};
 use deskpilot_protocol::types::{PointerAction, PointerParams, WindowInfo};
@@ -214,6 +214,8 @@ struct Judge {
     facts: TargetFacts,
     /// Approvals are bound to this desktop, session and window.
     window_key: String,
+    /// The window publishes no accessibility tree: the judge has no tree to read.
+    no_tree: bool,
 }
 
 impl Judge {
@@ -363,7 +365,18 @@ impl Judge {
                     chord.as_deref().or(text.as_deref()),
                 );
                 let irreversible =
-                    keys_irreversible(chord.as_deref(), text.as_deref(), &self.facts.app, root);
+                    keys_irreversible(chord.as_deref(), text.as_deref(), &self.facts.app, root)
+                        .or_else(|| {
+                            // A window without a tree: what an activating key
+                            // (Return, space) presses there cannot be known.
+                            (self.no_tree && keys_activate(chord.as_deref(), text.as_deref())).then(
+                                || Irreversible {
+                                    kind: "other".into(),
+                                    matched: "a key that activates, in a window without a tree"
+                                        .into(),
+                                },
+                            )
+                        });
                 (summary, key, irreversible)
             }
             Effect::Pointer {
@@ -372,6 +385,9 @@ impl Judge {
                 facts.focused_password = input_may_reach_password(root);
                 let (sx, sy) = point.unwrap_or_default();
                 let summary = match seen {
+                    Some(t) if t.trim().is_empty() => {
+                        format!("{op} at ({x}, {y}) in {app}, where nothing can be read")
+                    }
                     Some(t) => format!(
                         "{op} on the text {:?} (read by OCR) in {app}",
                         deskpilot_core::sanitize::one_line(t)
@@ -384,11 +400,20 @@ impl Judge {
                 let irreversible =
                     matches!(action, PointerAction::Click | PointerAction::DoubleClick)
                         .then(|| {
-                            click_irreversible(root, sx, sy).or_else(|| {
-                                seen.as_ref().and_then(|t| {
+                            click_irreversible(root, sx, sy).or_else(|| match seen {
+                                // Nothing readable where a window without a tree is
+                                // clicked: it could be anything.
+                                Some(t) if t.trim().is_empty() => Some(Irreversible {
+                                    kind: "other".into(),
+                                    matched:
+                                        "nothing readable at the point of a window without a tree"
+                                            .into(),
+                                }),
+                                Some(t) => {
                                     let b = Node::new("", Role::Button, t.clone());
                                     classify_act(Op::Click, &b, None)
-                                })
+                                }
+                                None => None,
                             })
                         })
                         .flatten();
@@ -593,6 +618,7 @@ impl Host {
                 "{}/{}/{}",
                 self.o.desktop_key, self.o.session, window.handle.0
             ),
+            no_tree: window.no_tree,
         };
         let mut note = GateNote::default();
         let result = self
@@ -788,6 +814,18 @@ impl Host {
         // In range: x < width × scale, so the screen point is inside the window.
         let sx = basis.x + (x / basis.scale).floor() as i32;
         let sy = basis.y + (y / basis.scale).floor() as i32;
+        if now
+            .covered_by
+            .iter()
+            .any(|b| sx >= b.x && sy >= b.y && sx < b.x + b.width && sy < b.y + b.height)
+        {
+            return Ok(Err(fail(
+                ErrorCode::ScopeViolation,
+                format!(
+                    "another window is on top at ({x}, {y}): a popup or another app's window covers that part of the bound window, and pointer input there would reach it"
+                ),
+            )));
+        }
         Ok(Ok((sx, sy)))
     }
 
@@ -811,6 +849,33 @@ impl Host {
                 .await
                 .map(Outcome::Act);
         }
+        // A click in a window without a tree is judged by the text OCR reads at
+        // the point now; where nothing can be read, as an irreversible control.
+        let from_ocr = matches!(effect, Effect::Pointer { seen: Some(_), .. });
+        let read;
+        let effect = match (effect, point) {
+            (
+                Effect::Pointer {
+                    basis,
+                    x,
+                    y,
+                    action: a @ (PointerAction::Click | PointerAction::DoubleClick),
+                    seen: None,
+                },
+                Some(p),
+            ) if window.no_tree => {
+                let text = self.text_at_point(window, p).await;
+                read = Effect::Pointer {
+                    basis: *basis,
+                    x: *x,
+                    y: *y,
+                    action: *a,
+                    seen: Some(text),
+                };
+                &read
+            }
+            _ => effect,
+        };
         let root = if window.no_tree {
             let mut r = Node::new(window.handle.0.clone(), Role::Window, window.title.clone());
             r.bounds = window.device_bounds;
@@ -865,7 +930,7 @@ impl Host {
                     Effect::Pointer { seen, .. } => seen.as_ref(),
                     _ => None,
                 };
-                if seen.is_some() {
+                if from_ocr {
                     out.result.channel = deskpilot_protocol::types::Channel::PointerOcr;
                 }
                 // Name what was under the point at dispatch, so a miss is visible:
@@ -873,10 +938,14 @@ impl Host {
                 let under = under.filter(|_| !window.no_tree);
                 let at = match (&under, seen) {
                     (Some(u), _) => format!(" · under the point: {u}"),
-                    (None, Some(t)) => format!(
+                    (None, Some(t)) if !t.trim().is_empty() => format!(
                         " · under the point: the text \"{}\" read by OCR (no tree there)",
                         deskpilot_core::sanitize::one_line(t)
                     ),
+                    _ if window.no_tree => {
+                        " · under the point: nothing readable (no tree, and OCR read no text there)"
+                            .into()
+                    }
                     _ => " · under the point: nothing the tree names".into(),
                 };
                 if let Some(first) = out.text.find('\n') {

@@ -270,7 +270,61 @@ impl Host {
             );
             return Err(self.refuse(e, Some(op), Some(&app)));
         }
-        Ok((paint_rects(&root), Some(root)))
+        let mut paint = paint_rects(&root);
+        paint.extend(self.secrets_in_long_texts(window, &root, &paint).await);
+        Ok((paint, Some(root)))
+    }
+
+    /// Rectangles (tree pixels) of secrets shown in text elements whose value the
+    /// tree read only in part (longer than a read takes): the redaction saw only
+    /// their head, so their visible text is read by OCR (itself redacted by the
+    /// driver's wrapper) and every run it masked is painted over too. At most
+    /// [`MAX_OCR_IMAGES`] such elements, the largest first.
+    async fn secrets_in_long_texts(
+        &mut self,
+        window: &WindowInfo,
+        root: &Node,
+        paint: &[Bounds],
+    ) -> Vec<Bounds> {
+        let mut long: Vec<Bounds> = root
+            .walk()
+            .filter(|n| n.value_length.is_some() && !is_secret_field(n))
+            .filter_map(|n| n.bounds.filter(|b| !b.is_empty()))
+            .filter(|b| root.bounds.is_none_or(|w| w.intersects(b)))
+            .collect();
+        long.sort_by_key(|b| std::cmp::Reverse(i64::from(b.width) * i64::from(b.height)));
+        long.truncate(MAX_OCR_IMAGES);
+        let mut out = Vec::new();
+        for b in long {
+            let Ok(r) = self
+                .session
+                .driver()
+                .ocr(OcrParams {
+                    window: window.handle.clone(),
+                    paint: paint.to_vec(),
+                    region: Some(b),
+                })
+                .await
+            else {
+                // Unreadable: the whole element is painted rather than shown.
+                out.push(b);
+                continue;
+            };
+            for w in r.words.iter().filter(|w| shows_mask(&w.text)) {
+                let (x0, y0) = window.device_to_tree(f64::from(w.bounds.x), f64::from(w.bounds.y));
+                let (x1, y1) = window.device_to_tree(
+                    f64::from(w.bounds.x + w.bounds.width),
+                    f64::from(w.bounds.y + w.bounds.height),
+                );
+                out.push(Bounds::new(
+                    x0.floor() as i32,
+                    y0.floor() as i32,
+                    (x1 - x0).ceil() as i32,
+                    (y1 - y0).ceil() as i32,
+                ));
+            }
+        }
+        out
     }
 
     fn audit_capture(&mut self, window: &WindowInfo, op: &str, mode: ShotMode, w: u32, h: u32) {
@@ -457,7 +511,6 @@ impl Host {
         let (en, _) = self.begin().await?;
         let window = self.bind_target(target, &en).await?;
         let (paint, _) = self.vet_capture(&window, "screenshot").await?;
-        let painted = paint.len();
         let window_ref = self.session.window_ref(&window.handle);
         // Marks are the refs observe shows: observe first (it assigns them).
         let mut marks = Vec::new();
@@ -482,16 +535,34 @@ impl Host {
         if mode == ShotMode::Ocr {
             ocr = Some(self.read_ocr(&window, paint.clone(), None, false).await?);
         }
-        let shot = self
-            .session
-            .driver()
-            .capture(CaptureParams {
-                window: window.handle.clone(),
-                max_side: Some(max_side.unwrap_or(DEFAULT_MAX_SIDE)),
-                paint,
-                marks: marks.iter().map(|(m, _, _)| m.clone()).collect(),
-            })
-            .await?;
+        let mut params = CaptureParams {
+            window: window.handle.clone(),
+            max_side: Some(max_side.unwrap_or(DEFAULT_MAX_SIDE)),
+            paint,
+            marks: marks.iter().map(|(m, _, _)| m.clone()).collect(),
+        };
+        let mut shot = self.session.driver().capture(params.clone()).await?;
+        // The tree is read again after the capture: a secret field that appeared
+        // or moved in between is painted too, by a second capture.
+        if !window.no_tree {
+            let after = self.session.peek(&window).await?;
+            let missed: Vec<Bounds> = paint_rects(&after)
+                .into_iter()
+                .filter(|r| !params.paint.contains(r))
+                .collect();
+            if input_may_reach_password(&after) {
+                let e = ComputerError::new(
+                    ErrorCode::SecureInput,
+                    "a password field took focus during the capture: no capture while it has focus",
+                );
+                return Err(self.refuse(e, Some("screenshot"), Some(&window.app)));
+            }
+            if !missed.is_empty() {
+                params.paint.extend(missed);
+                shot = self.session.driver().capture(params.clone()).await?;
+            }
+        }
+        let painted = params.paint.len();
         use base64::Engine as _;
         let png = base64::engine::general_purpose::STANDARD
             .decode(shot.png_base64.as_bytes())
@@ -617,6 +688,62 @@ impl Host {
         })
     }
 
+    /// The text OCR reads now in the device rectangle `area` of `window` (no
+    /// refs kept): the runs whose box holds `point`, else the nearest within 24 px;
+    /// empty when pixels are not allowed or nothing is read there.
+    async fn text_near(&mut self, window: &WindowInfo, area: Bounds, point: (i32, i32)) -> String {
+        if self.pixels_allowed().is_err() {
+            return String::new();
+        }
+        let (x0, y0) = window.device_to_tree(f64::from(area.x), f64::from(area.y));
+        let (x1, y1) = window.device_to_tree(
+            f64::from(area.x + area.width),
+            f64::from(area.y + area.height),
+        );
+        let region = Bounds::new(
+            x0.floor() as i32,
+            y0.floor() as i32,
+            (x1 - x0).ceil() as i32,
+            (y1 - y0).ceil() as i32,
+        );
+        let paint = match self.vet_capture(window, "read_text_at_point").await {
+            Ok((paint, _)) => paint,
+            Err(_) => return String::new(),
+        };
+        let Ok(r) = self
+            .session
+            .driver()
+            .ocr(OcrParams {
+                window: window.handle.clone(),
+                paint,
+                region: Some(region),
+            })
+            .await
+        else {
+            return String::new();
+        };
+        let (px, py) = point;
+        let dist = |b: &Bounds| {
+            let dx = (b.x - px).max(0).max(px - (b.x + b.width - 1));
+            let dy = (b.y - py).max(0).max(py - (b.y + b.height - 1));
+            dx.max(dy)
+        };
+        r.words
+            .iter()
+            .map(|w| (dist(&w.bounds), w))
+            .filter(|(d, _)| *d <= 24)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, w)| w.text.clone())
+            .unwrap_or_default()
+    }
+
+    /// The text OCR reads now around the device point of a click in a window
+    /// without a tree (a 240×72 px area centred on it), for the judge.
+    pub(super) async fn text_at_point(&mut self, window: &WindowInfo, point: (i32, i32)) -> String {
+        let area = Bounds::new(point.0 - 120, point.1 - 36, 240, 72);
+        self.text_near(window, area, point).await
+    }
+
     /// Acts on the OCR element `r` (`o3`) of the bound window: a pointer gesture at
     /// its centre through the pipeline, judged by its text as a button of that name
     /// would be. Only click, double click and right click.
@@ -652,6 +779,47 @@ impl Host {
                 )
             })?;
         let basis = Basis::parse(&el.basis)?;
+        // The text is read again where it was: a label that changed since (a
+        // "Cancel" that became "Delete all") is not clicked under its old name.
+        let h = self.bound_handle().unwrap_or_default();
+        let en = self.enumerate().await?;
+        let window = en.find(&h).map(|(w, _)| w.clone()).ok_or_else(|| {
+            ComputerError::new(
+                ErrorCode::StaleBasis,
+                "the bound window is gone; observe again",
+            )
+        })?;
+        let b = el.bounds;
+        let centre = (b.x + b.width / 2, b.y + b.height / 2);
+        // Wide enough to read a longer label that replaced it whole.
+        let area = Bounds::new(b.x - 48, b.y - 8, b.width + 96, b.height + 16);
+        let now = self.text_near(&window, area, centre).await;
+        let same = |a: &str, b: &str| {
+            let f = |t: &str| {
+                t.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .to_lowercase()
+            };
+            f(a) == f(b)
+        };
+        if !same(&now, &el.text) {
+            return Err(ComputerError::new(
+                ErrorCode::StaleRef,
+                if now.is_empty() {
+                    format!(
+                        "{r} was \"{}\", and nothing can be read there now; observe again",
+                        deskpilot_core::sanitize::one_line(&el.text)
+                    )
+                } else {
+                    format!(
+                        "{r} was \"{}\" and now reads \"{}\"; observe again",
+                        deskpilot_core::sanitize::one_line(&el.text),
+                        deskpilot_core::sanitize::one_line(&now)
+                    )
+                },
+            ));
+        }
         let x = f64::from(el.bounds.x - basis.x) + f64::from(el.bounds.width) / 2.0;
         let y = f64::from(el.bounds.y - basis.y) + f64::from(el.bounds.height) / 2.0;
         let mut out = self

@@ -16,6 +16,7 @@ pub fn window_info() -> WindowInfo {
         device_bounds: None,
         toolkit_scale: None,
         no_tree: false,
+        covered_by: Vec::new(),
         handle: h(":1.42|/org/a11y/atspi/accessible/1"),
         app: "mousepad".into(),
         pid: Some(812),

@@ -679,6 +679,7 @@ mod tests {
             device_bounds: None,
             toolkit_scale: None,
             no_tree: false,
+            covered_by: Vec::new(),
             handle: deskpilot_core::Handle(":1.4|/org/a11y/atspi/accessible/12".into()),
             app: "mousepad".into(),
             pid: None,

@@ -66,6 +66,7 @@ pub async fn window_info(
             device_bounds: None,
             toolkit_scale: None,
             no_tree: false,
+            covered_by: Vec::new(),
             handle: win.to_handle(),
             app: app.to_string(),
             pid,
@@ -249,10 +250,15 @@ pub async fn list_apps(bus: &Bus) -> Result<Vec<AppInfo>, ComputerError> {
 /// accessibility bus existed or with `NO_AT_BRIDGE=1`, Chromium/Electron without
 /// renderer accessibility): one [`AppInfo`] per process owning a window in `tops`
 /// that no app of `apps` covers (same pid, or a descendant of its pid). Status
-/// `accessibility_disabled`; its windows carry handles `x11win:<xid>`
+/// `accessibility_disabled`; its windows carry handles `x11win:<xid>.<pid>`
 /// ([`crate::linux::capture::x11_handle`]), device bounds and `no_tree`, so pixels
 /// can still be read from them. `active` is the focused top-level's xid.
-pub fn apps_without_tree(apps: &[AppInfo], tops: &[TopLevel], active: Option<u32>) -> Vec<AppInfo> {
+pub fn apps_without_tree(
+    apps: &[AppInfo],
+    tops: &[TopLevel],
+    active: Option<u32>,
+    stack: &[crate::linux::capture::Stacked],
+) -> Vec<AppInfo> {
     let covered: Vec<u32> = apps.iter().filter_map(|a| a.pid).collect();
     let mut out: Vec<AppInfo> = Vec::new();
     for top in tops {
@@ -267,7 +273,7 @@ pub fn apps_without_tree(apps: &[AppInfo], tops: &[TopLevel], active: Option<u32
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| top.title.clone());
         let window = WindowInfo {
-            handle: crate::linux::capture::x11_handle(top.xid),
+            handle: crate::linux::capture::x11_handle(top.xid, pid),
             app: name.clone(),
             pid: Some(pid),
             title: top.title.trim().to_string(),
@@ -277,6 +283,7 @@ pub fn apps_without_tree(apps: &[AppInfo], tops: &[TopLevel], active: Option<u32
             device_bounds: Some(top.bounds),
             toolkit_scale: Some(1.0),
             no_tree: true,
+            covered_by: crate::linux::capture::covered(stack, top.xid, &top.bounds),
         };
         if let Some(a) = out.iter_mut().find(|a| a.pid == Some(pid)) {
             a.windows.push(window);
@@ -361,14 +368,14 @@ mod tests {
             top(3, Some(1), "second"),
             top(4, None, "no pid"),
         ];
-        let extra = apps_without_tree(&[app], &tops, Some(3));
+        let extra = apps_without_tree(&[app], &tops, Some(3), &[]);
         assert_eq!(extra.len(), 1, "{extra:?}");
         assert_eq!(extra[0].pid, Some(1));
         assert_eq!(extra[0].status, AppStatus::AccessibilityDisabled);
         assert_eq!(extra[0].handle.as_str(), "x11:1");
         let w = &extra[0].windows;
         assert_eq!(w.len(), 2, "{w:?}");
-        assert_eq!(w[0].handle.as_str(), "x11win:2");
+        assert_eq!(w[0].handle.as_str(), "x11win:2.1");
         assert!(w[0].no_tree && !w[0].active && w[1].active);
         assert_eq!(w[1].device_bounds, Some(Bounds::new(0, 0, 100, 50)));
     }

@@ -160,6 +160,7 @@ pub async fn read(
             device_bounds: None,
             toolkit_scale: None,
             no_tree: false,
+            covered_by: Vec::new(),
             handle: window.to_handle(),
             app,
             pid,

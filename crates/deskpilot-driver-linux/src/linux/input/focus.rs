@@ -44,8 +44,8 @@ const SOURCE_PAGER: u32 = 2;
 pub struct TopLevel {
     /// The client window's X id (not a window manager's frame).
     pub xid: u32,
-    /// The owning process: `_NET_WM_PID`, else the X-Resource extension's client pid;
-    /// `None` when neither is known (remote clients).
+    /// The owning process: the X-Resource extension's client pid, else
+    /// `_NET_WM_PID`; `None` when neither is known (remote clients).
     pub pid: Option<u32>,
     /// `_NET_WM_NAME` (UTF-8), else `WM_NAME`; empty when unnamed.
     pub title: String,
@@ -109,6 +109,129 @@ impl XInput {
             }
         }
         Ok(out)
+    }
+
+    /// Every mapped root child (window-manager frames, unmanaged clients,
+    /// override-redirect menus and popups alike), bottom to top, with its area in
+    /// root-window pixels (border included) and the client window inside it.
+    ///
+    /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
+    pub fn stacking(&self) -> Result<Vec<(Window, Bounds)>, ComputerError> {
+        let tree = self
+            .conn
+            .query_tree(self.root)
+            .x11("QueryTree")?
+            .reply()
+            .x11("QueryTree")?;
+        let mut out = Vec::new();
+        for &w in &tree.children {
+            let Some(attrs) = gone_is_none(
+                self.conn
+                    .get_window_attributes(w)
+                    .x11("GetWindowAttributes")?
+                    .reply(),
+            )
+            .x11("GetWindowAttributes")?
+            else {
+                continue;
+            };
+            if attrs.map_state != MapState::VIEWABLE || attrs.class != WindowClass::INPUT_OUTPUT {
+                continue;
+            }
+            let Some(g) = gone_is_none(self.conn.get_geometry(w).x11("GetGeometry")?.reply())
+                .x11("GetGeometry")?
+            else {
+                continue;
+            };
+            let border = i32::from(g.border_width);
+            let b = Bounds::new(
+                i32::from(g.x),
+                i32::from(g.y),
+                i32::from(g.width) + 2 * border,
+                i32::from(g.height) + 2 * border,
+            );
+            out.push((self.client_of(w)?, b));
+        }
+        Ok(out)
+    }
+
+    /// [`XInput::stacking`] with each client's pid.
+    ///
+    /// Errors: as [`XInput::stacking`].
+    pub fn stacking_pids(&self) -> Result<Vec<(Window, Bounds, Option<u32>)>, ComputerError> {
+        self.stacking()?
+            .into_iter()
+            .map(|(c, b)| Ok((c, b, self.pid_of(c)?)))
+            .collect()
+    }
+
+    /// The areas of mapped windows of other processes stacked above the top-level
+    /// client `xid` (override-redirect menus and popups included), root-window
+    /// pixels. The app's own surfaces above it (its menus, tooltips, popovers) are
+    /// part of what it shows.
+    ///
+    /// Errors: `ElementNotFound` when `xid` is not a mapped top-level.
+    pub fn covering(&self, xid: u32) -> Result<Vec<Bounds>, ComputerError> {
+        let stack = self.stacking()?;
+        let at = stack.iter().position(|(c, _)| *c == xid).ok_or_else(|| {
+            ComputerError::new(ErrorCode::ElementNotFound, "the window is no longer mapped")
+        })?;
+        let own = self.pid_of(xid)?;
+        let mut out = Vec::new();
+        for (c, b) in &stack[at + 1..] {
+            if own.is_none() || self.pid_of(*c)? != own {
+                out.push(*b);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Succeeds when the topmost mapped window at root point (`x`, `y`) is the
+    /// top-level client `xid` (its frame): synthetic pointer input there reaches it
+    /// and nothing else.
+    ///
+    /// Errors: `COMPUTER_SCOPE_VIOLATION` when another window (a menu, a popup,
+    /// another app's window) is on top at the point, or the point is outside `xid`.
+    pub fn ensure_on_top_at(&self, xid: u32, x: i32, y: i32) -> Result<(), ComputerError> {
+        let stack = self.stacking()?;
+        let inside = |b: &Bounds| x >= b.x && y >= b.y && x < b.x + b.width && y < b.y + b.height;
+        let own = self.pid_of(xid)?;
+        match stack.iter().rev().find(|(_, b)| inside(b)) {
+            Some((c, _)) if *c == xid => Ok(()),
+            // The app's own popup (a menu, a tooltip) over its window: the app's.
+            Some((c, _))
+                if own.is_some()
+                    && self.pid_of(*c)? == own
+                    && self.is_over(*c, xid, &stack, x, y) =>
+            {
+                Ok(())
+            }
+            Some((c, _)) => {
+                let title = self.title_of(*c).unwrap_or_default();
+                Err(ComputerError::new(
+                    ErrorCode::ScopeViolation,
+                    format!(
+                        "another window is on top at ({x}, {y}): {:?} (a menu, popup or other window); pointer input there would reach it, not the bound window. Act on it by ref after observing it, or move it away",
+                        deskpilot_core::sanitize::one_line(&title)
+                    ),
+                ))
+            }
+            None => Err(ComputerError::new(
+                ErrorCode::ScopeViolation,
+                format!("({x}, {y}) is outside the window; it is not clamped"),
+            )),
+        }
+    }
+
+    /// Whether the window `xid` lies under (`x`, `y`) below the popup `c` (pure
+    /// over `stack`): an app's popup counts as its window only above it.
+    fn is_over(&self, c: u32, xid: u32, stack: &[(Window, Bounds)], x: i32, y: i32) -> bool {
+        let pos = |w: u32| stack.iter().position(|(s, _)| *s == w);
+        let inside = |b: &Bounds| x >= b.x && y >= b.y && x < b.x + b.width && y < b.y + b.height;
+        match (pos(c), pos(xid)) {
+            (Some(pc), Some(px)) => pc > px && inside(&stack[px].1),
+            _ => false,
+        }
     }
 
     /// Gives keyboard focus to the top-level `xid`: a `_NET_ACTIVE_WINDOW` request
@@ -385,31 +508,37 @@ impl XInput {
         }))
     }
 
+    /// The process owning `xid`: the X server's own word (X-Resource's client pid,
+    /// from the connection's credentials) when it has the extension, else
+    /// `_NET_WM_PID`, which the client sets itself and could set to any pid.
     fn pid_of(&self, xid: Window) -> Result<Option<u32>, ComputerError> {
-        let from_prop = self
+        if self.has_res {
+            let spec = ClientIdSpec {
+                client: xid,
+                mask: ClientIdMask::LOCAL_CLIENT_PID,
+            };
+            let reply = self
+                .conn
+                .res_query_client_ids(&[spec])
+                .x11("XResQueryClientIds")?
+                .reply();
+            if let Some(reply) = gone_is_none(reply).x11("XResQueryClientIds")? {
+                let pid = reply
+                    .ids
+                    .iter()
+                    .find(|id| {
+                        u32::from(id.spec.mask) & u32::from(ClientIdMask::LOCAL_CLIENT_PID) != 0
+                    })
+                    .and_then(|id| id.value.first().copied())
+                    .filter(|&pid| pid != 0);
+                if pid.is_some() {
+                    return Ok(pid);
+                }
+            }
+        }
+        Ok(self
             .property(xid, self.atoms._NET_WM_PID, AtomEnum::CARDINAL.into(), 1)?
             .and_then(|p| p.value32().and_then(|mut v| v.next()))
-            .filter(|&pid| pid != 0);
-        if from_prop.is_some() || !self.has_res {
-            return Ok(from_prop);
-        }
-        let spec = ClientIdSpec {
-            client: xid,
-            mask: ClientIdMask::LOCAL_CLIENT_PID,
-        };
-        let reply = self
-            .conn
-            .res_query_client_ids(&[spec])
-            .x11("XResQueryClientIds")?
-            .reply();
-        let Some(reply) = gone_is_none(reply).x11("XResQueryClientIds")? else {
-            return Ok(None);
-        };
-        Ok(reply
-            .ids
-            .iter()
-            .find(|id| u32::from(id.spec.mask) & u32::from(ClientIdMask::LOCAL_CLIENT_PID) != 0)
-            .and_then(|id| id.value.first().copied())
             .filter(|&pid| pid != 0))
     }
 

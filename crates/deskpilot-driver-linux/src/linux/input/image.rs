@@ -23,7 +23,8 @@ pub struct WindowPixels {
     /// The area read, root-window (device) pixels: the window's area clipped to the
     /// screen.
     pub bounds: Bounds,
-    /// Another mapped top-level above it in the stacking order overlaps it.
+    /// Another mapped window above it in the stacking order (a top-level, a menu, a
+    /// popup) overlaps it; the overlapped parts are painted over.
     pub covered: bool,
     /// Part of the window lies off the screen and was not read.
     pub clipped: bool,
@@ -49,7 +50,13 @@ impl XInput {
             return Err(gone());
         };
         let b = tops[at].bounds;
-        let covered = tops[at + 1..].iter().any(|t| t.bounds.intersects(&b));
+        // Everything stacked above it, override-redirect popups included.
+        let above: Vec<Bounds> = self
+            .covering(top.xid)?
+            .into_iter()
+            .filter(|c| c.intersects(&b))
+            .collect();
+        let covered = !above.is_empty();
         let screen = Bounds::new(
             0,
             0,
@@ -110,6 +117,12 @@ impl XInput {
             lsb,
         )
         .map_err(|e| ComputerError::internal(format!("cannot read the window's pixels: {e}")))?;
+        // What covers the window is not the window: without a compositor its
+        // pixels there are the other window's, which are never captured.
+        let mut image = image;
+        for c in &above {
+            pixels::paint_over(&mut image, c.x - area.x, c.y - area.y, c.width, c.height);
+        }
         Ok(WindowPixels {
             image,
             bounds: area,
