@@ -513,7 +513,22 @@ fn a_click_in_a_downscaled_hidpi_screenshot_lands_on_its_button() {
     drop(xrdb.stdin.take());
     assert!(xrdb.wait().unwrap().success());
     desk.ok(&["sandbox", "run", "--", "env", "GDK_SCALE=2", "gedit"]);
-    desk.wait_for("gedit", "button", "Save", 60000);
+    let (out, v) = desk.run(&[
+        "wait",
+        "--app",
+        "gedit",
+        "--role",
+        "button",
+        "--name",
+        "Save",
+        "--timeout-ms",
+        "90000",
+    ]);
+    if !out.status.success() {
+        let (_, apps) = desk.run(&["apps"]);
+        let (_, seen) = desk.run(&["observe", "--app", "gedit"]);
+        panic!("gedit's Save button never came: {v}\napps: {apps}\nobserve: {seen}");
+    }
     let v = desk.ok(&["screenshot", "--app", "gedit", "--marks"]);
     assert_eq!(v["toolkit_scale"], 2.0, "{v}");
     let (_, _, w, _, scale) = basis(&v);
