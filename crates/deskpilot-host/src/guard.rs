@@ -408,24 +408,57 @@ impl Guarded {
         s: &Effective,
         window: &Handle,
     ) -> Result<Vec<deskpilot_core::Bounds>, ComputerError> {
+        let info = self
+            .inner
+            .windows()
+            .await?
+            .into_iter()
+            .find(|w| &w.handle == window)
+            .ok_or_else(|| {
+                ComputerError::new(
+                    ErrorCode::ElementNotFound,
+                    "no window of this desktop has that handle; list windows with windows.list",
+                )
+            })?;
+        let protected = |p: String| {
+            ComputerError::new(
+                ErrorCode::ScopeViolation,
+                format!(
+                    "the window shows deskpilot's own files on the driver's machine ({:?}): it is not captured",
+                    deskpilot_core::sanitize::one_line(&p)
+                ),
+            )
+        };
+        let rules = refusals_for(s);
         match self
             .inner
             .snapshot(SnapshotParams::whole(window.clone()))
             .await
         {
             Ok(snap) => {
-                if let Some(p) = refusals_for(s).window_shows_protected(&snap.root) {
-                    return Err(ComputerError::new(
-                        ErrorCode::ScopeViolation,
-                        format!(
-                            "the window shows deskpilot's own files on the driver's machine ({:?}): it is not captured",
-                            deskpilot_core::sanitize::one_line(&p)
-                        ),
-                    ));
+                if let Some(p) = rules.window_shows_protected(&snap.root) {
+                    return Err(protected(p));
                 }
-                Ok(crate::host::pixels::paint_rects(&snap.root))
+                let mut paint = crate::host::pixels::paint_rects(&snap.root);
+                let (more, _) = crate::host::pixels::ocr_secret_rects(
+                    self.inner.as_ref(),
+                    &info,
+                    Some(&snap.root),
+                    &paint,
+                )
+                .await;
+                paint.extend(more);
+                Ok(paint)
             }
-            Err(e) if e.code == ErrorCode::AccessibilityDisabled => Ok(Vec::new()),
+            Err(e) if e.code == ErrorCode::AccessibilityDisabled => {
+                let (paint, texts) =
+                    crate::host::pixels::ocr_secret_rects(self.inner.as_ref(), &info, None, &[])
+                        .await;
+                if let Some(p) = texts.iter().find_map(|t| rules.protected_in(t)) {
+                    return Err(protected(p));
+                }
+                Ok(paint)
+            }
             Err(e) => Err(e),
         }
     }

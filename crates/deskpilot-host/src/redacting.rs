@@ -97,6 +97,38 @@ impl Redacting {
     }
 }
 
+/// Shortest word [`mask_random_looking`] masks, chars: API keys and tokens are 20
+/// or more; words of running text are shorter.
+const RANDOM_WORD_MIN_CHARS: usize = 20;
+
+/// Masks, in text read by OCR, every word of at least [`RANDOM_WORD_MIN_CHARS`]
+/// letters, digits, `_` and `-` that mixes letters and digits: a token whose
+/// prefix OCR misread (`ghp 0123…` for `ghp_0123…`) no longer matches the
+/// credential patterns, but still looks like one.
+fn mask_random_looking(s: &mut String) {
+    let looks_random = |w: &str| {
+        w.chars().count() >= RANDOM_WORD_MIN_CHARS
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            && w.chars().any(|c| c.is_ascii_digit())
+            && w.chars().any(|c| c.is_ascii_alphabetic())
+    };
+    if !s.split_whitespace().any(looks_random) {
+        return;
+    }
+    *s = s
+        .split_whitespace()
+        .map(|w| {
+            if looks_random(w) {
+                format!("[masked secret, {} chars]", w.chars().count())
+            } else {
+                w.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+}
+
 fn masked(s: &mut String) {
     if let std::borrow::Cow::Owned(m) = mask_secrets(s) {
         *s = m;
@@ -222,6 +254,7 @@ impl Driver for Redacting {
             if let Some(n) = deskpilot_core::redact::otp_digits(&word.text) {
                 word.text = format!("[masked code, {n} digits]");
             }
+            mask_random_looking(&mut word.text);
         }
         Ok(r)
     }
@@ -230,6 +263,16 @@ impl Driver for Redacting {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ocr_words_that_look_random_are_masked() {
+        let mut t = "key ghp 0123456789abcdefghijABCDEFGHIJ0123 ok".to_owned();
+        mask_random_looking(&mut t);
+        assert_eq!(t, "key ghp [masked secret, 34 chars] ok");
+        let mut plain = "Internationalization configuration 2026".to_owned();
+        mask_random_looking(&mut plain);
+        assert_eq!(plain, "Internationalization configuration 2026");
+    }
     use deskpilot_protocol::fixture_driver::FixtureDriver;
 
     #[test]

@@ -229,6 +229,18 @@ fn wait_listed(desk: &Desk<'_>, what: &str) {
     }
 }
 
+/// `screenshot --window TITLE --out FILE`: the result and the PNG written.
+fn shot_of(desk: &Desk<'_>, title: &str, file: &std::path::Path) -> (Value, image::RgbaImage) {
+    let v = desk.ok(&[
+        "screenshot",
+        "--window",
+        title,
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    (v, png(file))
+}
+
 /// Waits for a file the app writes (its oracle) and returns its text.
 fn wait_file(path: &std::path::Path) -> String {
     let start = std::time::Instant::now();
@@ -374,6 +386,9 @@ root.title("tk canvas")
 canvas = tk.Canvas(root, width=320, height=120, bg="white", highlightthickness=0)
 canvas.pack()
 canvas.create_text(160, 50, text="Total 42", font=("DejaVu Sans", 18))
+secret = tk.Canvas(root, width=640, height=40, bg="white", highlightthickness=0)
+secret.pack()
+secret.create_text(320, 20, text="key ghp_0123456789abcdefghijABCDEFGHIJ0123", font=("DejaVu Sans Mono", 14))
 
 
 def press():
@@ -416,6 +431,16 @@ root.mainloop()
             .to_owned()
     };
     assert!(text.contains("\"Total 42\" (ocr)"), "{text}");
+    // A token drawn in the window (no tree to say so) is painted over in every
+    // image and never shows in text.
+    assert!(!text.contains("abcdefghij"), "{text}");
+    let (shot, img) = shot_of(&desk, "tk canvas", &dir.path().join("secret.png"));
+    assert!(shot["notes"].to_string().contains("painted over"), "{shot}");
+    let painted = img.pixels().filter(|p| p.0 == [40, 40, 40, 255]).count();
+    assert!(
+        painted > 2000,
+        "the token's line is painted: {painted} pixels"
+    );
     let delete = find("Delete all");
     desk.fails_with(&["act", &delete, "click"], "COMPUTER_CONFIRMATION_REQUIRED");
     let export = find("Export");
@@ -466,16 +491,8 @@ top.mainloop()
         &oy,
     ]);
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    let file = dir.path().join("covered.png");
-    let shot = desk.ok(&[
-        "screenshot",
-        "--window",
-        "tk canvas",
-        "--out",
-        file.to_str().unwrap(),
-    ]);
+    let (shot, img) = shot_of(&desk, "tk canvas", &dir.path().join("covered.png"));
     assert!(shot["notes"].to_string().contains("overlaps"), "{shot}");
-    let img = png(&file);
     assert_eq!(
         img.get_pixel(20, 20).0,
         [40, 40, 40, 255],

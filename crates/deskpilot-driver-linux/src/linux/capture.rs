@@ -66,42 +66,83 @@ pub fn x11_xid(h: &Handle) -> Option<(u32, u32)> {
     Some((xid.parse().ok()?, pid.parse().ok()?))
 }
 
-/// Device pixels per tree pixel from a window's two widths (pure): snapped to the
-/// nearest quarter when within 5 % of it, else the raw ratio; `None` for an empty
-/// width. What is left over is not a scale but a margin: a window-manager border, or
-/// the shadow a client-side-decorated GTK 4 window draws around itself (measured:
-/// gnome-calculator's tree says 355×498 where its X window is 365×508, 5 px on each
-/// side), which `WindowInfo::tree_to_device` centres.
-pub fn toolkit_scale(device_width: i32, tree_width: i32) -> Option<f64> {
-    if device_width <= 0 || tree_width <= 0 {
+/// Device pixels per tree pixel from a window's extents in both spaces (pure), or
+/// `None` when they do not describe one window.
+///
+/// A scaled toolkit multiplies every size by its scale `s`; a window may add the
+/// same margin `m` on every side (a client-side-decorated GTK 4 window's shadow:
+/// gnome-calculator's tree says 355×498 where its X window is 365×508). So
+/// `device = s × tree + 2m` on both axes, and `s = (dw − dh) / (tw − th)` when the
+/// window is not square (else `dw / tw`). The result is snapped to the nearest
+/// quarter when within 5 % of it. It is `None` — the two rectangles are not one
+/// window (a popup menu matched to its app's main window) — when the margin it
+/// implies differs by more than 2 px between the axes, is negative beyond a pixel,
+/// or exceeds 64 px.
+pub fn toolkit_scale(device: (i32, i32), tree: (i32, i32)) -> Option<f64> {
+    let (dw, dh) = (f64::from(device.0), f64::from(device.1));
+    let (tw, th) = (f64::from(tree.0), f64::from(tree.1));
+    if dw <= 0.0 || dh <= 0.0 || tw <= 0.0 || th <= 0.0 {
         return None;
     }
-    let raw = f64::from(device_width) / f64::from(tree_width);
+    let raw = if (tw - th).abs() >= 20.0 {
+        (dw - dh) / (tw - th)
+    } else {
+        dw / tw
+    };
     let snapped = (raw * 4.0).round() / 4.0;
-    Some(
-        if snapped > 0.0 && (raw - snapped).abs() <= snapped * 0.05 {
-            snapped
-        } else {
-            raw
-        },
-    )
+    let s = if snapped > 0.0 && (raw - snapped).abs() <= snapped * 0.05 {
+        snapped
+    } else {
+        raw
+    };
+    if !(s.is_finite() && s > 0.0) {
+        return None;
+    }
+    let (mx, my) = ((dw - s * tw) / 2.0, (dh - s * th) / 2.0);
+    ((mx - my).abs() <= 2.0 && mx >= -1.0 && my >= -1.0 && mx <= 64.0 && my <= 64.0).then_some(s)
 }
 
-/// One mapped root child: its client window, its area (device pixels) and the
-/// client's pid, bottom to top.
-pub type Stacked = (u32, Bounds, Option<u32>);
+/// Toolkit scales [`frame_scale`] tries: GDK_SCALE and Qt's common factors.
+const FRAME_SCALES: [f64; 7] = [1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0];
 
-/// The areas of windows of other processes stacked above the top-level `xid` that
-/// overlap `area` (pure over `stack`).
+/// The scale at which a window's tree extents, in screen coordinates, are its X
+/// client area plus the window manager's frame around it (pure): GTK 3 under a
+/// reparenting window manager reports the frame (openbox: mousepad's 640×480
+/// client inside 642×505 extents). The frame may be up to 64 device pixels on any
+/// side; `None` when no scale of [`FRAME_SCALES`] makes the tree rectangle hold the
+/// device one that way.
+pub fn frame_scale(device: &Bounds, tree: &Bounds) -> Option<f64> {
+    let (dx0, dy0) = (f64::from(device.x), f64::from(device.y));
+    let (dx1, dy1) = (
+        dx0 + f64::from(device.width),
+        dy0 + f64::from(device.height),
+    );
+    FRAME_SCALES.into_iter().find(|&s| {
+        let (tx0, ty0) = (f64::from(tree.x) * s, f64::from(tree.y) * s);
+        let (tx1, ty1) = (
+            tx0 + f64::from(tree.width) * s,
+            ty0 + f64::from(tree.height) * s,
+        );
+        let sides = [dx0 - tx0, dy0 - ty0, tx1 - dx1, ty1 - dy1];
+        sides.iter().all(|&d| (-1.0..=64.0).contains(&d))
+    })
+}
+
+pub use super::input::Stacked;
+
+/// The areas of windows stacked above the top-level `xid` that overlap `area` and
+/// would take pointer input meant for it (pure over `stack`): every window of
+/// another process (input-only ones included), and other top-levels of its own;
+/// not its own popups.
 pub fn covered(stack: &[Stacked], xid: u32, area: &Bounds) -> Vec<Bounds> {
-    let Some(at) = stack.iter().position(|(c, _, _)| *c == xid) else {
+    let Some(at) = stack.iter().position(|s| s.xid == xid) else {
         return Vec::new();
     };
-    let own = stack[at].2;
+    let own = stack[at].pid;
     stack[at + 1..]
         .iter()
-        .filter(|(_, b, pid)| (own.is_none() || *pid != own) && b.intersects(area))
-        .map(|(_, b, _)| *b)
+        .filter(|s| !(s.popup && own.is_some() && s.pid == own) && s.bounds.intersects(area))
+        .map(|s| s.bounds)
         .collect()
 }
 
@@ -117,10 +158,24 @@ pub fn annotate(windows: &mut [WindowInfo], tops: &[TopLevel], stack: &[Stacked]
         let Some(top) = tops.iter().find(|t| is_window(t, &target, tops)) else {
             continue;
         };
+        // Matched by process and title; it is this window only if the two
+        // rectangles describe one window (a popup menu of the app is not its main
+        // window): else no device geometry is claimed for it.
+        let Some(scale) = w.bounds.and_then(|b| {
+            toolkit_scale((top.bounds.width, top.bounds.height), (b.width, b.height))
+                .filter(|&s| {
+                    // Screen coordinates: the scaled tree rectangle must lie on
+                    // the device one.
+                    (b.x, b.y) == (0, 0)
+                        || (f64::from(b.x) * s - f64::from(top.bounds.x)).abs() <= 64.0
+                            && (f64::from(b.y) * s - f64::from(top.bounds.y)).abs() <= 64.0
+                })
+                .or_else(|| frame_scale(&top.bounds, &b))
+        }) else {
+            continue;
+        };
         w.device_bounds = Some(top.bounds);
-        w.toolkit_scale = w
-            .bounds
-            .and_then(|b| toolkit_scale(top.bounds.width, b.width));
+        w.toolkit_scale = Some(scale);
         w.covered_by = covered(stack, top.xid, &top.bounds);
     }
 }
@@ -408,33 +463,70 @@ mod tests {
     }
 
     #[test]
-    fn only_other_processes_windows_above_cover_a_window() {
-        let stack: Vec<Stacked> = vec![
-            (1, Bounds::new(0, 0, 100, 100), Some(10)),
-            (2, Bounds::new(0, 0, 400, 300), Some(20)),
-            (3, Bounds::new(50, 50, 40, 20), Some(20)),
-            (4, Bounds::new(10, 10, 30, 30), Some(30)),
-            (5, Bounds::new(900, 900, 30, 30), Some(40)),
+    fn everything_above_but_the_apps_own_popups_covers_a_window() {
+        let w = |xid, b: Bounds, pid, popup, input_only| Stacked {
+            xid,
+            bounds: b,
+            pid: Some(pid),
+            popup,
+            input_only,
+        };
+        let stack = vec![
+            w(1, Bounds::new(0, 0, 100, 100), 10, false, false),
+            w(2, Bounds::new(0, 0, 400, 300), 20, false, false),
+            w(3, Bounds::new(50, 50, 40, 20), 20, true, false),
+            w(4, Bounds::new(10, 10, 30, 30), 30, false, false),
+            w(5, Bounds::new(900, 900, 30, 30), 40, false, false),
+            w(6, Bounds::new(60, 60, 10, 10), 20, false, false),
+            w(7, Bounds::new(70, 70, 10, 10), 50, true, true),
         ];
         let area = Bounds::new(0, 0, 400, 300);
-        // Below it (1), its own popup (3) and one elsewhere (5) do not cover it.
-        assert_eq!(covered(&stack, 2, &area), vec![Bounds::new(10, 10, 30, 30)]);
+        // Below it (1), its own popup (3) and one elsewhere (5) do not cover it;
+        // another app's window (4), its own other top-level (6) and an input-only
+        // window (7) do.
+        assert_eq!(
+            covered(&stack, 2, &area),
+            vec![
+                Bounds::new(10, 10, 30, 30),
+                Bounds::new(60, 60, 10, 10),
+                Bounds::new(70, 70, 10, 10)
+            ]
+        );
         assert!(covered(&stack, 9, &area).is_empty());
     }
 
     #[test]
-    fn toolkit_scales_snap_to_quarters_only_when_close() {
-        assert_eq!(toolkit_scale(1600, 800), Some(2.0));
-        assert_eq!(toolkit_scale(802, 800), Some(1.0));
+    fn a_window_manager_frame_around_the_client_is_scale_one() {
+        // mousepad under openbox: extents of the frame, the client inside.
+        let client = Bounds::new(639, 318, 640, 480);
         assert_eq!(
-            toolkit_scale(365, 355),
-            Some(1.0),
-            "a GTK 4 shadow is a margin"
+            frame_scale(&client, &Bounds::new(638, 295, 642, 505)),
+            Some(1.0)
         );
-        assert_eq!(toolkit_scale(1200, 800), Some(1.5));
-        let odd = toolkit_scale(1090, 800).unwrap();
-        assert!((odd - 1.3625).abs() < 1e-9, "{odd}");
-        assert_eq!(toolkit_scale(0, 800), None);
+        // GDK_SCALE=2: the frame's extents in halved coordinates.
+        let client = Bounds::new(1010, 346, 1820, 1548);
+        assert_eq!(
+            frame_scale(&client, &Bounds::new(504, 153, 912, 795)),
+            Some(2.0)
+        );
+        // A popup menu is not its app's main window.
+        assert_eq!(frame_scale(&client, &Bounds::new(700, 300, 343, 200)), None);
+    }
+
+    #[test]
+    fn toolkit_scales_are_measured_on_both_axes() {
+        // GDK_SCALE=2 gedit: exactly twice, no margin.
+        assert_eq!(toolkit_scale((1820, 1548), (910, 774)), Some(2.0));
+        // gnome-calculator (GTK 4): a 5 px shadow on each side is a margin.
+        assert_eq!(toolkit_scale((365, 508), (355, 498)), Some(1.0));
+        // A small GTK 4 window: the margin does not pass for a scale.
+        assert_eq!(toolkit_scale((346, 250), (300, 204)), Some(1.0));
+        // A window-manager border of a pixel.
+        assert_eq!(toolkit_scale((802, 600), (800, 598)), Some(1.0));
+        assert_eq!(toolkit_scale((1200, 900), (800, 600)), Some(1.5));
+        // A popup menu (343×200) matched to its app's 640×480 window: not one.
+        assert_eq!(toolkit_scale((640, 480), (343, 200)), None);
+        assert_eq!(toolkit_scale((0, 10), (800, 600)), None);
     }
 
     #[test]

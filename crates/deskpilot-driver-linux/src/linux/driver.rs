@@ -90,7 +90,7 @@ impl LinuxDriver {
                 .inspect_err(|e| tracing::warn!(error = %e.message, "top-level windows unreadable"))
                 .unwrap_or_default();
             let active = x.focused_toplevel().ok().flatten().map(|t| t.xid);
-            let stack = x.stacking_pids().unwrap_or_default();
+            let stack = x.stacking().unwrap_or_default();
             (tops, active, stack)
         })
         .await

@@ -219,6 +219,30 @@ struct Judge {
 }
 
 impl Judge {
+    /// A click at tree point (`x`, `y`) of a window with a tree where the tree
+    /// names nothing (outside the window's own extents — a popup of the app — or
+    /// on no named or interactive element): what it presses cannot be known, so
+    /// it counts as irreversible. `None` when an element is named there, or for a
+    /// window without a tree (judged by the text read there instead).
+    fn nothing_named_at(
+        &self,
+        root: &Node,
+        x: i32,
+        y: i32,
+        seen: Option<&str>,
+    ) -> Option<Irreversible> {
+        if self.no_tree || seen.is_some() {
+            return None;
+        }
+        let named = elements_at(root, x, y).into_iter().any(|n| {
+            !std::ptr::eq(n, root) && (!n.name.trim().is_empty() || n.role.is_interactive())
+        });
+        (!named).then(|| Irreversible {
+            kind: "other".into(),
+            matched: "nothing the tree names at the point".into(),
+        })
+    }
+
     /// Judges `effect` on the window tree `root` read just before dispatch;
     /// `element` is the element an `act` resolved to, `point` the screen point of a
     /// pointer gesture.
@@ -369,13 +393,13 @@ impl Judge {
                         .or_else(|| {
                             // A window without a tree: what an activating key
                             // (Return, space) presses there cannot be known.
-                            (self.no_tree && keys_activate(chord.as_deref(), text.as_deref())).then(
-                                || Irreversible {
-                                    kind: "other".into(),
-                                    matched: "a key that activates, in a window without a tree"
-                                        .into(),
-                                },
-                            )
+                            (self.no_tree
+                                && (keys_activate(chord.as_deref(), None)
+                                    || text.as_deref().is_some_and(|t| t.contains(['\n', '\r']))))
+                            .then(|| Irreversible {
+                                kind: "other".into(),
+                                matched: "a key that activates, in a window without a tree".into(),
+                            })
                         });
                 (summary, key, irreversible)
             }
@@ -394,13 +418,23 @@ impl Judge {
                     ),
                     None => format!("{op} at ({x}, {y}) in {app}"),
                 };
-                let key = ActionKey::new(&self.window_key, &format!("{sx},{sy}"), &op, None);
+                // The text read at the point is part of what is approved: an
+                // approval of "Delete draft" is none for "Delete account".
+                let key = ActionKey::new(
+                    &self.window_key,
+                    &format!("{sx},{sy}"),
+                    &op,
+                    seen.as_deref(),
+                );
                 // A click is judged by the element under the point now, and by the
                 // text OCR read there as a button of that name would be.
                 let irreversible =
                     matches!(action, PointerAction::Click | PointerAction::DoubleClick)
                         .then(|| {
-                            click_irreversible(root, sx, sy).or_else(|| match seen {
+                            click_irreversible(root, sx, sy)
+                                .or_else(|| self.nothing_named_at(root, sx, sy, seen.as_deref()))
+                                .or_else(|| {
+                                    match seen {
                                 // Nothing readable where a window without a tree is
                                 // clicked: it could be anything.
                                 Some(t) if t.trim().is_empty() => Some(Irreversible {
@@ -414,7 +448,8 @@ impl Judge {
                                     classify_act(Op::Click, &b, None)
                                 }
                                 None => None,
-                            })
+                            }
+                                })
                         })
                         .flatten();
                 (summary, key, irreversible)

@@ -165,6 +165,113 @@ pub fn paint_rects(root: &Node) -> Vec<Bounds> {
     out
 }
 
+/// `COMPUTER_SCOPE_VIOLATION` for a capture of a window that shows deskpilot's own
+/// files (path `p`).
+fn shows_own_files(p: &str) -> ComputerError {
+    ComputerError::new(
+        ErrorCode::ScopeViolation,
+        format!(
+            "the window shows deskpilot's own files ({:?}): it is not captured",
+            deskpilot_core::sanitize::one_line(p)
+        ),
+    )
+}
+
+/// A device rectangle in tree pixels of `window`.
+fn device_rect_to_tree(window: &WindowInfo, b: &Bounds) -> Bounds {
+    let (x0, y0) = window.device_to_tree(f64::from(b.x), f64::from(b.y));
+    let (x1, y1) = window.device_to_tree(f64::from(b.x + b.width), f64::from(b.y + b.height));
+    Bounds::new(
+        x0.floor() as i32,
+        y0.floor() as i32,
+        (x1 - x0).ceil() as i32,
+        (y1 - y0).ceil() as i32,
+    )
+}
+
+/// Whether a run OCR read holds a secret: the redacting driver masked it, or it
+/// is part of a private key (whose body lines match no rule alone).
+fn run_is_secret(text: &str) -> bool {
+    let key_line = |w: &str| {
+        w.chars().count() >= 16
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
+            && w.chars().any(|c| c.is_ascii_digit())
+            && w.chars().any(|c| c.is_ascii_alphabetic())
+    };
+    shows_mask(text)
+        || text.to_uppercase().contains("PRIVATE KEY")
+        || text.split_whitespace().any(key_line)
+}
+
+/// The rectangles (tree pixels) to paint over that only the pixels reveal, and
+/// every text read to find them, through `driver` (which must redact OCR text,
+/// as [`crate::redacting::Redacting`] does).
+///
+/// - Without a tree (`root` `None`): the whole window is read, and every run
+///   holding a secret (masked, a private key's marker, or a word of 16 or more
+///   base64 characters mixing letters and digits, as a key's body lines are) is
+///   painted with every run of its line (a token OCR split in two).
+/// - With one: each text element whose value the tree read only in part (past the
+///   read cap, so the redaction saw only its head), at most [`MAX_OCR_IMAGES`], the
+///   largest first, is read; one showing a secret anywhere is painted whole, and
+///   one that cannot be read is painted whole too.
+///
+/// Used by the host before a capture and by the served driver on its own machine.
+pub async fn ocr_secret_rects(
+    driver: &dyn deskpilot_protocol::Driver,
+    window: &WindowInfo,
+    root: Option<&Node>,
+    paint: &[Bounds],
+) -> (Vec<Bounds>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut texts = Vec::new();
+    let ocr = |region: Option<Bounds>| {
+        driver.ocr(OcrParams {
+            window: window.handle.clone(),
+            paint: paint.to_vec(),
+            region,
+        })
+    };
+    let Some(root) = root else {
+        let Ok(r) = ocr(None).await else {
+            return (out, texts);
+        };
+        for w in &r.words {
+            texts.push(w.text.clone());
+            if run_is_secret(&w.text) {
+                // With every run of the same line: a token OCR split in two.
+                let same_line =
+                    |b: &Bounds| b.y < w.bounds.y + w.bounds.height && w.bounds.y < b.y + b.height;
+                for n in r.words.iter().filter(|n| same_line(&n.bounds)) {
+                    out.push(device_rect_to_tree(window, &n.bounds));
+                }
+            }
+        }
+        return (out, texts);
+    };
+    let mut long: Vec<Bounds> = root
+        .walk()
+        .filter(|n| n.value_length.is_some() && !is_secret_field(n))
+        .filter_map(|n| n.bounds.filter(|b| !b.is_empty()))
+        .filter(|b| root.bounds.is_none_or(|w| w.intersects(b)))
+        .collect();
+    long.sort_by_key(|b| std::cmp::Reverse(i64::from(b.width) * i64::from(b.height)));
+    long.truncate(MAX_OCR_IMAGES);
+    for b in long {
+        match ocr(Some(b)).await {
+            Ok(r) => {
+                texts.extend(r.words.iter().map(|w| w.text.clone()));
+                if r.words.iter().any(|w| run_is_secret(&w.text)) {
+                    out.push(b);
+                }
+            }
+            Err(_) => out.push(b),
+        }
+    }
+    (out, texts)
+}
+
 /// The interactive elements of `root` that carry a ref and a box, as marks (pure).
 fn marks_of(root: &Node) -> Vec<(MarkSpec, Role, String)> {
     let window = root.bounds;
@@ -250,18 +357,18 @@ impl Host {
             return Err(self.refuse(refused(r), Some(op), Some(&app)));
         }
         if window.no_tree {
-            return Ok((Vec::new(), None));
+            // No tree to say where secrets are: the pixels are read for them, and
+            // for deskpilot's own paths.
+            let (rects, texts) =
+                ocr_secret_rects(self.session.driver().as_ref(), window, None, &[]).await;
+            if let Some(p) = texts.iter().find_map(|t| self.rules.protected_in(t)) {
+                return Err(self.refuse(shows_own_files(&p), Some(op), Some(&app)));
+            }
+            return Ok((rects, None));
         }
         let root = self.session.peek(window).await?;
         if let Some(p) = self.rules.window_shows_protected(&root) {
-            let e = ComputerError::new(
-                ErrorCode::ScopeViolation,
-                format!(
-                    "the window shows deskpilot's own files ({:?}): it is not captured",
-                    deskpilot_core::sanitize::one_line(&p)
-                ),
-            );
-            return Err(self.refuse(e, Some(op), Some(&app)));
+            return Err(self.refuse(shows_own_files(&p), Some(op), Some(&app)));
         }
         if input_may_reach_password(&root) {
             let e = ComputerError::new(
@@ -271,60 +378,10 @@ impl Host {
             return Err(self.refuse(e, Some(op), Some(&app)));
         }
         let mut paint = paint_rects(&root);
-        paint.extend(self.secrets_in_long_texts(window, &root, &paint).await);
+        let (more, _) =
+            ocr_secret_rects(self.session.driver().as_ref(), window, Some(&root), &paint).await;
+        paint.extend(more);
         Ok((paint, Some(root)))
-    }
-
-    /// Rectangles (tree pixels) of secrets shown in text elements whose value the
-    /// tree read only in part (longer than a read takes): the redaction saw only
-    /// their head, so their visible text is read by OCR (itself redacted by the
-    /// driver's wrapper) and every run it masked is painted over too. At most
-    /// [`MAX_OCR_IMAGES`] such elements, the largest first.
-    async fn secrets_in_long_texts(
-        &mut self,
-        window: &WindowInfo,
-        root: &Node,
-        paint: &[Bounds],
-    ) -> Vec<Bounds> {
-        let mut long: Vec<Bounds> = root
-            .walk()
-            .filter(|n| n.value_length.is_some() && !is_secret_field(n))
-            .filter_map(|n| n.bounds.filter(|b| !b.is_empty()))
-            .filter(|b| root.bounds.is_none_or(|w| w.intersects(b)))
-            .collect();
-        long.sort_by_key(|b| std::cmp::Reverse(i64::from(b.width) * i64::from(b.height)));
-        long.truncate(MAX_OCR_IMAGES);
-        let mut out = Vec::new();
-        for b in long {
-            let Ok(r) = self
-                .session
-                .driver()
-                .ocr(OcrParams {
-                    window: window.handle.clone(),
-                    paint: paint.to_vec(),
-                    region: Some(b),
-                })
-                .await
-            else {
-                // Unreadable: the whole element is painted rather than shown.
-                out.push(b);
-                continue;
-            };
-            for w in r.words.iter().filter(|w| shows_mask(&w.text)) {
-                let (x0, y0) = window.device_to_tree(f64::from(w.bounds.x), f64::from(w.bounds.y));
-                let (x1, y1) = window.device_to_tree(
-                    f64::from(w.bounds.x + w.bounds.width),
-                    f64::from(w.bounds.y + w.bounds.height),
-                );
-                out.push(Bounds::new(
-                    x0.floor() as i32,
-                    y0.floor() as i32,
-                    (x1 - x0).ceil() as i32,
-                    (y1 - y0).ceil() as i32,
-                ));
-            }
-        }
-        out
     }
 
     fn audit_capture(&mut self, window: &WindowInfo, op: &str, mode: ShotMode, w: u32, h: u32) {
@@ -689,8 +746,8 @@ impl Host {
     }
 
     /// The text OCR reads now in the device rectangle `area` of `window` (no
-    /// refs kept): the runs whose box holds `point`, else the nearest within 24 px;
-    /// empty when pixels are not allowed or nothing is read there.
+    /// refs kept): the run whose box holds `point`; empty when pixels are not
+    /// allowed or no text is read at the point itself.
     async fn text_near(&mut self, window: &WindowInfo, area: Bounds, point: (i32, i32)) -> String {
         if self.pixels_allowed().is_err() {
             return String::new();
@@ -722,18 +779,16 @@ impl Host {
         else {
             return String::new();
         };
+        // Only text whose own box holds the point (2 px of slack for glyph
+        // edges): a label beside an icon-only button is not that button's name.
         let (px, py) = point;
-        let dist = |b: &Bounds| {
-            let dx = (b.x - px).max(0).max(px - (b.x + b.width - 1));
-            let dy = (b.y - py).max(0).max(py - (b.y + b.height - 1));
-            dx.max(dy)
+        let holds = |b: &Bounds| {
+            px >= b.x - 2 && py >= b.y - 2 && px < b.x + b.width + 2 && py < b.y + b.height + 2
         };
         r.words
             .iter()
-            .map(|w| (dist(&w.bounds), w))
-            .filter(|(d, _)| *d <= 24)
-            .min_by_key(|(d, _)| *d)
-            .map(|(_, w)| w.text.clone())
+            .find(|w| holds(&w.bounds))
+            .map(|w| w.text.clone())
             .unwrap_or_default()
     }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use deskpilot_core::Bounds;
 use deskpilot_protocol::{ComputerError, ErrorCode};
+use x11rb::connection::Connection as _;
 use x11rb::errors::ReplyError;
 use x11rb::protocol::ErrorKind;
 use x11rb::protocol::res::{ClientIdMask, ClientIdSpec, ConnectionExt as _};
@@ -51,6 +52,22 @@ pub struct TopLevel {
     pub title: String,
     /// The client window's area in root-window (screen) pixels.
     pub bounds: Bounds,
+}
+
+/// One mapped child of the root window, as stacked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stacked {
+    /// The client window (inside a window manager's frame), or the window itself.
+    pub xid: u32,
+    /// Its area (the frame's, border included), root-window pixels.
+    pub bounds: Bounds,
+    /// The owning process, when known.
+    pub pid: Option<u32>,
+    /// Override-redirect: a menu, tooltip or popup the window manager does not
+    /// manage.
+    pub popup: bool,
+    /// An input-only window: it shows nothing but takes pointer input.
+    pub input_only: bool,
 }
 
 impl XInput {
@@ -112,107 +129,176 @@ impl XInput {
     }
 
     /// Every mapped root child (window-manager frames, unmanaged clients,
-    /// override-redirect menus and popups alike), bottom to top, with its area in
-    /// root-window pixels (border included) and the client window inside it.
+    /// override-redirect menus and popups, input-only windows alike), bottom to
+    /// top. Requests are pipelined: one round of attributes, one of geometry, one
+    /// X-Resource query for every pid, then the client search of managed frames.
     ///
     /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
-    pub fn stacking(&self) -> Result<Vec<(Window, Bounds)>, ComputerError> {
+    pub fn stacking(&self) -> Result<Vec<Stacked>, ComputerError> {
         let tree = self
             .conn
             .query_tree(self.root)
             .x11("QueryTree")?
             .reply()
             .x11("QueryTree")?;
-        let mut out = Vec::new();
-        for &w in &tree.children {
-            let Some(attrs) = gone_is_none(
+        let attrs = tree
+            .children
+            .iter()
+            .map(|&w| {
                 self.conn
                     .get_window_attributes(w)
-                    .x11("GetWindowAttributes")?
-                    .reply(),
-            )
-            .x11("GetWindowAttributes")?
-            else {
+                    .x11("GetWindowAttributes")
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut mapped = Vec::new();
+        for (&w, cookie) in tree.children.iter().zip(attrs) {
+            let Some(a) = gone_is_none(cookie.reply()).x11("GetWindowAttributes")? else {
                 continue;
             };
-            if attrs.map_state != MapState::VIEWABLE || attrs.class != WindowClass::INPUT_OUTPUT {
-                continue;
+            if a.map_state == MapState::VIEWABLE {
+                mapped.push((w, a.override_redirect, a.class == WindowClass::INPUT_ONLY));
             }
-            let Some(g) = gone_is_none(self.conn.get_geometry(w).x11("GetGeometry")?.reply())
-                .x11("GetGeometry")?
-            else {
+        }
+        let geoms = mapped
+            .iter()
+            .map(|(w, _, _)| self.conn.get_geometry(*w).x11("GetGeometry"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut out = Vec::new();
+        for ((w, popup, input_only), cookie) in mapped.into_iter().zip(geoms) {
+            let Some(g) = gone_is_none(cookie.reply()).x11("GetGeometry")? else {
                 continue;
             };
             let border = i32::from(g.border_width);
-            let b = Bounds::new(
+            let bounds = Bounds::new(
                 i32::from(g.x),
                 i32::from(g.y),
                 i32::from(g.width) + 2 * border,
                 i32::from(g.height) + 2 * border,
             );
-            out.push((self.client_of(w)?, b));
+            // A popup or an input-only window is its own client; a frame holds one.
+            let xid = if popup || input_only {
+                w
+            } else {
+                self.client_of(w)?
+            };
+            out.push(Stacked {
+                xid,
+                bounds,
+                pid: None,
+                popup,
+                input_only,
+            });
+        }
+        let pids = self.pids_of(&out.iter().map(|s| s.xid).collect::<Vec<_>>())?;
+        for (s, pid) in out.iter_mut().zip(pids) {
+            s.pid = pid;
         }
         Ok(out)
     }
 
-    /// [`XInput::stacking`] with each client's pid.
-    ///
-    /// Errors: as [`XInput::stacking`].
-    pub fn stacking_pids(&self) -> Result<Vec<(Window, Bounds, Option<u32>)>, ComputerError> {
-        self.stacking()?
-            .into_iter()
-            .map(|(c, b)| Ok((c, b, self.pid_of(c)?)))
-            .collect()
+    /// The pids of many windows: one X-Resource request for all, `_NET_WM_PID`
+    /// for those it does not answer.
+    fn pids_of(&self, xids: &[Window]) -> Result<Vec<Option<u32>>, ComputerError> {
+        let mut out = vec![None; xids.len()];
+        if self.has_res && !xids.is_empty() {
+            let specs: Vec<ClientIdSpec> = xids
+                .iter()
+                .map(|&client| ClientIdSpec {
+                    client,
+                    mask: ClientIdMask::LOCAL_CLIENT_PID,
+                })
+                .collect();
+            let reply = self
+                .conn
+                .res_query_client_ids(&specs)
+                .x11("XResQueryClientIds")?
+                .reply();
+            if let Some(reply) = gone_is_none(reply).x11("XResQueryClientIds")? {
+                let mask = self.conn.setup().resource_id_mask;
+                for id in &reply.ids {
+                    if u32::from(id.spec.mask) & u32::from(ClientIdMask::LOCAL_CLIENT_PID) == 0 {
+                        continue;
+                    }
+                    // The answer names the client by one of its resources; the
+                    // window asked about is one (its id's client bits match).
+                    let base = id.spec.client & !mask;
+                    let pid = id.value.first().copied().filter(|&p| p != 0);
+                    for (i, &x) in xids.iter().enumerate() {
+                        if x & !mask == base && out[i].is_none() {
+                            out[i] = pid;
+                        }
+                    }
+                }
+            }
+        }
+        for (i, &x) in xids.iter().enumerate() {
+            if out[i].is_none() {
+                out[i] = self.pid_of(x)?;
+            }
+        }
+        Ok(out)
     }
 
     /// The areas of mapped windows of other processes stacked above the top-level
-    /// client `xid` (override-redirect menus and popups included), root-window
-    /// pixels. The app's own surfaces above it (its menus, tooltips, popovers) are
-    /// part of what it shows.
+    /// client `xid` (override-redirect menus and popups included; input-only
+    /// windows, which show nothing, not), root-window pixels. The app's own popups
+    /// above it are part of what it shows.
     ///
     /// Errors: `ElementNotFound` when `xid` is not a mapped top-level.
     pub fn covering(&self, xid: u32) -> Result<Vec<Bounds>, ComputerError> {
         let stack = self.stacking()?;
-        let at = stack.iter().position(|(c, _)| *c == xid).ok_or_else(|| {
+        let at = stack.iter().position(|s| s.xid == xid).ok_or_else(|| {
             ComputerError::new(ErrorCode::ElementNotFound, "the window is no longer mapped")
         })?;
-        let own = self.pid_of(xid)?;
-        let mut out = Vec::new();
-        for (c, b) in &stack[at + 1..] {
-            if own.is_none() || self.pid_of(*c)? != own {
-                out.push(*b);
-            }
-        }
-        Ok(out)
+        let own = stack[at].pid;
+        Ok(stack[at + 1..]
+            .iter()
+            .filter(|s| !(s.input_only || s.popup && own.is_some() && s.pid == own))
+            .map(|s| s.bounds)
+            .collect())
     }
 
-    /// Succeeds when the topmost mapped window at root point (`x`, `y`) is the
-    /// top-level client `xid` (its frame): synthetic pointer input there reaches it
+    /// Succeeds when the topmost mapped window at root point (`x`, `y`) — input-only
+    /// windows included — is the top-level client `xid` (its frame) or a popup of
+    /// its own process above it: synthetic pointer input there reaches that app
     /// and nothing else.
     ///
-    /// Errors: `COMPUTER_SCOPE_VIOLATION` when another window (a menu, a popup,
-    /// another app's window) is on top at the point, or the point is outside `xid`.
+    /// Errors: `COMPUTER_SCOPE_VIOLATION` when another window (another app's
+    /// window or popup, another top-level of the same app, an invisible input-only
+    /// window) is on top at the point, or the point is outside `xid`.
     pub fn ensure_on_top_at(&self, xid: u32, x: i32, y: i32) -> Result<(), ComputerError> {
         let stack = self.stacking()?;
         let inside = |b: &Bounds| x >= b.x && y >= b.y && x < b.x + b.width && y < b.y + b.height;
-        let own = self.pid_of(xid)?;
-        match stack.iter().rev().find(|(_, b)| inside(b)) {
-            Some((c, _)) if *c == xid => Ok(()),
-            // The app's own popup (a menu, a tooltip) over its window: the app's.
-            Some((c, _))
-                if own.is_some()
-                    && self.pid_of(*c)? == own
-                    && self.is_over(*c, xid, &stack, x, y) =>
+        let Some(at) = stack.iter().position(|s| s.xid == xid) else {
+            return Err(ComputerError::new(
+                ErrorCode::ElementNotFound,
+                "the window is no longer mapped",
+            ));
+        };
+        let own = stack[at].pid;
+        match stack.iter().rposition(|s| inside(&s.bounds)) {
+            Some(i) if i == at => Ok(()),
+            Some(i)
+                if i > at
+                    && stack[i].popup
+                    && own.is_some()
+                    && stack[i].pid == own
+                    && inside(&stack[at].bounds) =>
             {
                 Ok(())
             }
-            Some((c, _)) => {
-                let title = self.title_of(*c).unwrap_or_default();
+            Some(i) => {
+                let title = self.title_of(stack[i].xid).unwrap_or_default();
                 Err(ComputerError::new(
                     ErrorCode::ScopeViolation,
                     format!(
-                        "another window is on top at ({x}, {y}): {:?} (a menu, popup or other window); pointer input there would reach it, not the bound window. Act on it by ref after observing it, or move it away",
-                        deskpilot_core::sanitize::one_line(&title)
+                        "another window is on top at ({x}, {y}): {:?}{} ; pointer input there would reach it, not the bound window. Act on it by ref after observing it, or move it away",
+                        deskpilot_core::sanitize::one_line(&title),
+                        if stack[i].input_only {
+                            " (an invisible input-only window)"
+                        } else {
+                            ""
+                        }
                     ),
                 ))
             }
@@ -220,17 +306,6 @@ impl XInput {
                 ErrorCode::ScopeViolation,
                 format!("({x}, {y}) is outside the window; it is not clamped"),
             )),
-        }
-    }
-
-    /// Whether the window `xid` lies under (`x`, `y`) below the popup `c` (pure
-    /// over `stack`): an app's popup counts as its window only above it.
-    fn is_over(&self, c: u32, xid: u32, stack: &[(Window, Bounds)], x: i32, y: i32) -> bool {
-        let pos = |w: u32| stack.iter().position(|(s, _)| *s == w);
-        let inside = |b: &Bounds| x >= b.x && y >= b.y && x < b.x + b.width && y < b.y + b.height;
-        match (pos(c), pos(xid)) {
-            (Some(pc), Some(px)) => pc > px && inside(&stack[px].1),
-            _ => false,
         }
     }
 

@@ -37,7 +37,7 @@ use x11rb::rust_connection::RustConnection;
 pub use deskpilot_protocol::keys::{Chord, MAX_CHORDS, MAX_KEYS_PER_CHORD, parse_chords};
 pub use deskpilot_protocol::keys::{Keysym, char_to_keysym, keysym_from_name, keysym_to_char};
 use deskpilot_protocol::keys::{chord, keysym};
-pub use focus::{ACTIVATE_TIMEOUT_MS, TopLevel};
+pub use focus::{ACTIVATE_TIMEOUT_MS, Stacked, TopLevel};
 pub use image::WindowPixels;
 pub use plan::MAX_TEXT_CHARS;
 pub use pointer::SCROLL_NOTCHES;
