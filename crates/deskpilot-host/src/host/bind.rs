@@ -417,6 +417,16 @@ impl Host {
         loop {
             let (en, _) = self.begin().await?;
             let e = match self.bind_target(target, &en).await {
+                // A window shown before its app published its tree (a GTK app
+                // starting) is not the window waited for yet: its tree may come,
+                // and with it the accessible window, a window of its own.
+                Ok(w) if w.no_tree => fail(
+                    ErrorCode::AccessibilityDisabled,
+                    format!(
+                        "{:?} shows a window but no accessibility tree (an app without one is read with observe when pixels are allowed)",
+                        deskpilot_core::sanitize::one_line(&w.app)
+                    ),
+                ),
                 Ok(w) => return Ok(w),
                 Err(e) => e,
             };
