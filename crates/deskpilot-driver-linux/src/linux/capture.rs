@@ -36,6 +36,9 @@ pub const OCR_MIN_CONFIDENCE: f32 = 40.0;
 /// is 9–12 px tall, so an image at scale 1 is read at twice its size.
 const OCR_UPSCALE_BELOW: f64 = 1.5;
 
+/// Long side from which marks' labels are drawn at twice their size, image pixels.
+const LARGE_IMAGE_SIDE: u32 = 900;
+
 /// Largest image given to tesseract after upscaling, pixels: a window whose
 /// doubled size would exceed it (a 4K window) is read at its own size, so one read
 /// holds at most about 100 MB of pixels.
@@ -298,7 +301,14 @@ pub fn finish(
             height: m.bounds.height,
         })
         .collect();
-    pixels::draw_marks(&mut img, &boxes);
+    // Labels twice as large on a large image, where 7-pixel glyphs are hard to
+    // read.
+    let zoom = if img.width().max(img.height()) >= LARGE_IMAGE_SIDE {
+        2
+    } else {
+        1
+    };
+    pixels::draw_marks_zoomed(&mut img, &boxes, zoom);
     (img, scale, drawn)
 }
 

@@ -278,6 +278,14 @@ pub struct Mark {
 /// wholly outside the image, draws nothing (neither outline nor tag). Everything is
 /// clipped to the image; never panics.
 pub fn draw_marks(img: &mut RgbaImage, marks: &[Mark]) {
+    draw_marks_zoomed(img, marks, 1);
+}
+
+/// [`draw_marks`] with the label tags drawn `zoom` times larger (each font pixel a
+/// `zoom`×`zoom` block; [`label_size`] × `zoom`): for large images, where a 7-pixel
+/// label is hard to read. A `zoom` of 0 counts as 1.
+pub fn draw_marks_zoomed(img: &mut RgbaImage, marks: &[Mark], zoom: u32) {
+    let zoom = zoom.max(1);
     for mark in marks {
         if is_visible(img, mark) {
             draw_outline(img, mark);
@@ -285,7 +293,7 @@ pub fn draw_marks(img: &mut RgbaImage, marks: &[Mark]) {
     }
     for mark in marks {
         if is_visible(img, mark) {
-            draw_tag(img, mark);
+            draw_tag(img, mark, zoom);
         }
     }
 }
@@ -309,11 +317,13 @@ fn draw_outline(img: &mut RgbaImage, mark: &Mark) {
 }
 
 /// Draws a mark's label tag, clipped to the image.
-fn draw_tag(img: &mut RgbaImage, mark: &Mark) {
+fn draw_tag(img: &mut RgbaImage, mark: &Mark, zoom: u32) {
     let (tag_w, tag_h) = label_size(&mark.label);
     if tag_w == 0 || tag_h == 0 {
         return;
     }
+    let z = i64::from(zoom);
+    let (tag_w, tag_h) = (tag_w.saturating_mul(zoom), tag_h.saturating_mul(zoom));
     let (tag_w, tag_h) = (i64::from(tag_w), i64::from(tag_h));
     let (img_w, img_h) = (i64::from(img.width()), i64::from(img.height()));
     let above = i64::from(mark.y) - tag_h;
@@ -324,16 +334,16 @@ fn draw_tag(img: &mut RgbaImage, mark: &Mark) {
     let top = top.min(img_h - tag_h).max(0);
     fill_rect(img, left, top, tag_w, tag_h, MARK_COLOUR);
 
-    let padding = i64::from(TAG_PADDING);
-    let advance = i64::from(GLYPH_WIDTH + GLYPH_SPACING);
+    let padding = i64::from(TAG_PADDING) * z;
+    let advance = i64::from(GLYPH_WIDTH + GLYPH_SPACING) * z;
     for (cell, c) in (0_i64..).zip(mark.label.chars()) {
         let Some(rows) = glyph(c) else { continue };
         let cell_left = left + padding + cell * advance;
         for (dy, bits) in (0_i64..).zip(rows) {
             for dx in 0..GLYPH_WIDTH {
                 if (bits >> (GLYPH_WIDTH - 1 - dx)) & 1 == 1 {
-                    let px = cell_left + i64::from(dx);
-                    fill_rect(img, px, top + padding + dy, 1, 1, LABEL_TEXT_COLOUR);
+                    let px = cell_left + i64::from(dx) * z;
+                    fill_rect(img, px, top + padding + dy * z, z, z, LABEL_TEXT_COLOUR);
                 }
             }
         }
@@ -931,6 +941,31 @@ mod tests {
 
         let mut tiny = blank(3, 3);
         draw_marks(&mut tiny, &marks);
+    }
+
+    #[test]
+    fn zoomed_labels_are_drawn_twice_as_large() {
+        let bg = Rgba([0, 0, 0, 255]);
+        let mut one = RgbaImage::from_pixel(200, 120, bg);
+        let mut two = one.clone();
+        let mark = Mark {
+            label: "e7".into(),
+            x: 20,
+            y: 60,
+            width: 80,
+            height: 40,
+        };
+        draw_marks(&mut one, std::slice::from_ref(&mark));
+        draw_marks_zoomed(&mut two, &[mark], 2);
+        let white = |img: &RgbaImage| img.pixels().filter(|p| p.0 == LABEL_TEXT_COLOUR).count();
+        assert_eq!(
+            white(&two),
+            4 * white(&one),
+            "each font pixel is a 2×2 block"
+        );
+        // The tag is 2 × 11 pixels tall, above the box.
+        assert_eq!(two.get_pixel(20, 60 - 22).0, MARK_COLOUR);
+        assert_eq!(two.get_pixel(20, 60 - 23).0, bg.0);
     }
 
     #[test]

@@ -424,12 +424,15 @@ impl Host {
                 region,
             })
             .await?;
+        // The window's whole geometry, as the pipeline re-measures it (the OCR
+        // boxes are absolute device pixels, taken relative to it).
+        let g = window.device_bounds.unwrap_or(r.bounds);
         let basis = Basis {
             revision: self.revision(),
-            x: r.bounds.x,
-            y: r.bounds.y,
-            width: r.bounds.width,
-            height: r.bounds.height,
+            x: g.x,
+            y: g.y,
+            width: g.width,
+            height: g.height,
             scale: 1.0,
         }
         .to_string();
@@ -624,12 +627,21 @@ impl Host {
         let png = base64::engine::general_purpose::STANDARD
             .decode(shot.png_base64.as_bytes())
             .map_err(|e| ComputerError::internal(format!("the driver sent a bad image: {e}")))?;
+        // The image starts at the captured area's corner. When that is the
+        // window's (a window cut off only at the right or bottom of the screen),
+        // the basis is the whole window as the pipeline re-measures it; a window
+        // cut off at the left or top keeps the captured area, which a click-at
+        // then finds stale rather than aimed wrong.
+        let g = match window.device_bounds {
+            Some(d) if (d.x, d.y) == (shot.bounds.x, shot.bounds.y) => d,
+            _ => shot.bounds,
+        };
         let basis = Basis {
             revision: self.revision(),
-            x: shot.bounds.x,
-            y: shot.bounds.y,
-            width: shot.bounds.width,
-            height: shot.bounds.height,
+            x: g.x,
+            y: g.y,
+            width: g.width,
+            height: g.height,
             scale: shot.image_scale,
         };
         let mut notes = shot.notes.clone();
