@@ -357,12 +357,8 @@ impl Driver for Guarded {
     async fn capture(&self, mut p: CaptureParams) -> Result<CaptureResult, ComputerError> {
         let mut facts = None;
         let r = async {
-            let (s, f) = self.admit_window(&p.window).await?;
-            facts = f.clone();
-            Self::pixels_allowed(&s)?;
-            self.secure_input(&s, f.as_ref(), &p.window, None, false)
-                .await?;
-            p.paint.extend(self.own_paint(&s, &p.window).await?);
+            p.paint
+                .extend(self.admit_pixels(&p.window, &mut facts).await?);
             self.inner.capture(p).await
         }
         .await;
@@ -373,12 +369,8 @@ impl Driver for Guarded {
     async fn ocr(&self, mut p: OcrParams) -> Result<OcrResult, ComputerError> {
         let mut facts = None;
         let r = async {
-            let (s, f) = self.admit_window(&p.window).await?;
-            facts = f.clone();
-            Self::pixels_allowed(&s)?;
-            self.secure_input(&s, f.as_ref(), &p.window, None, false)
-                .await?;
-            p.paint.extend(self.own_paint(&s, &p.window).await?);
+            p.paint
+                .extend(self.admit_pixels(&p.window, &mut facts).await?);
             self.inner.ocr(p).await
         }
         .await;
@@ -388,6 +380,22 @@ impl Driver for Guarded {
 }
 
 impl Guarded {
+    /// Every check of this machine before pixels of `window` are read (its
+    /// refusals, its own pixel setting, secure input) and the rectangles it paints
+    /// over; `facts` receives the window's, for the audit.
+    async fn admit_pixels(
+        &self,
+        window: &Handle,
+        facts: &mut Option<TargetFacts>,
+    ) -> Result<Vec<deskpilot_core::Bounds>, ComputerError> {
+        let (s, f) = self.admit_window(window).await?;
+        facts.clone_from(&f);
+        Self::pixels_allowed(&s)?;
+        self.secure_input(&s, f.as_ref(), window, None, false)
+            .await?;
+        self.own_paint(&s, window).await
+    }
+
     /// This machine's own `capture` setting allows pixels, whatever the remote
     /// host's grant says.
     fn pixels_allowed(s: &Effective) -> Result<(), ComputerError> {

@@ -823,25 +823,7 @@ impl Server {
             Ok(s) => s,
             Err(e) => return failure(&e, ""),
         };
-        let mut text = format!(
-            "ok screenshot {} {} \"{}\" · {}×{} px · basis {} (click-at coordinates are image pixels under it) · scale {} · ~{} image tokens (estimate: width × height / 750)",
-            shot.mode.as_str(),
-            shot.window_ref,
-            deskpilot_core::sanitize::one_line(&shot.window.title),
-            shot.width,
-            shot.height,
-            shot.basis,
-            shot.toolkit_scale,
-            shot.image_tokens,
-        );
-        if !shot.text.is_empty() {
-            text.push('\n');
-            text.push_str(&shot.text);
-        }
-        for n in &shot.notes {
-            text.push_str("\n· ");
-            text.push_str(n);
-        }
+        let text = shot.render("");
         let text = with_warnings(text, &h);
         let mut r = success(text, &shot);
         if mode != ShotMode::Ocr {

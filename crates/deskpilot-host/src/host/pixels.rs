@@ -128,6 +128,34 @@ fn shows_mask(t: &str) -> bool {
     t.contains("[masked ") || t.contains(deskpilot_core::redact::PASSWORD_MASK)
 }
 
+impl Screenshot {
+    /// The result as a model or a terminal reads it: the summary line (mode,
+    /// window, size, basis, scale, estimated tokens, then `extra`), the legend, and
+    /// the notes.
+    pub fn render(&self, extra: &str) -> String {
+        let mut text = format!(
+            "ok screenshot {} {} \"{}\" · {}×{} px · basis {} (click-at coordinates are image pixels under it) · scale {} · ~{} image tokens (estimate: width × height / 750){extra}",
+            self.mode.as_str(),
+            self.window_ref,
+            deskpilot_core::sanitize::one_line(&self.window.title),
+            self.width,
+            self.height,
+            self.basis,
+            self.toolkit_scale,
+            self.image_tokens,
+        );
+        if !self.text.is_empty() {
+            text.push('\n');
+            text.push_str(&self.text);
+        }
+        for n in &self.notes {
+            text.push_str("\n· ");
+            text.push_str(n);
+        }
+        text
+    }
+}
+
 /// Whether an element's text is redacted anywhere it shows (pure): a secret field,
 /// a text already masked, or a name or value the redaction would change.
 fn redacted(n: &Node, parent: Option<&Node>) -> bool {

@@ -481,28 +481,11 @@ pub async fn screenshot(
             )
         })?;
     }
-    let mut text = format!(
-        "ok screenshot {} {} \"{}\" · {}×{} px · basis {} · scale {} · ~{} image tokens (estimate: width × height / 750){}",
-        shot.mode.as_str(),
-        shot.window_ref,
-        deskpilot_core::sanitize::one_line(&shot.window.title),
-        shot.width,
-        shot.height,
-        shot.basis,
-        shot.toolkit_scale,
-        shot.image_tokens,
-        out.as_ref()
-            .map(|p| format!(" · written to {}", p.display()))
-            .unwrap_or_else(|| " · not written (use --out FILE)".into()),
-    );
-    if !shot.text.is_empty() {
-        text.push('\n');
-        text.push_str(&shot.text);
-    }
-    for n in &shot.notes {
-        text.push_str("\n· ");
-        text.push_str(n);
-    }
+    let written = match &out {
+        Some(p) => format!(" · written to {}", p.display()),
+        None => " · not written (use --out FILE)".into(),
+    };
+    let text = shot.render(&written);
     finish(ctx, &h, &shot, &text);
     Ok(())
 }
