@@ -369,10 +369,17 @@ impl Host {
 
     /// Every check before pixels of `window` are read; returns the rectangles to
     /// paint over (tree pixels) and the window's tree (`None` without one).
+    ///
+    /// With `search_pixels`, the pixels are also read for what only they show
+    /// (secrets in a window without a tree or in long texts, deskpilot's paths in a
+    /// window without a tree: [`ocr_secret_rects`]); a small read for the judge (a
+    /// text at a point, whose OCR text is redacted anyway and shown to nobody but
+    /// in a stale-ref message) skips that whole-window OCR.
     async fn vet_capture(
         &mut self,
         window: &WindowInfo,
         op: &str,
+        search_pixels: bool,
     ) -> Result<(Vec<Bounds>, Option<Node>), ComputerError> {
         let app = window.app.clone();
         if let Err(e) = self.pixels_allowed() {
@@ -383,6 +390,9 @@ impl Host {
             && let Some(r) = self.rules.check_window(&c.facts)
         {
             return Err(self.refuse(refused(r), Some(op), Some(&app)));
+        }
+        if window.no_tree && !search_pixels {
+            return Ok((Vec::new(), None));
         }
         if window.no_tree {
             // No tree to say where secrets are: the pixels are read for them, and
@@ -406,9 +416,11 @@ impl Host {
             return Err(self.refuse(e, Some(op), Some(&app)));
         }
         let mut paint = paint_rects(&root);
-        let (more, _) =
-            ocr_secret_rects(self.session.driver().as_ref(), window, Some(&root), &paint).await;
-        paint.extend(more);
+        if search_pixels {
+            let (more, _) =
+                ocr_secret_rects(self.session.driver().as_ref(), window, Some(&root), &paint).await;
+            paint.extend(more);
+        }
         Ok((paint, Some(root)))
     }
 
@@ -422,6 +434,19 @@ impl Host {
             status: Some("executed".into()),
             ..AuditRecord::default()
         });
+    }
+
+    /// The basis of an image of device area `g` at `scale` image pixels per device
+    /// pixel, under the grant's current revision.
+    fn basis_of(&self, g: Bounds, scale: f64) -> Basis {
+        Basis {
+            revision: self.revision(),
+            x: g.x,
+            y: g.y,
+            width: g.width,
+            height: g.height,
+            scale,
+        }
     }
 
     /// The revision of the active grant.
@@ -454,16 +479,9 @@ impl Host {
             .await?;
         // The window's whole geometry, as the pipeline re-measures it (the OCR
         // boxes are absolute device pixels, taken relative to it).
-        let g = window.device_bounds.unwrap_or(r.bounds);
-        let basis = Basis {
-            revision: self.revision(),
-            x: g.x,
-            y: g.y,
-            width: g.width,
-            height: g.height,
-            scale: 1.0,
-        }
-        .to_string();
+        let basis = self
+            .basis_of(window.device_bounds.unwrap_or(r.bounds), 1.0)
+            .to_string();
         let ws = self
             .session
             .state_mut()
@@ -534,7 +552,7 @@ impl Host {
         }
         images.sort_by_key(|(_, b)| std::cmp::Reverse(i64::from(b.width) * i64::from(b.height)));
         images.truncate(MAX_OCR_IMAGES);
-        let paint = match self.vet_capture(window, "observe").await {
+        let paint = match self.vet_capture(window, "observe", true).await {
             Ok((paint, _)) => paint,
             Err(e) => {
                 obs.text.push_str(&format!(
@@ -598,7 +616,7 @@ impl Host {
     ) -> Result<Screenshot, ComputerError> {
         let (en, _) = self.begin().await?;
         let window = self.bind_target(target, &en).await?;
-        let (paint, _) = self.vet_capture(&window, "screenshot").await?;
+        let (paint, _) = self.vet_capture(&window, "screenshot", true).await?;
         let window_ref = self.session.window_ref(&window.handle);
         // Marks are the refs observe shows: observe first (it assigns them).
         let mut marks = Vec::new();
@@ -664,14 +682,7 @@ impl Host {
             Some(d) if (d.x, d.y) == (shot.bounds.x, shot.bounds.y) => d,
             _ => shot.bounds,
         };
-        let basis = Basis {
-            revision: self.revision(),
-            x: g.x,
-            y: g.y,
-            width: g.width,
-            height: g.height,
-            scale: shot.image_scale,
-        };
+        let basis = self.basis_of(g, shot.image_scale);
         let mut notes = shot.notes.clone();
         if painted > 0 {
             notes.push(format!("{painted} redacted field(s) painted over"));
@@ -746,7 +757,7 @@ impl Host {
         window: &WindowInfo,
     ) -> Result<crate::session::Observation, ComputerError> {
         let started = std::time::Instant::now();
-        let (paint, _) = self.vet_capture(window, "observe").await?;
+        let (paint, _) = self.vet_capture(window, "observe", true).await?;
         let (els, notes, _) = self.read_ocr(window, paint, None, false).await?;
         let window_ref = self.session.window_ref(&window.handle);
         let b = window.device_bounds.or(window.bounds).unwrap_or_default();
@@ -803,7 +814,7 @@ impl Host {
             (x1 - x0).ceil() as i32,
             (y1 - y0).ceil() as i32,
         );
-        let paint = match self.vet_capture(window, "read_text_at_point").await {
+        let paint = match self.vet_capture(window, "read_text_at_point", false).await {
             Ok((paint, _)) => paint,
             Err(_) => return String::new(),
         };
