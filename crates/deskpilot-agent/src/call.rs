@@ -30,6 +30,29 @@ pub struct ModelReply {
     pub usage: Usage,
 }
 
+/// An image shown with a request: a marked screenshot of the bound window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    /// PNG bytes.
+    pub png: Vec<u8>,
+    /// Size, pixels.
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Image {
+    /// The image as a `data:image/png;base64,…` URL.
+    pub fn data_url(&self) -> String {
+        format!("data:image/png;base64,{}", self.base64())
+    }
+
+    /// The PNG in standard base64.
+    pub fn base64(&self) -> String {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(&self.png)
+    }
+}
+
 /// One request for a decision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecideRequest {
@@ -41,6 +64,9 @@ pub struct DecideRequest {
     pub schema: Value,
     /// Cap on the answer's length, tokens.
     pub max_output_tokens: u32,
+    /// Images shown after the user text (a marked screenshot in the `pixels` and
+    /// `hybrid` observations; none in `tree`).
+    pub images: Vec<Image>,
 }
 
 /// A model that decides one step.

@@ -26,9 +26,10 @@ pub mod run;
 
 pub use decision::Decision;
 pub use model::{
-    DecideRequest, Model, ModelReply, ScriptedModel, Usage, model_from_binding, require_binding,
+    DecideRequest, Image, Model, ModelReply, ScriptedModel, Usage, model_from_binding,
+    require_binding,
 };
 pub use run::{
-    ExecutedAction, Question, RunOptions, RunReport, RunStatus, ScopeView, StepRecord,
-    describe_scope, run, runs_dir,
+    ExecutedAction, ObservationMode, Question, RunOptions, RunReport, RunStatus, ScopeView,
+    StepRecord, describe_scope, run, runs_dir,
 };

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use deskpilot_host::config::{Config, ModelBinding, Provider};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
-pub use crate::call::{DecideRequest, Model, ModelReply, Usage};
+pub use crate::call::{DecideRequest, Image, Model, ModelReply, Usage};
 use crate::providers::{AnthropicMessages, OpenAiChat};
 
 /// How to bind a model, for error messages.

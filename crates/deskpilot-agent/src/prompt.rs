@@ -37,6 +37,19 @@ The answer's JSON schema: {schema}"
     )
 }
 
+/// [`system`] for a run whose observation is `mode`: with a screenshot, the system
+/// message says how the image and its marks relate to the refs.
+pub fn system_for(schema: &str, mode: crate::run::ObservationMode) -> String {
+    use crate::run::ObservationMode;
+    let mut s = system(schema);
+    match mode {
+        ObservationMode::Tree => {}
+        ObservationMode::Pixels => s.push_str("\n\nIn this run the bound window is not given as text: it is the attached screenshot, in which every element you can address is boxed and labelled with its ref (e5). Act on those refs."),
+        ObservationMode::Hybrid => s.push_str("\n\nIn this run the bound window is given as text and also as the attached screenshot, in which every element you can address is boxed and labelled with the same ref as in the text."),
+    }
+    s
+}
+
 /// One line per window: `[w1] editor "notes.txt - Editor" (bound)`, a refused one
 /// with ` — refused: CODE (reason)`.
 pub fn window_lines(apps: &[ListedApp]) -> Vec<String> {

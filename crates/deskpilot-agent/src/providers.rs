@@ -80,7 +80,7 @@ impl OpenAiChat {
             "model": self.model,
             "messages": [
                 {"role": "system", "content": req.system},
-                {"role": "user", "content": req.user},
+                {"role": "user", "content": openai_user(req)},
             ],
             "response_format": {
                 "type": "json_schema",
@@ -188,7 +188,7 @@ impl AnthropicMessages {
             "model": self.model,
             "max_tokens": req.max_output_tokens,
             "system": req.system,
-            "messages": [{"role": "user", "content": req.user}],
+            "messages": [{"role": "user", "content": anthropic_user(req)}],
             "tools": [{
                 "name": DECISION_NAME,
                 "description": "Give the one next step: an action on an element, a switch to a listed window, done, or a question for the user.",
@@ -259,4 +259,34 @@ impl Model for AnthropicMessages {
     fn name(&self) -> String {
         format!("anthropic:{}", self.model)
     }
+}
+
+/// The user message's content for Chat Completions: the text alone, or text and
+/// `image_url` parts (data URLs) when the request carries images.
+fn openai_user(req: &DecideRequest) -> Value {
+    if req.images.is_empty() {
+        return json!(req.user);
+    }
+    let mut parts = vec![json!({"type": "text", "text": req.user})];
+    for img in &req.images {
+        parts.push(json!({"type": "image_url", "image_url": {"url": img.data_url()}}));
+    }
+    Value::Array(parts)
+}
+
+/// The user message's content for Messages: the text alone, or base64 image blocks
+/// followed by the text.
+fn anthropic_user(req: &DecideRequest) -> Value {
+    if req.images.is_empty() {
+        return json!(req.user);
+    }
+    let mut parts: Vec<Value> = req
+        .images
+        .iter()
+        .map(|img| {
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": img.base64()}})
+        })
+        .collect();
+    parts.push(json!({"type": "text", "text": req.user}));
+    Value::Array(parts)
 }

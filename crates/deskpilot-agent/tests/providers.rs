@@ -145,7 +145,45 @@ fn request() -> DecideRequest {
         user: "usr".into(),
         schema: decision::schema(),
         max_output_tokens: 256,
+        images: vec![],
     }
+}
+
+#[test]
+fn images_ride_in_the_user_message_of_both_providers() {
+    let mut req = request();
+    req.images.push(deskpilot_agent::Image {
+        png: vec![0x89, b'P', b'N', b'G'],
+        width: 2,
+        height: 1,
+    });
+    let o = OpenAiChat::new(
+        &binding(Provider::OpenAi, "http://127.0.0.1:9/v1", 1000, 0),
+        None,
+    );
+    let b = o.request_body(&req);
+    let parts = b["messages"][1]["content"]
+        .as_array()
+        .expect("content parts");
+    assert_eq!(parts[0], json!({"type": "text", "text": "usr"}));
+    assert_eq!(parts[1]["type"], "image_url");
+    assert_eq!(
+        parts[1]["image_url"]["url"],
+        "data:image/png;base64,iVBORw=="
+    );
+    let a = AnthropicMessages::new(
+        &binding(Provider::Anthropic, "http://127.0.0.1:9", 1000, 0),
+        None,
+    );
+    let b = a.request_body(&req);
+    let parts = b["messages"][0]["content"]
+        .as_array()
+        .expect("content blocks");
+    assert_eq!(parts[0]["source"]["data"], "iVBORw==");
+    assert_eq!(parts[0]["source"]["media_type"], "image/png");
+    assert_eq!(parts[1], json!({"type": "text", "text": "usr"}));
+    // Without images the content stays a plain string.
+    assert_eq!(o.request_body(&request())["messages"][1]["content"], "usr");
 }
 
 /// A Chat Completions answer whose content is `decision`.

@@ -33,6 +33,20 @@ pub fn image_tokens(width: u32, height: u32) -> u64 {
     (u64::from(width) * u64::from(height)).div_ceil(750)
 }
 
+/// [`image_tokens`] of a screenshot of a `width` × `height` pixel window after it is
+/// downscaled so its long side is at most `max_side` pixels (sides rounded to the
+/// nearest pixel, as the capture path downscales): what a screenshot agent pays
+/// per look at that window. `max_side` 0 means no downscale.
+pub fn screenshot_tokens(width: u32, height: u32, max_side: u32) -> u64 {
+    let long_side = width.max(height);
+    if max_side == 0 || long_side <= max_side {
+        return image_tokens(width, height);
+    }
+    let scale = f64::from(max_side) / f64::from(long_side);
+    let shrink = |side: u32| ((f64::from(side) * scale).round() as u32).clamp(1, max_side);
+    image_tokens(shrink(width), shrink(height))
+}
+
 /// Number of `o200k_base` tokens in `text`.
 ///
 /// Special-token spellings such as `<|endoftext|>` are counted as ordinary text, as
@@ -54,6 +68,15 @@ pub fn count(text: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn screenshot_tokens_downscale_the_long_side() {
+        // 2560×1600 → 1280×800: 1,024,000 px / 750 = 1365.33 → 1366.
+        assert_eq!(super::screenshot_tokens(2560, 1600, 1280), 1366);
+        // Small windows are not scaled: 600×400 / 750 = 320.
+        assert_eq!(super::screenshot_tokens(600, 400, 1280), 320);
+        assert_eq!(super::screenshot_tokens(600, 400, 0), 320);
+    }
+
     use super::*;
 
     #[test]

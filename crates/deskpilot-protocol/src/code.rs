@@ -78,6 +78,10 @@ pub enum ErrorCode {
     /// describes (a D-Bus connection lost, a sandbox that would not start).
     #[serde(rename = "COMPUTER_INTERNAL")]
     Internal,
+    /// An evaluation did not pass its gate: an oracle attempt failed its checks, or
+    /// attempts could not be set up (`deskpilot eval`; the summary is in `detail`).
+    #[serde(rename = "COMPUTER_EVAL_FAILED")]
+    EvalFailed,
 }
 
 /// The first JSON-RPC number of the `COMPUTER_*` range: code *n* is `RPC_CODE_BASE - n`.
@@ -88,7 +92,7 @@ pub const RPC_CODE_MIN: i64 = -32_099;
 
 impl ErrorCode {
     /// Every code, in wire-number order (`ALL[i]` has number `-32001 - i`).
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 28] = [
         ErrorCode::FeatureDisabled,
         ErrorCode::NoModelBinding,
         ErrorCode::NoGrant,
@@ -116,6 +120,7 @@ impl ErrorCode {
         ErrorCode::OutcomeUnknown,
         ErrorCode::InvalidArgument,
         ErrorCode::Internal,
+        ErrorCode::EvalFailed,
     ];
 
     /// The one table of wire spellings: (`COMPUTER_*` name, JSON-RPC error number).
@@ -148,6 +153,7 @@ impl ErrorCode {
             ErrorCode::OutcomeUnknown => ("COMPUTER_OUTCOME_UNKNOWN", -32_025),
             ErrorCode::InvalidArgument => ("COMPUTER_INVALID_ARGUMENT", -32_026),
             ErrorCode::Internal => ("COMPUTER_INTERNAL", -32_027),
+            ErrorCode::EvalFailed => ("COMPUTER_EVAL_FAILED", -32_028),
         }
     }
 

@@ -322,6 +322,91 @@ printed at start and kept in the token file (mode 0600; remove it to rotate).")]
         #[arg(long, value_delimiter = ',', value_name = "APPS", value_parser = cmd::app_key)]
         apps: Vec<String>,
     },
+    /// Run the evaluation suite: real tasks on real apps, each attempt in a fresh
+    /// sandbox, decided by checkers that read state deskpilot did not write.
+    #[command(after_help = "Examples:
+  deskpilot eval --jobs 2                          # the oracle over the whole suite (the gate)
+  deskpilot eval --tasks 'mousepad-*,calc-*'       # some tasks
+  deskpilot eval --policy model --runs 3           # the bound model, tree observation
+  deskpilot eval --policy model --observation pixels   # the same model as a screenshot agent
+  deskpilot eval --shard 2/3 --out r2              # one shard; then: deskpilot eval merge r1 r2 r3 --out all
+  deskpilot eval report eval-results               # rewrite report.html")]
+    Eval(EvalArgs),
+}
+
+/// `deskpilot eval …`: run the suite (no subcommand), or work on result directories.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct EvalArgs {
+    #[command(subcommand)]
+    cmd: Option<EvalCmd>,
+    #[command(flatten)]
+    run: EvalRunArgs,
+}
+
+#[derive(Debug, Args)]
+struct EvalRunArgs {
+    /// The suite: a directory with tasks/*.toml and checkers/ [default:
+    /// $DESKPILOT_EVAL_SUITE, else ./eval].
+    #[arg(long, value_name = "DIR")]
+    suite: Option<std::path::PathBuf>,
+    /// Only tasks whose id matches (wildcards * and ?, comma-separated).
+    #[arg(long, value_name = "GLOB")]
+    tasks: Option<String>,
+    /// oracle (each task's own solution: the reliability gate) or model (the model
+    /// bound in the config, through the same loop as `deskpilot run`).
+    #[arg(long, default_value = "oracle", value_parser = ["oracle", "model"])]
+    policy: String,
+    /// What a model is shown each step: tree (the accessibility tree as text),
+    /// pixels (a marked screenshot only: a screenshot agent's view) or hybrid (both).
+    #[arg(long, default_value = "tree", value_parser = ["tree", "pixels", "hybrid"])]
+    observation: String,
+    /// Attempts run at once, each in its own sandbox desktop.
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = usage::at_least_one)]
+    jobs: usize,
+    /// Attempts per task.
+    #[arg(long, default_value_t = 1, value_name = "K", value_parser = usage::at_least_one)]
+    runs: usize,
+    /// Result directory (results.jsonl, summary.json, report.html, attempts/).
+    #[arg(long, default_value = "eval-results", value_name = "DIR")]
+    out: std::path::PathBuf,
+    /// Run only shard I of N (tasks in id order, every Nth from the Ith).
+    #[arg(long, value_name = "I/N", value_parser = cmd::eval::parse_shard)]
+    shard: Option<(usize, usize)>,
+}
+
+#[derive(Debug, Subcommand)]
+enum EvalCmd {
+    /// Write summary.json and report.html of a result directory again.
+    Report {
+        /// A directory `deskpilot eval --out DIR` wrote.
+        dir: std::path::PathBuf,
+    },
+    /// Combine result directories (the shards of one run) into one.
+    Merge {
+        /// Result directories.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<std::path::PathBuf>,
+        /// Where the merged results go.
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
+    },
+    /// One attempt in a process of its own (started by `deskpilot eval`).
+    #[command(hide = true)]
+    Attempt {
+        #[arg(long)]
+        task: std::path::PathBuf,
+        #[arg(long)]
+        suite: std::path::PathBuf,
+        #[arg(long)]
+        policy: String,
+        #[arg(long)]
+        observation: String,
+        #[arg(long)]
+        run: usize,
+        #[arg(long)]
+        dir: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

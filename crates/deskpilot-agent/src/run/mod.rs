@@ -33,8 +33,8 @@ mod text;
 
 pub use report::{
     DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MAX_STEPS, ExecutedAction, HISTORY_LINES,
-    MAX_MODEL_TEXT_CHARS, MAX_STEPS_LIMIT, Question, REPEAT_LIMIT, RunOptions, RunReport,
-    RunStatus, ScopeView, ScopeWindow, StepRecord, runs_dir,
+    MAX_MODEL_TEXT_CHARS, MAX_STEPS_LIMIT, ObservationMode, Question, REPEAT_LIMIT, RunOptions,
+    RunReport, RunStatus, ScopeView, ScopeWindow, StepRecord, runs_dir,
 };
 pub use scope::describe_scope;
 pub use steps::run;

@@ -36,6 +36,50 @@ pub struct RunOptions {
     pub max_tokens_per_observation: usize,
     /// Cap on each answer, tokens (default [`DEFAULT_MAX_OUTPUT_TOKENS`]).
     pub max_output_tokens: u32,
+    /// How the bound window is shown to the model each step (default the tree).
+    pub observation: ObservationMode,
+}
+
+/// How the bound window is shown to the model each step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ObservationMode {
+    /// The accessibility tree as indented text with refs.
+    #[default]
+    Tree,
+    /// A marked screenshot only (boxes labelled with refs, no text): a screenshot
+    /// agent's view, acting on the marks. Needs pixels allowed
+    /// (`capture = "a11y-and-pixels"`).
+    Pixels,
+    /// The tree text and the marked screenshot.
+    Hybrid,
+}
+
+impl ObservationMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObservationMode::Tree => "tree",
+            ObservationMode::Pixels => "pixels",
+            ObservationMode::Hybrid => "hybrid",
+        }
+    }
+
+    /// `tree`, `pixels` or `hybrid`.
+    pub fn from_name(s: &str) -> Option<ObservationMode> {
+        [
+            ObservationMode::Tree,
+            ObservationMode::Pixels,
+            ObservationMode::Hybrid,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == s)
+    }
+
+    /// Whether a screenshot goes with each step.
+    pub fn shows_image(self) -> bool {
+        self != ObservationMode::Tree
+    }
 }
 
 impl RunOptions {
@@ -47,6 +91,7 @@ impl RunOptions {
             observe_only: false,
             max_tokens_per_observation: deskpilot_host::session::DEFAULT_MAX_TOKENS,
             max_output_tokens: DEFAULT_MAX_OUTPUT_TOKENS,
+            observation: ObservationMode::Tree,
         }
     }
 }
@@ -134,6 +179,16 @@ pub struct StepRecord {
     pub tokens_out: u64,
     /// Whether the provider reported the tokens (else `o200k_base` estimates).
     pub usage_reported: bool,
+    /// o200k tokens of what deskpilot showed of the desktop in this step's prompt
+    /// (the window text, the window list, the previous step's outcome).
+    pub shown_tokens: u64,
+    /// Estimated vision tokens of the screenshot sent with this step (0 in the tree
+    /// observation).
+    pub image_tokens: u64,
+    /// What one screenshot of the bound window would cost at the default downscale
+    /// (width × height / 750 after the long side is cut to 1,280 px): a screenshot
+    /// agent's price for this step.
+    pub screenshot_tokens: u64,
     /// Wall time of the step (model call and action), ms.
     pub ms: u64,
 }

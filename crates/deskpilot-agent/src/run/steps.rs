@@ -6,14 +6,15 @@ use std::time::Instant;
 
 use deskpilot_core::Op;
 use deskpilot_core::redact::display_name_of;
+use deskpilot_host::host::pixels::ShotMode;
 use deskpilot_host::{Host, Observation, ObserveOptions, Target};
 use deskpilot_policy::mode::Mode;
 use deskpilot_protocol::types::ActStatus;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::report::{
-    ExecutedAction, HISTORY_LINES, MAX_MODEL_TEXT_CHARS, MAX_STEPS_LIMIT, Question, REPEAT_LIMIT,
-    RunOptions, RunReport, RunStatus, StepRecord, summarize,
+    ExecutedAction, HISTORY_LINES, MAX_MODEL_TEXT_CHARS, MAX_STEPS_LIMIT, ObservationMode,
+    Question, REPEAT_LIMIT, RunOptions, RunReport, RunStatus, StepRecord, summarize,
 };
 use super::scope::describe_scope;
 use super::text::{bounded_text, window_label};
@@ -218,7 +219,7 @@ impl Loop<'_> {
         progress: &mut (dyn FnMut(&StepRecord) + Send),
     ) -> RunStatus {
         let schema = decision::schema();
-        let system = prompt::system(&schema.to_string());
+        let system = prompt::system_for(&schema.to_string(), self.opts.observation);
         let system_tokens = deskpilot_core::tokens::count(&system) as u64;
         for n in 1..=cap {
             let t0 = Instant::now();
@@ -242,21 +243,39 @@ impl Loop<'_> {
             };
             let windows = prompt::window_lines(&apps);
             let grant = self.host.grant_view();
+            let (observation, images) = match self.shown().await {
+                Ok(v) => v,
+                Err(e) => return self.host_ended(e),
+            };
+            let image_tokens: u64 = images
+                .iter()
+                .map(|i| deskpilot_core::tokens::image_tokens(i.width, i.height))
+                .sum();
             let user = prompt::user(&prompt::StepView {
                 instruction: &self.opts.instruction,
                 grant: grant.as_ref(),
                 windows: &windows,
-                observation: &self.obs.text,
+                observation: &observation,
                 last_outcome: self.last_outcome.as_deref(),
                 history: &self.history,
                 step: n,
                 cap,
             });
+            let shown_tokens = (deskpilot_core::tokens::count(&observation)
+                + deskpilot_core::tokens::count(&windows.join("\n"))
+                + self
+                    .last_outcome
+                    .as_deref()
+                    .map_or(0, deskpilot_core::tokens::count))
+                as u64;
+            let screenshot_tokens =
+                deskpilot_host::host::pixels::window_screenshot_tokens(&self.obs.window);
             let req = DecideRequest {
                 system: system.clone(),
                 user,
                 schema: schema.clone(),
                 max_output_tokens: self.opts.max_output_tokens,
+                images,
             };
             let answer = tokio::select! {
                 r = self.model.decide(&req) => Some(r),
@@ -276,7 +295,7 @@ impl Loop<'_> {
             let mut usage = reply.usage;
             if !usage.reported {
                 usage.input_tokens =
-                    system_tokens + deskpilot_core::tokens::count(&req.user) as u64;
+                    system_tokens + deskpilot_core::tokens::count(&req.user) as u64 + image_tokens;
                 usage.output_tokens = deskpilot_core::tokens::count(&reply.raw) as u64;
             }
             let mut rec = StepRecord {
@@ -292,6 +311,9 @@ impl Loop<'_> {
                 tokens_in: usage.input_tokens,
                 tokens_out: usage.output_tokens,
                 usage_reported: usage.reported,
+                shown_tokens,
+                image_tokens,
+                screenshot_tokens,
                 ms: 0,
             };
             self.report.tokens_in += usage.input_tokens;
@@ -323,6 +345,58 @@ impl Loop<'_> {
             RunStatus::Budget
         } else {
             RunStatus::StepCap
+        }
+    }
+
+    /// The window as this step shows it: the tree text, and in the `pixels` and
+    /// `hybrid` observations a marked screenshot taken through the host (its
+    /// refusals apply: a screenshot refused while a password field has focus is
+    /// said in the text instead). Errors only for what ends the run (a stop,
+    /// an expired or revoked grant).
+    async fn shown(&mut self) -> Result<(String, Vec<crate::call::Image>), ComputerError> {
+        let mode = self.opts.observation;
+        if !mode.shows_image() {
+            return Ok((self.obs.text.clone(), Vec::new()));
+        }
+        let shot = self
+            .host
+            .screenshot(&Target::Current, ShotMode::Marks, None)
+            .await;
+        let tree = (mode == ObservationMode::Hybrid).then(|| self.obs.text.clone());
+        match shot {
+            Ok(shot) => {
+                let about = format!(
+                    "(the bound window {} is the attached screenshot, {}×{} px; every element you can address is boxed and labelled with its ref)",
+                    window_label(&self.obs),
+                    shot.width,
+                    shot.height
+                );
+                let text = match tree {
+                    Some(t) => format!("{t}\n{about}"),
+                    None => about,
+                };
+                let img = crate::call::Image {
+                    png: shot.png,
+                    width: shot.width,
+                    height: shot.height,
+                };
+                Ok((text, vec![img]))
+            }
+            Err(e) if ending(e.code).is_some_and(|s| s != RunStatus::NeedsUser) => Err(e),
+            Err(e) => {
+                let why = format!(
+                    "(no screenshot this step: {}: {})",
+                    e.code.as_str(),
+                    bounded_text(&e.message, 300)
+                );
+                Ok((
+                    match tree {
+                        Some(t) => format!("{t}\n{why}"),
+                        None => why,
+                    },
+                    Vec::new(),
+                ))
+            }
         }
     }
 

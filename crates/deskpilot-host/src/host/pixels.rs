@@ -33,6 +33,20 @@ use crate::session::{KeysOutcome, ObserveOptions, Target};
 /// window at about 1,229 tokens).
 pub const DEFAULT_MAX_SIDE: u32 = 1280;
 
+/// What one screenshot of `w` costs at the default downscale, in estimated vision
+/// tokens ([`deskpilot_core::tokens::screenshot_tokens`] of its device pixels, the
+/// toolkit's scale applied, long side cut to [`DEFAULT_MAX_SIDE`]): a screenshot
+/// agent's price per look at the window. 0 when the window has no extents.
+pub fn window_screenshot_tokens(w: &WindowInfo) -> u64 {
+    w.device_bounds.or(w.bounds).map_or(0, |b| {
+        deskpilot_core::tokens::screenshot_tokens(
+            b.width.max(0) as u32,
+            b.height.max(0) as u32,
+            DEFAULT_MAX_SIDE,
+        )
+    })
+}
+
 /// Image elements `observe` reads by OCR at most, the largest first: each costs a
 /// tesseract run (0.2–1 s for a chart-sized region here).
 pub const MAX_OCR_IMAGES: usize = 3;

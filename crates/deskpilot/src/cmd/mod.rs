@@ -6,6 +6,7 @@ pub mod config;
 mod demo;
 mod doctor;
 mod driver;
+pub mod eval;
 mod mcp;
 mod policy;
 mod run;
@@ -150,5 +151,57 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
             observe_only,
         } => run::run(&ctx, instruction, max_steps, observe_only).await,
         Command::Bench { runs, apps } => bench::run(cli.json, runs, apps).await,
+        Command::Eval(args) => eval_command(json, args).await,
+    }
+}
+
+async fn eval_command(json: bool, args: crate::EvalArgs) -> Result<(), ComputerError> {
+    use crate::EvalCmd;
+    let mode = |s: &str| {
+        deskpilot_agent::ObservationMode::from_name(s).ok_or_else(|| {
+            ComputerError::new(
+                ErrorCode::InvalidArgument,
+                format!("--observation {s:?}: use tree, pixels or hybrid"),
+            )
+        })
+    };
+    match args.cmd {
+        Some(EvalCmd::Report { dir }) => eval::report(json, &dir),
+        Some(EvalCmd::Merge { dirs, out }) => eval::merge(json, &dirs, &out),
+        Some(EvalCmd::Attempt {
+            task,
+            suite,
+            policy,
+            observation,
+            run,
+            dir,
+        }) => {
+            eval::attempt::run(eval::attempt::AttemptSpec {
+                task,
+                suite,
+                policy,
+                observation: mode(&observation)?,
+                run,
+                dir,
+            })
+            .await
+        }
+        None => {
+            let r = args.run;
+            eval::run(
+                json,
+                eval::EvalOptions {
+                    suite: r.suite.unwrap_or_else(eval::default_suite),
+                    tasks: r.tasks,
+                    policy: r.policy,
+                    observation: mode(&r.observation)?,
+                    jobs: r.jobs,
+                    runs: r.runs,
+                    out: r.out,
+                    shard: r.shard,
+                },
+            )
+            .await
+        }
     }
 }

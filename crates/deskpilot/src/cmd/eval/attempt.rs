@@ -1,0 +1,363 @@
+//! One attempt, in a process of its own (`deskpilot eval attempt`, started by the
+//! runner with the attempt's own runtime, config and state directories): a fresh
+//! sandbox, the task's files and apps, the policy under the host's policy, the
+//! checks, and the teardown of every process it started. The record is written to
+//! `record.json` in the attempt's directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use deskpilot_agent::{ObservationMode, RunOptions};
+use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
+use deskpilot_host::config::Config;
+use deskpilot_host::host::{Host, HostOptions};
+use deskpilot_host::store::desktop_key;
+use deskpilot_host::{Session, StateStore};
+use deskpilot_protocol::{ComputerError, ErrorCode};
+
+use super::check::{self, CheckEnv};
+use super::record::{AttemptRecord, Outcome, Transcript};
+use super::task::{self, Task, substitute};
+use crate::target::Desktop;
+
+/// What the runner asks of one attempt.
+#[derive(Debug, Clone)]
+pub struct AttemptSpec {
+    pub task: PathBuf,
+    pub suite: PathBuf,
+    pub policy: String,
+    pub observation: ObservationMode,
+    pub run: usize,
+    /// The attempt's directory: `work/` (the task's files), `record.json`,
+    /// `transcript.txt`.
+    pub dir: PathBuf,
+}
+
+/// Runs the attempt and writes its record; the error is only for a record that could
+/// not be written.
+pub async fn run(spec: AttemptSpec) -> Result<(), ComputerError> {
+    let started = Instant::now();
+    let task = task::load(&spec.task)?;
+    let mut rec = blank_record(&task, &spec);
+    let work = spec.dir.join("work");
+    let transcript = match attempt(&task, &spec, &work, &mut rec).await {
+        Ok(tr) => tr,
+        Err((outcome, why, tr)) => {
+            rec.outcome = outcome;
+            rec.reason = Some(why);
+            tr
+        }
+    };
+    rec.wall_ms = started.elapsed().as_millis() as u64;
+    write_transcript(&spec.dir, &transcript);
+    let text = serde_json::to_string(&rec)
+        .map_err(|e| ComputerError::internal(format!("cannot encode the record: {e}")))?;
+    std::fs::write(spec.dir.join("record.json"), text).map_err(|e| {
+        ComputerError::internal(format!(
+            "cannot write {}: {e}",
+            spec.dir.join("record.json").display()
+        ))
+    })
+}
+
+/// A record before anything ran (an infrastructure failure until shown otherwise).
+pub fn blank_record(task: &Task, spec: &AttemptSpec) -> AttemptRecord {
+    AttemptRecord {
+        task: task.id.clone(),
+        app: task.app.clone(),
+        skills: task.skills.clone(),
+        policy: spec.policy.clone(),
+        observation: spec.observation.as_str().into(),
+        run: spec.run,
+        outcome: Outcome::Infra,
+        reason: None,
+        steps: 0,
+        calls: 0,
+        model_calls: 0,
+        tokens_in: 0,
+        tokens_out: 0,
+        deskpilot_tokens: 0,
+        screenshot_tokens: 0,
+        wall_ms: 0,
+        refusals: 0,
+        confirmations: 0,
+        codes: Vec::new(),
+        channels: Vec::new(),
+        checks: Vec::new(),
+        run_status: None,
+    }
+}
+
+fn write_transcript(dir: &Path, tr: &Transcript) {
+    let mut text = String::new();
+    for (call, t) in &tr.texts {
+        text.push_str(&format!("=== {call}\n{}\n", t.trim_end()));
+    }
+    let _ = std::fs::write(dir.join("transcript.txt"), text);
+}
+
+type Failed = (Outcome, String, Transcript);
+
+fn infra(why: impl Into<String>) -> Failed {
+    (Outcome::Infra, why.into(), Transcript::default())
+}
+
+async fn attempt(
+    task: &Task,
+    spec: &AttemptSpec,
+    work: &Path,
+    rec: &mut AttemptRecord,
+) -> Result<Transcript, Failed> {
+    std::fs::create_dir_all(work)
+        .map_err(|e| infra(format!("cannot create {}: {e}", work.display())))?;
+    let suite = spec.suite.as_path();
+    for f in &task.files {
+        let path = work.join(substitute(&f.path, work, suite, &[]));
+        let body = match (&f.text, &f.lines) {
+            (Some(t), _) => substitute(t, work, suite, &[]),
+            (None, Some((prefix, n))) => (1..=*n).map(|i| format!("{prefix} {i}\n")).collect(),
+            (None, None) => String::new(),
+        };
+        if let Some(d) = path.parent() {
+            let _ = std::fs::create_dir_all(d);
+        }
+        std::fs::write(&path, body)
+            .map_err(|e| infra(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let mut sandbox = Sandbox::start(SandboxOptions::default())
+        .map_err(|e| infra(format!("the sandbox did not start: {}", e.message)))?;
+    let result = in_sandbox(task, spec, work, &mut sandbox, rec).await;
+    sandbox.stop();
+    result
+}
+
+async fn in_sandbox(
+    task: &Task,
+    spec: &AttemptSpec,
+    work: &Path,
+    sandbox: &mut Sandbox,
+    rec: &mut AttemptRecord,
+) -> Result<Transcript, Failed> {
+    let suite = spec.suite.as_path();
+    let desktop = Desktop {
+        display: sandbox.display(),
+        bus_address: sandbox.state().bus_address.clone(),
+        sandbox: Some(sandbox.state().display),
+        sandbox_dir: Some(sandbox.state().dir.clone()),
+        vars: sandbox.env().into_iter().collect(),
+    };
+    let (dirs, files) = super::super::session::own_paths();
+    sandbox.hide_from_apps(dirs, files);
+    let driver = super::super::session::connect(&desktop)
+        .await
+        .map_err(|e| infra(format!("cannot connect to the sandbox: {}", e.message)))?;
+    let driver = Arc::new(driver);
+    for l in &task.launch {
+        let argv: Vec<String> = l
+            .command
+            .iter()
+            .map(|a| substitute(a, work, suite, &[]))
+            .collect();
+        let _child = sandbox
+            .spawn(&argv)
+            .map_err(|e| infra(format!("cannot launch {:?}: {}", argv[0], e.message)))?;
+        wait_ready(driver.as_ref(), l, work, suite)
+            .await
+            .map_err(infra)?;
+    }
+    let config =
+        Config::load().map_err(|e| infra(format!("the attempt's config: {}", e.message)))?;
+    let settings = config.effective(true);
+    let store = StateStore::open_in(&sandbox.state().dir, "eval")
+        .map_err(|e| infra(format!("the state store: {}", e.message)))?;
+    let mut opts = HostOptions::new(
+        &desktop_key(&desktop.display, &desktop.bus_address),
+        "eval",
+        "eval",
+        settings,
+    );
+    opts.desktop_dir = sandbox.state().dir.clone();
+    let mut host = Host::new(Session::new(driver, store), opts);
+
+    let mut tr = if spec.policy == "oracle" {
+        let run = super::oracle::run(&mut host, task, work, suite).await;
+        if let Some(why) = run.failed {
+            rec.reason = Some(format!("oracle {why}"));
+        }
+        run.transcript
+    } else {
+        model_policy(&mut host, &config, task, spec, work, rec).await?
+    };
+    let _ = host.revoke();
+    drop(host);
+
+    let vars = sandbox.env();
+    let env = CheckEnv {
+        work,
+        suite,
+        vars: &vars,
+    };
+    let checks = check::run_all(&task.check, &env, &tr);
+    let all_ok = checks.iter().all(|c| c.ok);
+    rec.outcome = if all_ok {
+        Outcome::Success
+    } else {
+        Outcome::Failure
+    };
+    if !all_ok && rec.reason.is_none() {
+        rec.reason = checks.iter().find(|c| !c.ok).map(|c| {
+            format!(
+                "check failed: {}: {}",
+                c.check,
+                c.detail.clone().unwrap_or_default()
+            )
+        });
+    }
+    rec.checks = checks;
+    let (refusals, confirmations) = Transcript::counts(&tr.codes);
+    rec.refusals = refusals;
+    rec.confirmations = confirmations;
+    if spec.policy == "oracle" {
+        rec.steps = tr.steps;
+        rec.calls = tr.calls;
+        rec.deskpilot_tokens = tr.deskpilot_tokens;
+        rec.screenshot_tokens = tr.screenshot_tokens;
+    }
+    rec.codes = std::mem::take(&mut tr.codes);
+    rec.channels = std::mem::take(&mut tr.channels);
+    Ok(tr)
+}
+
+/// Waits until the launched app's window is on the accessibility bus.
+async fn wait_ready(
+    driver: &dyn deskpilot_protocol::Driver,
+    l: &task::Launch,
+    work: &Path,
+    suite: &Path,
+) -> Result<(), String> {
+    let title = l
+        .ready_title
+        .as_deref()
+        .map(|t| substitute(t, work, suite, &[]));
+    let started = Instant::now();
+    let limit = Duration::from_secs(l.ready_s);
+    loop {
+        if let Ok(apps) = driver.apps().await {
+            let ready = apps.iter().any(|a| {
+                l.ready_app.as_deref().is_none_or(|n| a.name == n)
+                    && !a.windows.is_empty()
+                    && title
+                        .as_deref()
+                        .is_none_or(|t| a.windows.iter().any(|w| w.title.contains(t)))
+            });
+            if ready {
+                return Ok(());
+            }
+        }
+        if started.elapsed() > limit {
+            return Err(format!(
+                "{:?} never showed its window (app {:?}, title containing {:?}) within {} s",
+                l.command.first().cloned().unwrap_or_default(),
+                l.ready_app,
+                title,
+                l.ready_s
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The model policy: the bound model through the same loop as `deskpilot run`.
+async fn model_policy(
+    host: &mut Host,
+    config: &Config,
+    task: &Task,
+    spec: &AttemptSpec,
+    work: &Path,
+    rec: &mut AttemptRecord,
+) -> Result<Transcript, Failed> {
+    let binding = deskpilot_agent::require_binding(config).map_err(|e| infra(e.message))?;
+    let model = Recorder {
+        inner: deskpilot_agent::model_from_binding(binding).map_err(|e| infra(e.message))?,
+        shown: std::sync::Mutex::new(Vec::new()),
+    };
+    let mut opts = RunOptions::new(substitute(&task.instruction, work, &spec.suite, &[]));
+    opts.max_steps = task.max_steps;
+    opts.observation = spec.observation;
+    let report = deskpilot_agent::run(host, &model, &opts, &mut |s| {
+        eprintln!("  {}", s.line());
+    })
+    .await;
+    let mut tr = Transcript::default();
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            // Refused before the first step (plan mode, a stop): the policy's
+            // answer, not the harness's failure.
+            tr.answered(&e);
+            rec.run_status = Some("refused".into());
+            return Ok(tr);
+        }
+    };
+    rec.run_status = Some(report.status.as_str().into());
+    rec.model_calls = report.steps.len() as u64;
+    rec.tokens_in = report.tokens_in;
+    rec.tokens_out = report.tokens_out;
+    rec.calls = report.steps.len() as u64;
+    rec.steps = report.steps.iter().filter(|s| s.kind == "action").count() as u64;
+    rec.deskpilot_tokens = report.steps.iter().map(|s| s.shown_tokens).sum();
+    rec.screenshot_tokens = report.steps.iter().map(|s| s.screenshot_tokens).sum();
+    for s in &report.steps {
+        if s.outcome.starts_with("COMPUTER_") {
+            tr.codes.push(s.outcome.clone());
+        }
+        if let Some(c) = &s.channel {
+            tr.channels.push(c.clone());
+        }
+        if let Some(m) = &s.message {
+            tr.texts.push(("step".into(), m.clone()));
+        }
+    }
+    if let Some(e) = &report.error
+        && tr.codes.last() != Some(&e.code.as_str().to_string())
+    {
+        tr.codes.push(e.code.as_str().into());
+    }
+    // Every prompt the model was sent is what deskpilot showed it.
+    let shown = model.shown.lock().map(|v| v.clone()).unwrap_or_default();
+    tr.texts
+        .extend(shown.into_iter().map(|t| ("prompt".to_string(), t)));
+    Ok(tr)
+}
+
+/// The bound model, keeping every prompt it is sent (for `never_shown` checks).
+struct Recorder {
+    inner: Box<dyn deskpilot_agent::Model>,
+    shown: std::sync::Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl deskpilot_agent::Model for Recorder {
+    async fn decide(
+        &self,
+        req: &deskpilot_agent::DecideRequest,
+    ) -> Result<deskpilot_agent::ModelReply, ComputerError> {
+        if let Ok(mut v) = self.shown.lock() {
+            v.push(req.user.clone());
+        }
+        self.inner.decide(req).await
+    }
+
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+}
+
+/// The code an attempt's failure to even start is.
+pub fn spawn_error(e: std::io::Error) -> ComputerError {
+    ComputerError::new(
+        ErrorCode::Internal,
+        format!("cannot start an attempt process: {e}"),
+    )
+}
