@@ -102,6 +102,25 @@ pub fn describe(s: &Step) -> String {
     t
 }
 
+/// The text a `save` keeps: all of it, or the first group `save_regex` captures.
+///
+/// Errors: `COMPUTER_ELEMENT_NOT_FOUND` when the regex does not match.
+fn saved_value(s: &Step, text: &str) -> Result<String, ComputerError> {
+    let Some(r) = &s.save_regex else {
+        return Ok(text.to_string());
+    };
+    let re = regex::Regex::new(r).map_err(|e| Oracle::bad(e.to_string()))?;
+    re.captures(text)
+        .and_then(|c| c.get(1).or_else(|| c.get(0)))
+        .map(|m| m.as_str().to_string())
+        .ok_or_else(|| {
+            ComputerError::new(
+                ErrorCode::ElementNotFound,
+                format!("the text read does not match /{r}/"),
+            )
+        })
+}
+
 struct Oracle<'a> {
     host: &'a mut Host,
     tr: Transcript,
@@ -140,7 +159,8 @@ impl Oracle<'_> {
             Call::Find => {
                 let hit = self.locate(s).await?;
                 if let Some(k) = &s.save {
-                    self.saved.push((k.clone(), hit.name.clone()));
+                    let v = saved_value(s, &hit.name)?;
+                    self.saved.push((k.clone(), v));
                 }
                 Ok(())
             }
@@ -149,7 +169,8 @@ impl Oracle<'_> {
                 let read = self.host.read_text(&hit.ref_, None, None, None).await?;
                 self.tr.returned("read", &read.text);
                 if let Some(k) = &s.save {
-                    self.saved.push((k.clone(), read.text.trim().to_string()));
+                    let v = saved_value(s, read.text.trim())?;
+                    self.saved.push((k.clone(), v));
                 }
                 Ok(())
             }

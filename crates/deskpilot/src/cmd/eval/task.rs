@@ -217,6 +217,9 @@ pub struct Step {
     /// read/find: keep the text under this name for later `{NAME}` placeholders.
     #[serde(default)]
     pub save: Option<String>,
+    /// read/find: keep only the first capture group of this regex in the text.
+    #[serde(default)]
+    pub save_regex: Option<String>,
     /// Pause this long before the call, ms (an app that redraws after an action).
     #[serde(default)]
     pub pause_ms: Option<u64>,
@@ -366,6 +369,9 @@ fn validate(t: &Task) -> Result<(), String> {
                 return Err(e("a find step needs text or role".into()));
             }
             _ => {}
+        }
+        if let Some(r) = &s.save_regex {
+            regex::Regex::new(r).map_err(|er| e(er.to_string()))?;
         }
         if let Some(x) = &s.expect
             && x != "ok"
