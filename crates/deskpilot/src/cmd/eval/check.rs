@@ -32,13 +32,13 @@ pub fn run_all(checks: &[Check], env: &CheckEnv<'_>, tr: &Transcript) -> Vec<Che
 
 fn quoted(label: &str, v: &Option<String>) -> String {
     v.as_ref()
-        .map(|v| format!(" {label} {:?}", one_line(v, 80)))
+        .map(|v| format!(" {label} {:?}", cut(v, 80)))
         .unwrap_or_default()
 }
 
-fn one_line(s: &str, max: usize) -> String {
-    let s: String = s.chars().take(max).collect();
-    s.replace('\n', "\\n")
+/// At most `max` chars of `s`, for `{:?}` (which escapes line breaks itself).
+fn cut(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
 }
 
 /// The check as one line.
@@ -46,11 +46,11 @@ pub fn describe(c: &Check) -> String {
     let head = if let Some(f) = &c.file {
         format!("file {f}")
     } else if let Some(cmd) = &c.command {
-        format!("command {}", one_line(&cmd.join(" "), 120))
+        format!("command {}", cut(&cmd.join(" "), 120).replace('\n', " "))
     } else if let Some(code) = &c.returned_code {
         format!("returned {code}")
     } else if let Some(s) = &c.never_shown {
-        format!("never shown {:?}", one_line(s, 40))
+        format!("never shown {:?}", cut(s, 40))
     } else {
         "check".into()
     };
@@ -146,8 +146,8 @@ fn state_check(c: &Check, env: &CheckEnv<'_>) -> Result<(), String> {
         if status != want {
             return Err(format!(
                 "exit status {status}, not {want}; stdout {:?}; stderr {:?}",
-                one_line(stdout.trim(), 200),
-                one_line(stderr.trim(), 200)
+                cut(stdout.trim(), 200),
+                cut(stderr.trim(), 200)
             ));
         }
         return text_check(c, stdout.trim(), true, &sub);
@@ -162,7 +162,7 @@ fn text_check(
     trimmed: bool,
     sub: &dyn Fn(&str) -> String,
 ) -> Result<(), String> {
-    let show = || format!("{:?}", one_line(text, 200));
+    let show = || format!("{:?}", cut(text, 200));
     let equals = c.equals.as_deref().map(sub);
     let contains = c.contains.as_deref().map(sub);
     if let Some(e) = &equals {

@@ -488,6 +488,7 @@ impl Runner {
         };
         // Whatever the attempt left running (it was killed, or crashed) goes now.
         let mut stop = Command::new(&self.exe);
+        let runtime = runtime_dir_of(&dir);
         stop.args(["sandbox", "stop", "--all"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -495,6 +496,7 @@ impl Runner {
         strip_desktop_env(&mut stop);
         stop.envs(env.iter().map(|(k, v)| (k, v)));
         let _ = stop.status();
+        let _ = std::fs::remove_dir_all(&runtime);
         match std::fs::read(dir.join("record.json"))
             .ok()
             .and_then(|b| serde_json::from_slice::<AttemptRecord>(&b).ok())
@@ -519,7 +521,11 @@ impl Runner {
     fn prepare(&self, t: &task::Task, dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::remove_dir_all(dir);
-        let runtime = dir.join("deskpilot-run");
+        // The runtime directory holds the sandbox's bus sockets, whose paths must
+        // stay under the 108 bytes of a Unix socket address: a short directory of
+        // its own in the temporary directory, not inside the result directory.
+        let runtime = runtime_dir_of(dir);
+        let _ = std::fs::remove_dir_all(&runtime);
         let config_dir = dir.join("deskpilot-config");
         let state = dir.join("deskpilot-state");
         for d in [dir, &runtime, &config_dir, &state] {
@@ -547,6 +553,14 @@ impl Runner {
             ("XDG_STATE_HOME".into(), state),
         ])
     }
+}
+
+/// The runtime directory of the attempt in `dir`: `deskpilot-eval-<hash>` in the
+/// system's temporary directory (named `deskpilot…`, so apps in the sandbox do not
+/// see it), one per attempt directory.
+fn runtime_dir_of(dir: &Path) -> PathBuf {
+    let h = deskpilot_policy::approval::stable_hash(&dir.display().to_string());
+    std::env::temp_dir().join(format!("deskpilot-eval-{h:016x}"))
 }
 
 /// An attempt works on its own sandbox only: the caller's desktop and sandbox
