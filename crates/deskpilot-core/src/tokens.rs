@@ -71,10 +71,10 @@ mod tests {
     #[test]
     fn screenshot_tokens_downscale_the_long_side() {
         // 2560×1600 → 1280×800: 1,024,000 px / 750 = 1365.33 → 1366.
-        assert_eq!(super::screenshot_tokens(2560, 1600, 1280), 1366);
+        assert_eq!(screenshot_tokens(2560, 1600, 1280), 1366);
         // Small windows are not scaled: 600×400 / 750 = 320.
-        assert_eq!(super::screenshot_tokens(600, 400, 1280), 320);
-        assert_eq!(super::screenshot_tokens(600, 400, 0), 320);
+        assert_eq!(screenshot_tokens(600, 400, 1280), 320);
+        assert_eq!(screenshot_tokens(600, 400, 0), 320);
     }
 
     use super::*;

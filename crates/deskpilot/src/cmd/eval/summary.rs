@@ -15,7 +15,7 @@ use super::record::{AttemptRecord, Outcome};
 /// Bootstrap resamples per interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 2_000;
 /// Fixed seed, so one result directory always gets the same intervals.
-const BOOTSTRAP_SEED: u64 = 0x5eed_0f_de5c_9170;
+const BOOTSTRAP_SEED: u64 = 0x005e_ed0f_de5c_9170;
 
 /// Median and 95th percentile (nearest rank) of a figure.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
