@@ -241,13 +241,21 @@ fn a_scripted_model_is_scored_task_by_task() {
             out_dir.to_str().unwrap(),
         ],
     );
-    assert!(o.status.success(), "a model that fails tasks is a result: {}", stderr(&o));
+    assert!(
+        o.status.success(),
+        "a model that fails tasks is a result: {}",
+        stderr(&o)
+    );
     let s = summary(&out_dir);
     assert_eq!(s["overall"]["attempts"], 3, "{s}");
     assert_eq!(s["overall"]["successes"], 2, "{s}");
     assert_eq!(group(&s, "by_task", "calc-multiply")["successes"], 1, "{s}");
     assert_eq!(group(&s, "by_task", "widget-page")["successes"], 1, "{s}");
-    assert_eq!(group(&s, "by_task", "zenity-question-no")["successes"], 0, "{s}");
+    assert_eq!(
+        group(&s, "by_task", "zenity-question-no")["successes"],
+        0,
+        "{s}"
+    );
     let recs = records(&out_dir);
     let failed = recs
         .iter()
@@ -263,7 +271,10 @@ fn a_scripted_model_is_scored_task_by_task() {
     assert_eq!(calc["outcome"], "success", "{calc}");
     assert_eq!(calc["steps"], 4, "four clicks: {calc}");
     assert_eq!(calc["model_calls"], 5, "four actions and done: {calc}");
-    assert_eq!(calc["tokens_in"], 5000, "the provider's reported usage: {calc}");
+    assert_eq!(
+        calc["tokens_in"], 5000,
+        "the provider's reported usage: {calc}"
+    );
     assert_eq!(calc["run_status"], "done", "{calc}");
     assert!(calc["deskpilot_tokens"].as_u64().unwrap() > 100, "{calc}");
     assert!(calc["screenshot_tokens"].as_u64().unwrap() > 100, "{calc}");
@@ -273,8 +284,15 @@ fn a_scripted_model_is_scored_task_by_task() {
         "{calc}"
     );
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("zenity-question-no r1 (model/tree): failure"), "{text}");
-    assert_eq!(seen.lock().unwrap().with_image, 0, "tree runs send no image");
+    assert!(
+        text.contains("zenity-question-no r1 (model/tree): failure"),
+        "{text}"
+    );
+    assert_eq!(
+        seen.lock().unwrap().with_image,
+        0,
+        "tree runs send no image"
+    );
 
     // The same model as a screenshot agent: a marked screenshot, no tree text.
     let px = root.join("pixels");
@@ -294,8 +312,15 @@ fn a_scripted_model_is_scored_task_by_task() {
     assert!(o.status.success(), "{}", stderr(&o));
     let s = summary(&px);
     let g = group(&s, "by_policy", "model/pixels");
-    assert_eq!((g["attempts"].clone(), g["successes"].clone()), (json!(1), json!(0)), "{s}");
-    assert!(seen.lock().unwrap().with_image >= 1, "a screenshot was sent");
+    assert_eq!(
+        (g["attempts"].clone(), g["successes"].clone()),
+        (json!(1), json!(0)),
+        "{s}"
+    );
+    assert!(
+        seen.lock().unwrap().with_image >= 1,
+        "a screenshot was sent"
+    );
     let r = &records(&px)[0];
     assert_eq!(r["observation"], "pixels", "{r}");
     assert!(
@@ -317,7 +342,11 @@ fn a_model_run_needs_a_binding() {
     assert_eq!(v["error"]["code"], "COMPUTER_NO_MODEL_BINDING", "{v}");
     let o = eval(dir.path(), &["--tasks", "no-such-task-*"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("COMPUTER_INVALID_ARGUMENT"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("COMPUTER_INVALID_ARGUMENT"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Three shards merged give one run's totals, and the merged report renders in
@@ -331,7 +360,14 @@ fn shards_merge_into_one_run_and_the_report_renders() {
     let whole = root.join("whole");
     let o = eval(
         root,
-        &["--tasks", tasks, "--jobs", "2", "--out", whole.to_str().unwrap()],
+        &[
+            "--tasks",
+            tasks,
+            "--jobs",
+            "2",
+            "--out",
+            whole.to_str().unwrap(),
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let mut shard_dirs = Vec::new();
@@ -377,7 +413,11 @@ fn shards_merge_into_one_run_and_the_report_renders() {
     assert_eq!(ids(&whole), ids(&merged));
     let shard_tokens: u64 = shard_dirs
         .iter()
-        .map(|d| summary(d)["overall"]["total_deskpilot_tokens"].as_u64().unwrap())
+        .map(|d| {
+            summary(d)["overall"]["total_deskpilot_tokens"]
+                .as_u64()
+                .unwrap()
+        })
         .sum();
     assert_eq!(
         b["overall"]["total_deskpilot_tokens"].as_u64().unwrap(),
@@ -409,11 +449,15 @@ fn shards_merge_into_one_run_and_the_report_renders() {
             "--v=0",
             "--window-size=1200,2200",
         ])
-        .arg(format!("--user-data-dir={}", root.join("chromium").display()))
+        .arg(format!(
+            "--user-data-dir={}",
+            root.join("chromium").display()
+        ))
         .args(extra)
         .arg(&url);
         c.env_remove("DISPLAY");
-        c.output().expect("chromium runs (apt-get install chromium)")
+        c.output()
+            .expect("chromium runs (apt-get install chromium)")
     };
     let dom = chromium(&["--dump-dom"]);
     assert!(dom.status.success(), "{}", stderr(&dom));
@@ -421,7 +465,10 @@ fn shards_merge_into_one_run_and_the_report_renders() {
     for id in ["success", "tokens", "steps"] {
         assert!(html.contains(&format!("id=\"{id}\"")), "chart {id}: {html}");
     }
-    assert!(html.matches("class=\"bar\"").count() >= 8 * 3, "bars: {html}");
+    assert!(
+        html.matches("class=\"bar\"").count() >= 8 * 3,
+        "bars: {html}"
+    );
     let shot = root.join("report.png");
     let o = chromium(&[&format!("--screenshot={}", shot.display())]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -438,7 +485,16 @@ fn shards_merge_into_one_run_and_the_report_renders() {
             .filter(|p| p.0.iter().zip(rgb).all(|(a, b)| a.abs_diff(b) < 8))
             .count()
     };
-    assert!(count([0x25, 0x63, 0xeb]) > 200, "deskpilot's bars are drawn");
-    assert!(count([0xf9, 0x73, 0x16]) > 200, "the screenshot agent's bars are drawn");
-    assert!(count([0x16, 0xa3, 0x4a]) > 200, "the success bars are drawn");
+    assert!(
+        count([0x25, 0x63, 0xeb]) > 200,
+        "deskpilot's bars are drawn"
+    );
+    assert!(
+        count([0xf9, 0x73, 0x16]) > 200,
+        "the screenshot agent's bars are drawn"
+    );
+    assert!(
+        count([0x16, 0xa3, 0x4a]) > 200,
+        "the success bars are drawn"
+    );
 }

@@ -267,6 +267,20 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method, Comp
         Op::Click if menu_item && facts.parent_selects && facts.states.on_screen() => {
             Ok(Method::MenuKeyboard)
         }
+        // A GTK tree view's cell offers only `activate`, which is the row's double
+        // click (`row-activated`), not a click: an app that answers it with its
+        // selection (a file chooser's OK) would take the row selected before. A
+        // click selects the row and puts the cursor on it, which the cell's
+        // `GrabFocus` does (the view sets its cursor on the cell).
+        Op::Click
+            if facts.role == code::TABLE_CELL
+                && selectable
+                && has(Ifaces::COMPONENT)
+                && pick_action(&facts.actions, &["click", "press"]).is_none()
+                && pick_action(&facts.actions, &["activate"]).is_some() =>
+        {
+            Ok(Method::GrabFocus)
+        }
         // Without a click-like action, the first action is the element's default
         // (AT-SPI's convention), unless it is a GTK 4 widget action (`menu.popup`,
         // `clipboard.paste`, `selection.delete`): those do one named thing, never
@@ -1043,6 +1057,40 @@ mod tests {
         assert_eq!(
             choose(Op::SetValue, &entry, None).unwrap_err().code,
             ErrorCode::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn a_click_on_a_tree_view_cell_selects_its_row_and_never_activates_it() {
+        // GTK 3 tree view cells: `expand or contract`, `edit`, `activate`.
+        let cell = facts(
+            code::TABLE_CELL,
+            &[S::Selectable, S::Focusable],
+            &["Component", "Action"],
+            &["expand or contract", "edit", "activate"],
+        );
+        assert_eq!(choose(Op::Click, &cell, None).unwrap(), Method::GrabFocus);
+        // A double click is the activation.
+        assert_eq!(
+            choose(Op::DoubleClick, &cell, None).unwrap(),
+            Method::DoAction {
+                index: 2,
+                name: "activate".into()
+            }
+        );
+        // A cell with a click of its own (Chromium) keeps it.
+        let web = facts(
+            code::TABLE_CELL,
+            &[S::Selectable],
+            &["Component", "Action"],
+            &["click"],
+        );
+        assert_eq!(
+            choose(Op::Click, &web, None).unwrap(),
+            Method::DoAction {
+                index: 0,
+                name: "click".into()
+            }
         );
     }
 
