@@ -323,6 +323,11 @@ fn a_scripted_model_is_scored_task_by_task() {
     );
     let r = &records(&px)[0];
     assert_eq!(r["observation"], "pixels", "{r}");
+    // The image counts as what deskpilot showed: at least its estimated tokens.
+    assert!(
+        r["deskpilot_tokens"].as_u64().unwrap() >= r["screenshot_tokens"].as_u64().unwrap(),
+        "{r}"
+    );
     assert!(
         r["reason"].as_str().unwrap().contains("check failed"),
         "the model gave up and the checker says so: {r}"

@@ -306,7 +306,13 @@ async fn model_policy(
     rec.tokens_out = report.tokens_out;
     rec.calls = report.steps.len() as u64;
     rec.steps = report.steps.iter().filter(|s| s.kind == "action").count() as u64;
-    rec.deskpilot_tokens = report.steps.iter().map(|s| s.shown_tokens).sum();
+    // What the model was shown of the desktop: the text, and in the pixels and
+    // hybrid observations the screenshot's estimated vision tokens.
+    rec.deskpilot_tokens = report
+        .steps
+        .iter()
+        .map(|s| s.shown_tokens + s.image_tokens)
+        .sum();
     rec.screenshot_tokens = report.steps.iter().map(|s| s.screenshot_tokens).sum();
     for s in &report.steps {
         if s.outcome.starts_with("COMPUTER_") {

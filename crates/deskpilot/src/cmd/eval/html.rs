@@ -182,7 +182,7 @@ body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#111;max-width:1100px
 h1{{font-size:22px}}h2{{font-size:17px;margin-top:28px}}\
 table{{border-collapse:collapse;margin:8px 0}}td,th{{border:1px solid #ddd;padding:3px 8px;text-align:right}}\
 td:first-child,th:first-child{{text-align:left}}.success{{color:{OK}}}.failure,.timed_out{{color:#dc2626}}.infra{{color:#a16207}}\
-.big{{font-size:28px;font-weight:600}}.cards{{display:flex;gap:28px}}.note{{color:#555}}</style></head><body>",
+.wrap{{overflow-x:auto}}.big{{font-size:28px;font-weight:600}}.cards{{display:flex;gap:28px}}.note{{color:#555}}</style></head><body>",
         esc(title)
     ));
     h.push_str(&format!("<h1>{}</h1>", esc(title)));
@@ -205,7 +205,7 @@ td:first-child,th:first-child{{text-align:left}}.success{{color:{OK}}}.failure,.
     h.push_str(&tokens_chart(&summary.by_task));
     h.push_str("<h2>Steps per task (median)</h2>");
     h.push_str(&steps_chart(&summary.by_task));
-    h.push_str("<h2>Per policy</h2><table><tr><th>policy</th><th>passed</th><th>95% CI</th><th>steps p50/p95</th><th>model calls p50</th><th>tokens in p50</th><th>tokens out p50</th><th>deskpilot tokens p50/p95</th><th>screenshot tokens p50</th><th>ratio</th><th>wall p50/p95</th></tr>");
+    h.push_str("<h2>Per policy</h2><div class=\"wrap\"><table><tr><th>policy</th><th>passed</th><th>95% CI</th><th>steps p50/p95</th><th>model calls p50</th><th>tokens in p50</th><th>tokens out p50</th><th>deskpilot tokens p50/p95</th><th>screenshot tokens p50</th><th>ratio</th><th>wall p50/p95</th></tr>");
     for g in &summary.by_policy {
         h.push_str(&format!(
             "<tr><td>{}</td><td>{}/{}</td><td>{:.0}–{:.0}%</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{:.1}×</td><td>{:.1}/{:.1} s</td></tr>",
@@ -227,7 +227,7 @@ td:first-child,th:first-child{{text-align:left}}.success{{color:{OK}}}.failure,.
             g.wall_ms.p95 / 1000.0
         ));
     }
-    h.push_str("</table><h2>Per task</h2><table><tr><th>task</th><th>app</th><th>run</th><th>policy</th><th>outcome</th><th>steps</th><th>calls</th><th>deskpilot tokens</th><th>screenshot tokens</th><th>refusals</th><th>confirmations</th><th>channels</th><th>wall</th><th>reason</th></tr>");
+    h.push_str("</table></div><h2>Per attempt</h2><div class=\"wrap\"><table><tr><th>task</th><th>app</th><th>run</th><th>policy</th><th>outcome</th><th>steps</th><th>calls</th><th>deskpilot tokens</th><th>screenshot tokens</th><th>refusals</th><th>confirmations</th><th>channels</th><th>wall</th><th>reason</th></tr>");
     for r in records {
         h.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} s</td><td style=\"text-align:left\">{}</td></tr>",
@@ -249,7 +249,7 @@ td:first-child,th:first-child{{text-align:left}}.success{{color:{OK}}}.failure,.
             esc(r.reason.as_deref().unwrap_or(""))
         ));
     }
-    h.push_str("</table></body></html>\n");
+    h.push_str("</table></div></body></html>\n");
     h
 }
 

@@ -71,7 +71,8 @@ pub struct AttemptRecord {
     pub tokens_in: u64,
     pub tokens_out: u64,
     /// o200k tokens of every text deskpilot returned to the policy (snapshots,
-    /// diffs, find hits, reads; for a model, what its prompts showed of the desktop).
+    /// diffs, find hits, reads; for a model, what its prompts showed of the desktop,
+    /// plus the estimated vision tokens of the screenshots it was sent).
     pub deskpilot_tokens: u64,
     /// What a screenshot agent would have spent on the same steps: for each step, one
     /// screenshot of the bound window at the default downscale (long side 1,280 px),
