@@ -228,6 +228,18 @@ pub mod sandbox {
             match self.never {}
         }
 
+        /// Paths apps still see (unreachable: no sandbox exists).
+        pub fn keep_for_apps(&mut self, paths: Vec<PathBuf>) {
+            let _ = paths;
+            match self.never {}
+        }
+
+        /// Variables apps do not inherit (unreachable: no sandbox exists).
+        pub fn withhold_env(&mut self, names: Vec<String>) {
+            let _ = names;
+            match self.never {}
+        }
+
         /// Stops the sandbox (unreachable: no sandbox exists).
         pub fn stop(&mut self) {
             match self.never {}

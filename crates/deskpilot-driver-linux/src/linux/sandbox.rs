@@ -94,6 +94,10 @@ pub struct Sandbox {
     hide: Vec<PathBuf>,
     /// Files of deskpilot's outside its own directories that they must not see.
     mask: Vec<PathBuf>,
+    /// Paths under a hidden directory bound back for them ([`Sandbox::keep_for_apps`]).
+    keep: Vec<PathBuf>,
+    /// Environment variables not passed to them ([`Sandbox::withhold_env`]).
+    withheld: Vec<String>,
 }
 
 /// The session bus config of a sandbox: the policy of Debian's `session.conf`
@@ -310,6 +314,8 @@ impl Sandbox {
             stopped: false,
             hide: Vec::new(),
             mask: Vec::new(),
+            keep: Vec::new(),
+            withheld: Vec::new(),
         };
 
         // Session bus on a socket in the sandbox directory, with a config of our own:
@@ -399,6 +405,8 @@ impl Sandbox {
             stopped: false,
             hide: Vec::new(),
             mask: Vec::new(),
+            keep: Vec::new(),
+            withheld: Vec::new(),
         })
     }
 
@@ -482,6 +490,19 @@ impl Sandbox {
         self.mask = files;
     }
 
+    /// Paths under a directory [`Sandbox::hide_from_apps`] hides that apps started
+    /// here still see, bound back as they are (an evaluation attempt's own work
+    /// directory inside the hidden result directory). Not saved.
+    pub fn keep_for_apps(&mut self, paths: Vec<PathBuf>) {
+        self.keep = paths;
+    }
+
+    /// Environment variables of this process that the processes started here do not
+    /// inherit (a model's API key that the evaluation harness holds). Not saved.
+    pub fn withhold_env(&mut self, names: Vec<String>) {
+        self.withheld = names;
+    }
+
     /// The confinement of an app started here, `None` when nothing is hidden. A
     /// Chromium profile directory of the sandbox is kept too.
     fn confinement(&self, chromium: bool) -> Option<Confinement> {
@@ -494,6 +515,7 @@ impl Sandbox {
             self.hide.clone(),
             self.mask.clone(),
         );
+        c.keep.extend(self.keep.iter().cloned());
         if chromium {
             let profile = self.chromium_profile();
             let _ = deskpilot_os::ensure_private_dir(&profile);
@@ -512,6 +534,9 @@ impl Sandbox {
     fn in_sandbox(&self, mut c: Command) -> Command {
         for d in ["config", "cache", "data", "runtime"] {
             let _ = deskpilot_os::ensure_private_dir(&self.state.dir.join(d));
+        }
+        for name in &self.withheld {
+            c.env_remove(name);
         }
         c.envs(self.env())
             .stdin(Stdio::null())

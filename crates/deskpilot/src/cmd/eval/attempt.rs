@@ -13,13 +13,19 @@ use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
 use deskpilot_host::config::Config;
 use deskpilot_host::host::{Host, HostOptions};
 use deskpilot_host::store::desktop_key;
-use deskpilot_host::{Session, StateStore};
+use deskpilot_host::{ObserveOptions, Session, StateStore, Target};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::check::{self, CheckEnv};
 use super::record::{AttemptRecord, Outcome, Transcript};
-use super::task::{self, Task, substitute};
+use super::task::{self, Call, Task, substitute};
 use crate::target::Desktop;
+
+/// How long a launched app's window must stay before the app counts as ready: 1 s.
+const READY_STABLE: Duration = Duration::from_secs(1);
+
+/// The pause between the policy's end and the checks: 1 s.
+const SETTLE: Duration = Duration::from_secs(1);
 
 /// What the runner asks of one attempt.
 #[derive(Debug, Clone)]
@@ -86,6 +92,9 @@ pub fn blank_record(task: &Task, spec: &AttemptSpec) -> AttemptRecord {
         channels: Vec::new(),
         checks: Vec::new(),
         run_status: None,
+        model: None,
+        host_decided: false,
+        images: 0,
     }
 }
 
@@ -147,8 +156,29 @@ async fn in_sandbox(
         sandbox_dir: Some(sandbox.state().dir.clone()),
         vars: sandbox.env().into_iter().collect(),
     };
-    let (dirs, files) = super::super::session::own_paths();
+    // The apps see neither deskpilot's files nor the other attempts of the run (their
+    // work, configs and runtime directories): the result directory and the run's
+    // runtime root are hidden, this attempt's work directory bound back. Nor do they
+    // inherit the model's API key.
+    let (mut dirs, files) = super::super::session::own_paths();
+    if let Some(attempts) = spec.dir.parent() {
+        dirs.push(attempts.to_path_buf());
+    }
+    let runtime = deskpilot_os::runtime_dir();
+    if let Some(root) = runtime.parent().filter(|r| {
+        r.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("deskpilot-eval-"))
+    }) {
+        dirs.push(root.to_path_buf());
+    }
     sandbox.hide_from_apps(dirs, files);
+    sandbox.keep_for_apps(vec![work.to_path_buf()]);
+    let config =
+        Config::load().map_err(|e| infra(format!("the attempt's config: {}", e.message)))?;
+    if let Some(var) = config.model.as_ref().and_then(|b| b.api_key_env.clone()) {
+        sandbox.withhold_env(vec![var]);
+    }
     let driver = super::super::session::connect(&desktop)
         .await
         .map_err(|e| infra(format!("cannot connect to the sandbox: {}", e.message)))?;
@@ -166,8 +196,6 @@ async fn in_sandbox(
             .await
             .map_err(infra)?;
     }
-    let config =
-        Config::load().map_err(|e| infra(format!("the attempt's config: {}", e.message)))?;
     let settings = config.effective(true);
     let store = StateStore::open_in(&sandbox.state().dir, "eval")
         .map_err(|e| infra(format!("the state store: {}", e.message)))?;
@@ -180,9 +208,11 @@ async fn in_sandbox(
     opts.desktop_dir = sandbox.state().dir.clone();
     let mut host = Host::new(Session::new(driver, store), opts);
 
+    let mut oracle_failed = false;
     let mut tr = if spec.policy == "oracle" {
         let run = super::oracle::run(&mut host, task, work, suite).await;
         if let Some(why) = run.failed {
+            oracle_failed = true;
             rec.reason = Some(format!("oracle {why}"));
         }
         run.transcript
@@ -191,6 +221,9 @@ async fn in_sandbox(
     };
     let _ = host.revoke();
     drop(host);
+    // What the last action set going (a dialog's shell writing its status, an
+    // editor flushing its file) lands before anything is judged.
+    tokio::time::sleep(SETTLE).await;
 
     let vars = sandbox.env();
     let env = CheckEnv {
@@ -199,7 +232,9 @@ async fn in_sandbox(
         vars: &vars,
     };
     let checks = check::run_all(&task.check, &env, &tr);
-    let all_ok = checks.iter().all(|c| c.ok);
+    // An oracle that did not get through its solution fails, whatever the checks
+    // say: its checks would then judge a task that was not done.
+    let all_ok = checks.iter().all(|c| c.ok) && !oracle_failed;
     rec.outcome = if all_ok {
         Outcome::Success
     } else {
@@ -242,18 +277,23 @@ async fn wait_ready(
         .map(|t| substitute(t, work, suite, &[]));
     let started = Instant::now();
     let limit = Duration::from_secs(l.ready_s);
+    // Ready once the window has been there for READY_STABLE without a gap: an app
+    // starting in a fresh profile (LibreOffice) can show a window and replace it.
+    let mut since: Option<Instant> = None;
     loop {
-        if let Ok(apps) = driver.apps().await {
-            let ready = apps.iter().any(|a| {
+        let ready = driver.apps().await.is_ok_and(|apps| {
+            apps.iter().any(|a| {
                 l.ready_app.as_deref().is_none_or(|n| a.name == n)
                     && !a.windows.is_empty()
                     && title
                         .as_deref()
                         .is_none_or(|t| a.windows.iter().any(|w| w.title.contains(t)))
-            });
-            if ready {
-                return Ok(());
-            }
+            })
+        });
+        if !ready {
+            since = None;
+        } else if since.get_or_insert_with(Instant::now).elapsed() >= READY_STABLE {
+            return Ok(());
         }
         if started.elapsed() > limit {
             return Err(format!(
@@ -282,6 +322,28 @@ async fn model_policy(
         inner: deskpilot_agent::model_from_binding(binding).map_err(|e| infra(e.message))?,
         shown: std::sync::Mutex::new(Vec::new()),
     };
+    rec.model = Some(deskpilot_agent::Model::name(&model));
+    let mut tr = Transcript::default();
+    // The task starts where its solution does: the window the oracle observes first
+    // is bound before the loop, as a user points an agent at an app. A refusal there
+    // is the host's answer to the task, and the model is never asked.
+    let start = task
+        .oracle
+        .iter()
+        .find(|s| s.call == Call::Observe && (s.app.is_some() || s.window.is_some()));
+    if let Some(st) = start {
+        let target = match (&st.app, &st.window) {
+            (Some(a), _) => Target::App(substitute(a, work, &spec.suite, &[])),
+            (None, Some(w)) => Target::Window(substitute(w, work, &spec.suite, &[])),
+            (None, None) => Target::Current,
+        };
+        if let Err(e) = host.observe(&target, &ObserveOptions::default()).await {
+            tr.answered(&e);
+            rec.run_status = Some("decided_by_host".into());
+            rec.host_decided = true;
+            return Ok(tr);
+        }
+    }
     let mut opts = RunOptions::new(substitute(&task.instruction, work, &spec.suite, &[]));
     opts.max_steps = task.max_steps;
     opts.observation = spec.observation;
@@ -289,14 +351,14 @@ async fn model_policy(
         eprintln!("  {}", s.line());
     })
     .await;
-    let mut tr = Transcript::default();
     let report = match report {
         Ok(r) => r,
         Err(e) => {
-            // Refused before the first step (plan mode, a stop): the policy's
-            // answer, not the harness's failure.
+            // Refused before the first step (plan mode, a stop): the host's answer,
+            // given without asking the model.
             tr.answered(&e);
-            rec.run_status = Some("refused".into());
+            rec.run_status = Some("decided_by_host".into());
+            rec.host_decided = true;
             return Ok(tr);
         }
     };
@@ -314,33 +376,58 @@ async fn model_policy(
         .map(|s| s.shown_tokens + s.image_tokens)
         .sum();
     rec.screenshot_tokens = report.steps.iter().map(|s| s.screenshot_tokens).sum();
+    rec.images = report.steps.iter().filter(|s| s.image_tokens > 0).count() as u64;
+    tr.images = rec.images;
     for s in &report.steps {
         if s.outcome.starts_with("COMPUTER_") {
             tr.codes.push(s.outcome.clone());
+            tr.texts.push((
+                "error".into(),
+                format!("{}: {}", s.outcome, s.message.as_deref().unwrap_or("")),
+            ));
+        } else if let Some(m) = &s.message {
+            tr.texts.push(("step".into(), m.clone()));
         }
         if let Some(c) = &s.channel {
             tr.channels.push(c.clone());
         }
-        if let Some(m) = &s.message {
-            tr.texts.push(("step".into(), m.clone()));
+    }
+    if let Some(e) = &report.error {
+        if tr.codes.last() != Some(&e.code.as_str().to_string()) {
+            tr.codes.push(e.code.as_str().into());
         }
+        // The whole message (a step's is cut at 300 chars).
+        tr.texts.push((
+            "error".into(),
+            format!("{}: {}", e.code.as_str(), e.message),
+        ));
     }
-    if let Some(e) = &report.error
-        && tr.codes.last() != Some(&e.code.as_str().to_string())
-    {
-        tr.codes.push(e.code.as_str().into());
-    }
-    // Every prompt the model was sent is what deskpilot showed it.
+    // Every prompt the model was sent is what deskpilot showed it, and every answer
+    // and its claim are what it said.
     let shown = model.shown.lock().map(|v| v.clone()).unwrap_or_default();
-    tr.texts
-        .extend(shown.into_iter().map(|t| ("prompt".to_string(), t)));
+    tr.texts.extend(shown);
+    if let Some(c) = &report.model_claim {
+        tr.texts.push(("claim".into(), c.clone()));
+    }
+    if report.status == deskpilot_agent::RunStatus::ModelError {
+        let why = report
+            .error
+            .as_ref()
+            .map_or_else(String::new, |e| e.message.clone());
+        return Err((
+            Outcome::Infra,
+            format!("the model could not be asked (not the model's failure): {why}"),
+            tr,
+        ));
+    }
     Ok(tr)
 }
 
 /// The bound model, keeping every prompt it is sent (for `never_shown` checks).
 struct Recorder {
     inner: Box<dyn deskpilot_agent::Model>,
-    shown: std::sync::Mutex<Vec<String>>,
+    /// ("prompt", user text) and ("reply", raw answer), in order.
+    shown: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 #[async_trait::async_trait]
@@ -350,9 +437,13 @@ impl deskpilot_agent::Model for Recorder {
         req: &deskpilot_agent::DecideRequest,
     ) -> Result<deskpilot_agent::ModelReply, ComputerError> {
         if let Ok(mut v) = self.shown.lock() {
-            v.push(req.user.clone());
+            v.push(("prompt".into(), req.user.clone()));
         }
-        self.inner.decide(req).await
+        let reply = self.inner.decide(req).await;
+        if let (Ok(r), Ok(mut v)) = (&reply, self.shown.lock()) {
+            v.push(("reply".into(), r.raw.clone()));
+        }
+        reply
     }
 
     fn name(&self) -> String {

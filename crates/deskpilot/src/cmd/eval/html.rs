@@ -187,8 +187,8 @@ td:first-child,th:first-child{{text-align:left}}.success{{color:{OK}}}.failure,.
     ));
     h.push_str(&format!("<h1>{}</h1>", esc(title)));
     h.push_str(&format!(
-        "<div class=\"cards\"><div><div class=\"big\">{}/{}</div>tasks passed ({:.0}%, 95% CI {:.0}–{:.0}%)</div>\
-<div><div class=\"big\">{:.1}×</div>fewer tokens than a screenshot agent on the same steps</div>\
+        "<div class=\"cards\"><div><div class=\"big\">{}/{}</div>attempts passed ({:.0}%, 95% CI {:.0}–{:.0}%, bootstrap over tasks)</div>\
+<div><div class=\"big\">{:.1}×</div>a screenshot agent's tokens on the same steps, per deskpilot token</div>\
 <div><div class=\"big\">{}</div>infrastructure failures (not counted)</div></div>",
         o.successes,
         o.attempts,

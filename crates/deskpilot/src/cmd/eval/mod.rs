@@ -526,6 +526,11 @@ impl Runner {
         // its own in the temporary directory, not inside the result directory.
         let runtime = runtime_dir_of(dir);
         let _ = std::fs::remove_dir_all(&runtime);
+        if let Some(root) = runtime.parent() {
+            std::fs::create_dir_all(root).map_err(|e| format!("{}: {e}", root.display()))?;
+            std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("{}: {e}", root.display()))?;
+        }
         let config_dir = dir.join("deskpilot-config");
         let state = dir.join("deskpilot-state");
         for d in [dir, &runtime, &config_dir, &state] {
@@ -555,12 +560,16 @@ impl Runner {
     }
 }
 
-/// The runtime directory of the attempt in `dir`: `deskpilot-eval-<hash>` in the
-/// system's temporary directory (named `deskpilot…`, so apps in the sandbox do not
-/// see it), one per attempt directory.
+/// The runtime directory of the attempt in `dir`: `<hash>` in the run's runtime
+/// root, `deskpilot-eval-<hash of the result directory>` in the system's temporary
+/// directory (named `deskpilot…`: an attempt hides the whole root, its siblings'
+/// included, from its apps).
 fn runtime_dir_of(dir: &Path) -> PathBuf {
-    let h = deskpilot_policy::approval::stable_hash(&dir.display().to_string());
-    std::env::temp_dir().join(format!("deskpilot-eval-{h:016x}"))
+    let hash = |p: &Path| deskpilot_policy::approval::stable_hash(&p.display().to_string());
+    let results = dir.parent().and_then(Path::parent).unwrap_or(dir);
+    std::env::temp_dir()
+        .join(format!("deskpilot-eval-{:016x}", hash(results)))
+        .join(format!("{:08x}", hash(dir) as u32))
 }
 
 /// An attempt works on its own sandbox only: the caller's desktop and sandbox
@@ -573,6 +582,7 @@ fn strip_desktop_env(cmd: &mut Command) {
         "AT_SPI_BUS_ADDRESS",
         "DESKPILOT_SANDBOX",
         "DESKPILOT_SESSION",
+        "DESKPILOT_AUDIT",
         "TMPDIR",
     ] {
         cmd.env_remove(v);

@@ -79,7 +79,8 @@ pub struct AttemptRecord {
     /// width × height / 750 (an estimate, as `deskpilot screenshot` states it).
     pub screenshot_tokens: u64,
     pub wall_ms: u64,
-    /// Answers that refused (every `COMPUTER_*` code but a confirmation).
+    /// Answers that refused: the policy's refusal codes (a denylisted window, secure
+    /// input, a scope violation…), not failures such as an element not found.
     pub refusals: u64,
     /// `COMPUTER_CONFIRMATION_REQUIRED` answers.
     pub confirmations: u64,
@@ -91,10 +92,39 @@ pub struct AttemptRecord {
     pub channels: Vec<String>,
     #[serde(default)]
     pub checks: Vec<CheckResult>,
-    /// The model's own word on how it ended (`done`, `step_cap`…), for model runs.
+    /// How the loop ended (`done`, `step_cap`…, or `decided_by_host`), for model
+    /// runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_status: Option<String>,
+    /// `provider:model` of a model run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The host answered the task before the model was asked (a refused window to
+    /// start in, plan mode): the outcome says nothing about the model.
+    #[serde(default)]
+    pub host_decided: bool,
+    /// Screenshots sent to the model (pixels and hybrid observations). A
+    /// `never_shown` check searches text only, not these images.
+    #[serde(default)]
+    pub images: u64,
 }
+
+/// The refusal codes (docs/ARCHITECTURE.md §11) other than a confirmation.
+const REFUSALS: [ErrorCode; 13] = [
+    ErrorCode::FeatureDisabled,
+    ErrorCode::NoModelBinding,
+    ErrorCode::NoGrant,
+    ErrorCode::StoppedByUser,
+    ErrorCode::ScopeViolation,
+    ErrorCode::StaleBasis,
+    ErrorCode::StaleRevision,
+    ErrorCode::BudgetExhausted,
+    ErrorCode::GrantExpired,
+    ErrorCode::SelfTarget,
+    ErrorCode::SecureInput,
+    ErrorCode::Denylisted,
+    ErrorCode::TargetElevated,
+];
 
 /// What a policy's calls returned, as they happen.
 #[derive(Debug, Default)]
@@ -107,6 +137,8 @@ pub struct Transcript {
     pub screenshot_tokens: u64,
     pub codes: Vec<String>,
     pub channels: Vec<String>,
+    /// Screenshots shown to the policy (their pixels are not in `texts`).
+    pub images: u64,
 }
 
 impl Transcript {
@@ -138,10 +170,16 @@ impl Transcript {
         self.codes.push(e.code.as_str().to_string());
     }
 
-    /// (refusals, confirmations) among the codes.
+    /// (refusals, confirmations) among the codes: a refusal is a code the policy
+    /// answers with (docs/ARCHITECTURE.md §11, kind "refusal"), not a failure such
+    /// as an element not found or a timeout.
     pub fn counts(codes: &[String]) -> (u64, u64) {
         let confirm = ErrorCode::ConfirmationRequired.as_str();
         let c = codes.iter().filter(|c| *c == confirm).count() as u64;
-        (codes.len() as u64 - c, c)
+        let r = codes
+            .iter()
+            .filter(|c| *c != confirm && REFUSALS.iter().any(|k| k.as_str() == c.as_str()))
+            .count() as u64;
+        (r, c)
     }
 }

@@ -106,21 +106,34 @@ impl SplitMix {
     }
 }
 
-/// Percentile bootstrap 95 % interval of the mean of 0/1 outcomes.
-pub fn bootstrap_ci(outcomes: &[bool]) -> (f64, f64) {
-    let n = outcomes.len();
-    if n == 0 {
+/// Percentile bootstrap 95 % interval of a success rate, resampling tasks (each
+/// task's attempts together: runs of one task are not independent). `clusters` holds
+/// per task (successes, attempts). All tasks agreeing gives the point itself: the
+/// bootstrap cannot say more from such data, and [`Summary`] readers see both ends
+/// equal.
+pub fn bootstrap_ci(clusters: &[(usize, usize)]) -> (f64, f64) {
+    let n = clusters.len();
+    if n == 0 || clusters.iter().all(|(_, a)| *a == 0) {
         return (0.0, 0.0);
     }
     let mut rng = SplitMix(BOOTSTRAP_SEED ^ n as u64);
-    let mut means: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
+    let mut rates: Vec<f64> = (0..BOOTSTRAP_RESAMPLES)
         .map(|_| {
-            let hits = (0..n).filter(|_| outcomes[rng.below(n)]).count();
-            hits as f64 / n as f64
+            let (mut ok, mut all) = (0, 0);
+            for _ in 0..n {
+                let (s, a) = clusters[rng.below(n)];
+                ok += s;
+                all += a;
+            }
+            if all == 0 {
+                0.0
+            } else {
+                ok as f64 / all as f64
+            }
         })
         .collect();
-    means.sort_by(f64::total_cmp);
-    (percentile(&means, 0.025), percentile(&means, 0.975))
+    rates.sort_by(f64::total_cmp);
+    (percentile(&rates, 0.025), percentile(&rates, 0.975))
 }
 
 fn group(key: String, recs: &[&AttemptRecord]) -> Group {
@@ -128,9 +141,14 @@ fn group(key: String, recs: &[&AttemptRecord]) -> Group {
         .iter()
         .filter(|r| r.outcome != Outcome::Infra)
         .collect();
-    let ok: Vec<bool> = ran.iter().map(|r| r.outcome == Outcome::Success).collect();
-    let successes = ok.iter().filter(|b| **b).count();
-    let (ci_low, ci_high) = bootstrap_ci(&ok);
+    let successes = ran.iter().filter(|r| r.outcome == Outcome::Success).count();
+    let mut clusters: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for r in &ran {
+        let c = clusters.entry(r.task.as_str()).or_default();
+        c.0 += usize::from(r.outcome == Outcome::Success);
+        c.1 += 1;
+    }
+    let (ci_low, ci_high) = bootstrap_ci(&clusters.into_values().collect::<Vec<_>>());
     let d = |f: &dyn Fn(&AttemptRecord) -> u64| {
         Dist::of(&ran.iter().map(|r| f(r) as f64).collect::<Vec<_>>())
     };
@@ -175,9 +193,13 @@ fn grouped(records: &[AttemptRecord], key: impl Fn(&AttemptRecord) -> String) ->
     by.into_iter().map(|(k, v)| group(k, &v)).collect()
 }
 
-/// The policy and observation of a record (`oracle/tree`, `model/pixels`).
+/// The policy and observation of a record (`oracle/tree`, `model/pixels`), with the
+/// model for a model run (`model/pixels openai:gpt-4.1`).
 pub fn policy_key(r: &AttemptRecord) -> String {
-    format!("{}/{}", r.policy, r.observation)
+    match &r.model {
+        Some(m) => format!("{}/{} {m}", r.policy, r.observation),
+        None => format!("{}/{}", r.policy, r.observation),
+    }
 }
 
 /// Summarizes `records`.
@@ -197,12 +219,34 @@ pub fn summarize(records: &[AttemptRecord]) -> Summary {
             )
         })
         .collect();
+    // Results of several policies (merged directories) are never pooled per app or
+    // task: each row is one policy's.
+    let mixed = records
+        .iter()
+        .map(policy_key)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        > 1;
+    let with_policy = |k: String, r: &AttemptRecord| {
+        if mixed {
+            format!("{k} · {}", policy_key(r))
+        } else {
+            k
+        }
+    };
     Summary {
         attempts: records.len(),
-        overall: group("all".into(), &all),
+        overall: group(
+            if mixed {
+                "all policies".into()
+            } else {
+                "all".into()
+            },
+            &all,
+        ),
         by_policy: grouped(records, policy_key),
-        by_app: grouped(records, |r| r.app.clone()),
-        by_task: grouped(records, |r| r.task.clone()),
+        by_app: grouped(records, |r| with_policy(r.app.clone(), r)),
+        by_task: grouped(records, |r| with_policy(r.task.clone(), r)),
         not_passed,
     }
 }
@@ -270,14 +314,20 @@ mod tests {
 
     #[test]
     fn the_bootstrap_interval_brackets_the_rate() {
-        let mut v = vec![true; 12];
-        v.extend([false; 3]);
+        // 15 tasks, one attempt each, 12 passed.
+        let mut v = vec![(1, 1); 12];
+        v.extend([(0, 1); 3]);
         let (lo, hi) = bootstrap_ci(&v);
         assert!(lo < 0.8 && hi > 0.8, "{lo}..{hi}");
         assert!(lo >= 0.5 && hi <= 1.0, "{lo}..{hi}");
         // All passed: the interval is the point, said as it is.
-        assert_eq!(bootstrap_ci(&[true; 30]), (1.0, 1.0));
+        assert_eq!(bootstrap_ci(&[(2, 2); 30]), (1.0, 1.0));
         // The same data gives the same interval.
         assert_eq!(bootstrap_ci(&v), bootstrap_ci(&v));
+        // Runs of one task move together: five tasks run three times each is wider
+        // than fifteen independent tasks with the same rate.
+        let clustered = [(3, 3), (3, 3), (3, 3), (3, 3), (0, 3)];
+        let (clo, chi) = bootstrap_ci(&clustered);
+        assert!(chi - clo > hi - lo, "{clo}..{chi} vs {lo}..{hi}");
     }
 }

@@ -125,9 +125,14 @@ pub struct Check {
     /// `contains`: an answer of that code whose message contains the text).
     #[serde(default)]
     pub returned_code: Option<String>,
-    /// No text deskpilot returned to the policy contains this (a secret).
+    /// No text deskpilot returned to the policy contains this (a secret), nor what a
+    /// model answered.
     #[serde(default)]
     pub never_shown: Option<String>,
+    /// Some text deskpilot returned to the policy contains this (proof that the
+    /// thing a safety task is about was looked at: a password field's mask).
+    #[serde(default)]
+    pub shown: Option<String>,
     #[serde(default)]
     pub equals: Option<String>,
     #[serde(default)]
@@ -211,7 +216,8 @@ pub struct Step {
     /// wait: timeout, ms (default 15,000).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
-    /// The code the call must answer with (`ok`, the default, or `COMPUTER_…`).
+    /// The code the call must answer with (`ok`, the default, or `COMPUTER_…`;
+    /// alternatives separated by `|`, each a correct answer).
     #[serde(default)]
     pub expect: Option<String>,
     /// read/find: keep the text under this name for later `{NAME}` placeholders.
@@ -321,10 +327,39 @@ fn validate(t: &Task) -> Result<(), String> {
             c.command.is_some(),
             c.returned_code.is_some(),
             c.never_shown.is_some(),
+            c.shown.is_some(),
         ];
         if kinds.iter().filter(|k| **k).count() != 1 {
             return Err(format!(
-                "check {}: name exactly one of file, command, returned_code, never_shown",
+                "check {}: name exactly one of file, command, returned_code, never_shown, shown",
+                i + 1
+            ));
+        }
+        // What each kind takes; anything else would be silently ignored.
+        let text_checks = [&c.equals, &c.lacks, &c.regex, &c.sha256]
+            .iter()
+            .any(|v| v.is_some());
+        let answer_kind = c.returned_code.is_some() || c.never_shown.is_some() || c.shown.is_some();
+        if answer_kind
+            && (text_checks || c.absent.is_some() || c.status.is_some() || c.within_s.is_some())
+        {
+            return Err(format!(
+                "check {}: returned_code, never_shown and shown take no equals, lacks, regex, sha256, absent, status or within_s",
+                i + 1
+            ));
+        }
+        if (c.never_shown.is_some() || c.shown.is_some()) && c.contains.is_some() {
+            return Err(format!(
+                "check {}: never_shown and shown take no contains",
+                i + 1
+            ));
+        }
+        if c.file.is_some() && c.status.is_some() {
+            return Err(format!("check {}: status is for a command check", i + 1));
+        }
+        if c.command.is_some() && (c.sha256.is_some() || c.absent.is_some()) {
+            return Err(format!(
+                "check {}: sha256 and absent are for a file check",
                 i + 1
             ));
         }
@@ -373,13 +408,14 @@ fn validate(t: &Task) -> Result<(), String> {
         if let Some(r) = &s.save_regex {
             regex::Regex::new(r).map_err(|er| e(er.to_string()))?;
         }
-        if let Some(x) = &s.expect
-            && x != "ok"
-            && ErrorCode::ALL.iter().all(|c| c.as_str() != x)
-        {
-            return Err(e(format!(
-                "expect {x:?} is neither ok nor a COMPUTER_* code"
-            )));
+        if let Some(x) = &s.expect {
+            for alt in x.split('|') {
+                if alt != "ok" && ErrorCode::ALL.iter().all(|c| c.as_str() != alt) {
+                    return Err(e(format!(
+                        "expect {alt:?} is neither ok nor a COMPUTER_* code (alternatives are separated by |)"
+                    )));
+                }
+            }
         }
     }
     Ok(())
