@@ -136,6 +136,7 @@ async fn attempt(
     }
     let mut sandbox = Sandbox::start(SandboxOptions::default())
         .map_err(|e| infra(format!("the sandbox did not start: {}", e.message)))?;
+    eprintln!("eval: {} · sandbox {} started", task.id, sandbox.display());
     let result = in_sandbox(task, spec, work, &mut sandbox, rec).await;
     sandbox.stop();
     result
@@ -192,9 +193,15 @@ async fn in_sandbox(
         let _child = sandbox
             .spawn(&argv)
             .map_err(|e| infra(format!("cannot launch {:?}: {}", argv[0], e.message)))?;
+        let t = Instant::now();
         wait_ready(driver.as_ref(), l, work, suite)
             .await
             .map_err(infra)?;
+        eprintln!(
+            "eval: launched {} · ready after {} ms",
+            argv.join(" "),
+            t.elapsed().as_millis()
+        );
     }
     let settings = config.effective(true);
     let store = StateStore::open_in(&sandbox.state().dir, "eval")
@@ -213,6 +220,24 @@ async fn in_sandbox(
         let run = super::oracle::run(&mut host, task, work, suite).await;
         if let Some(why) = run.failed {
             oracle_failed = true;
+            eprintln!("eval: the oracle stopped: {why}");
+            // What was on the desktop then, for the reader of attempt.log.
+            if let Ok(apps) = host.apps().await {
+                for a in &apps {
+                    for w in &a.windows {
+                        eprintln!(
+                            "eval:   window [{}] {} {:?}{}",
+                            w.ref_,
+                            a.name,
+                            w.window.title,
+                            w.refused
+                                .as_ref()
+                                .map(|r| format!(" refused {}", r.code.as_str()))
+                                .unwrap_or_default()
+                        );
+                    }
+                }
+            }
             rec.reason = Some(format!("oracle {why}"));
         }
         run.transcript
@@ -248,6 +273,17 @@ async fn in_sandbox(
                 c.detail.clone().unwrap_or_default()
             )
         });
+    }
+    for c in &checks {
+        eprintln!(
+            "eval: check {} · {}{}",
+            c.check,
+            if c.ok { "holds" } else { "FAILS" },
+            c.detail
+                .as_deref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default()
+        );
     }
     rec.checks = checks;
     let (refusals, confirmations) = Transcript::counts(&tr.codes);
@@ -296,11 +332,17 @@ async fn wait_ready(
             return Ok(());
         }
         if started.elapsed() > limit {
+            let mut what = Vec::new();
+            if let Some(a) = &l.ready_app {
+                what.push(format!("an app named {a:?}"));
+            }
+            if let Some(t) = &title {
+                what.push(format!("a window whose title contains {t:?}"));
+            }
             return Err(format!(
-                "{:?} never showed its window (app {:?}, title containing {:?}) within {} s",
+                "{:?} never showed {} on the accessibility bus within {} s",
                 l.command.first().cloned().unwrap_or_default(),
-                l.ready_app,
-                title,
+                what.join(" with "),
                 l.ready_s
             ));
         }

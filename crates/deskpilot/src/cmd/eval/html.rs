@@ -172,13 +172,34 @@ fn steps_chart(groups: &[Group]) -> String {
     s
 }
 
+/// `action×3 keyboard` for the channels of an attempt's actions, in first-use order.
+fn channel_counts(channels: &[String]) -> String {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for c in channels {
+        match seen.iter_mut().find(|(n, _)| *n == c.as_str()) {
+            Some((_, k)) => *k += 1,
+            None => seen.push((c, 1)),
+        }
+    }
+    seen.iter()
+        .map(|(n, k)| {
+            if *k > 1 {
+                format!("{n}×{k}")
+            } else {
+                (*n).to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The page for `summary` and its `records`.
 pub fn page(summary: &Summary, records: &[AttemptRecord], title: &str) -> String {
     let o = &summary.overall;
     let mut h = String::new();
     h.push_str(&format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>\
-body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#111;max-width:1100px}}\
+body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#111}}.intro{{max-width:1100px}}\
 h1{{font-size:22px}}h2{{font-size:17px;margin-top:28px}}\
 table{{border-collapse:collapse;margin:8px 0}}td,th{{border:1px solid #ddd;padding:3px 8px;text-align:right}}\
 td:first-child,th:first-child{{text-align:left}}.success{{color:{OK}}}.failure,.timed_out{{color:#dc2626}}.infra{{color:#a16207}}\
@@ -188,17 +209,17 @@ td:first-child,th:first-child{{text-align:left}}.success{{color:{OK}}}.failure,.
     h.push_str(&format!("<h1>{}</h1>", esc(title)));
     h.push_str(&format!(
         "<div class=\"cards\"><div><div class=\"big\">{}/{}</div>attempts passed ({:.0}%, 95% CI {:.0}–{:.0}%, bootstrap over tasks)</div>\
-<div><div class=\"big\">{:.1}×</div>a screenshot agent's tokens on the same steps, per deskpilot token</div>\
+<div><div class=\"big\">{}</div>a screenshot agent's tokens on the same steps, per deskpilot token</div>\
 <div><div class=\"big\">{}</div>infrastructure failures (not counted)</div></div>",
         o.successes,
         o.attempts,
         o.success_rate * 100.0,
         o.ci_low * 100.0,
         o.ci_high * 100.0,
-        o.tokens_ratio,
+        super::summary::ratio(o),
         o.infra
     ));
-    h.push_str("<p class=\"note\">Success is decided by each task's checkers, which read state deskpilot did not write (file bytes, a command's output, a pyatspi script). A screenshot agent's tokens are one screenshot of the bound window per step at the default downscale (long side 1,280 px), width × height / 750: an estimate.</p>");
+    h.push_str("<p class=\"note intro\">Success is decided by each task's checkers, which read state deskpilot did not write (file bytes, a command's output, a pyatspi script). A screenshot agent's tokens are one screenshot of the bound window per step at the default downscale (long side 1,280 px), width × height / 750: an estimate.</p>");
     h.push_str("<h2>Success per app</h2>");
     h.push_str(&success_chart(&summary.by_app));
     h.push_str("<h2>Tokens per task (median per attempt, log scale)</h2>");
@@ -208,7 +229,7 @@ td:first-child,th:first-child{{text-align:left}}.success{{color:{OK}}}.failure,.
     h.push_str("<h2>Per policy</h2><div class=\"wrap\"><table><tr><th>policy</th><th>passed</th><th>95% CI</th><th>steps p50/p95</th><th>model calls p50</th><th>tokens in p50</th><th>tokens out p50</th><th>deskpilot tokens p50/p95</th><th>screenshot tokens p50</th><th>ratio</th><th>wall p50/p95</th></tr>");
     for g in &summary.by_policy {
         h.push_str(&format!(
-            "<tr><td>{}</td><td>{}/{}</td><td>{:.0}–{:.0}%</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{:.1}×</td><td>{:.1}/{:.1} s</td></tr>",
+            "<tr><td>{}</td><td>{}/{}</td><td>{:.0}–{:.0}%</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{:.1}/{:.1} s</td></tr>",
             esc(&g.key),
             g.successes,
             g.attempts,
@@ -222,31 +243,30 @@ td:first-child,th:first-child{{text-align:left}}.success{{color:{OK}}}.failure,.
             g.deskpilot_tokens.median,
             g.deskpilot_tokens.p95,
             g.screenshot_tokens.median,
-            g.tokens_ratio,
+            super::summary::ratio(g),
             g.wall_ms.median / 1000.0,
             g.wall_ms.p95 / 1000.0
         ));
     }
-    h.push_str("</table></div><h2>Per attempt</h2><div class=\"wrap\"><table><tr><th>task</th><th>app</th><th>run</th><th>policy</th><th>outcome</th><th>steps</th><th>calls</th><th>deskpilot tokens</th><th>screenshot tokens</th><th>refusals</th><th>confirmations</th><th>channels</th><th>wall</th><th>reason</th></tr>");
+    h.push_str("</table></div><h2>Per attempt</h2><div class=\"wrap\"><table><tr><th>task</th><th>run</th><th>policy</th><th>outcome</th><th>reason</th><th>steps</th><th>calls</th><th>deskpilot tokens</th><th>screenshot tokens</th><th>refusals</th><th>confirmations</th><th>channels</th><th>wall</th></tr>");
     for r in records {
         h.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}/{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} s</td><td style=\"text-align:left\">{}</td></tr>",
+            "<tr><td>{} <span class=\"note\">({})</span></td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td style=\"text-align:left;min-width:320px\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1} s</td></tr>",
             esc(&r.task),
             esc(&r.app),
             r.run,
-            esc(&r.policy),
-            esc(&r.observation),
+            esc(&super::summary::policy_key(r)),
             r.outcome.as_str(),
             r.outcome.as_str(),
+            esc(r.reason.as_deref().unwrap_or("")),
             r.steps,
             r.calls,
             r.deskpilot_tokens,
             r.screenshot_tokens,
             r.refusals,
             r.confirmations,
-            esc(&r.channels.join(" ")),
+            esc(&channel_counts(&r.channels)),
             r.wall_ms as f64 / 1000.0,
-            esc(r.reason.as_deref().unwrap_or(""))
         ));
     }
     h.push_str("</table></div></body></html>\n");
@@ -256,6 +276,16 @@ td:first-child,th:first-child{{text-align:left}}.success{{color:{OK}}}.failure,.
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn channels_are_counted() {
+        let c: Vec<String> = ["action", "action", "keyboard", "action"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(channel_counts(&c), "action×3 keyboard");
+        assert_eq!(channel_counts(&[]), "");
+    }
 
     #[test]
     fn text_from_records_is_escaped() {

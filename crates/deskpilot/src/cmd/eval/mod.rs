@@ -111,9 +111,6 @@ pub async fn run(json: bool, o: EvalOptions) -> Result<(), ComputerError> {
     let suite = std::path::absolute(&o.suite).map_err(|e| io_err("resolve", &o.suite, e))?;
     let tasks = task::load_suite(&suite, o.tasks.as_deref())?;
     let tasks = shard_of(tasks, o.shard);
-    if tasks.is_empty() {
-        return Err(bad("this shard has no task (more shards than tasks)"));
-    }
     // The model binding is the user's, read now: a missing one fails before any
     // sandbox starts.
     let model_table = if o.policy == "model" {
@@ -125,6 +122,9 @@ pub async fn run(json: bool, o: EvalOptions) -> Result<(), ComputerError> {
         None
     };
     let out = std::path::absolute(&o.out).map_err(|e| io_err("resolve", &o.out, e))?;
+    // The attempts of an earlier run into the same directory would no longer match
+    // its results: they go.
+    let _ = std::fs::remove_dir_all(out.join("attempts"));
     std::fs::create_dir_all(out.join("attempts")).map_err(|e| io_err("create", &out, e))?;
     let exe = std::env::current_exe().map_err(|e| io_err("find", Path::new("deskpilot"), e))?;
 
@@ -135,10 +135,19 @@ pub async fn run(json: bool, o: EvalOptions) -> Result<(), ComputerError> {
         }
     }
     let total = queue.len();
+    if tasks.is_empty() {
+        // More shards than tasks: this one has nothing to run, which is no failure
+        // (a cluster job's pod for it completes with empty results).
+        eprintln!(
+            "eval: shard {} has no task (the suite has fewer tasks than shards)",
+            o.shard.map(|(i, n)| format!("{i}/{n}")).unwrap_or_default()
+        );
+    }
     eprintln!(
-        "eval: {} tasks × {} runs = {total} attempts, policy {}, observation {}, {} at a time{} → {}",
-        tasks.len(),
-        o.runs,
+        "eval: {} × {} = {}, policy {}, observation {}, {} at a time{} → {}",
+        plural(tasks.len(), "task", "tasks"),
+        plural(o.runs, "run", "runs"),
+        plural(total, "attempt", "attempts"),
         o.policy,
         o.observation.as_str(),
         o.jobs,
@@ -181,15 +190,15 @@ pub async fn run(json: bool, o: EvalOptions) -> Result<(), ComputerError> {
                 let elapsed = started.elapsed().as_secs_f64();
                 let eta = elapsed / n as f64 * (total - n) as f64;
                 eprintln!(
-                    "[{n}/{total}] {} r{k} · {}{} · {} steps · {:.1} s · ETA {}",
+                    "[{n}/{total}] {} r{k} · {}{} · {} · {:.1} s · ETA {}",
                     task.id,
                     rec.outcome.as_str(),
                     rec.reason
                         .as_deref()
                         .filter(|_| rec.outcome != Outcome::Success)
-                        .map(|r| format!(" ({})", one_line(r, 160)))
+                        .map(|r| format!(" ({})", one_line(r, 200)))
                         .unwrap_or_default(),
-                    rec.steps,
+                    plural(rec.steps as usize, "step", "steps"),
                     rec.wall_ms as f64 / 1000.0,
                     clock(eta)
                 );
@@ -241,9 +250,17 @@ pub async fn run(json: bool, o: EvalOptions) -> Result<(), ComputerError> {
     Ok(())
 }
 
+/// `s` on one line, cut at `max` chars with `…` where it was cut.
 fn one_line(s: &str, max: usize) -> String {
-    let s: String = s.chars().take(max).collect();
-    s.replace('\n', " ")
+    let mut out: String = s.chars().take(max).collect();
+    if s.chars().nth(max).is_some() {
+        out.push('…');
+    }
+    out.replace('\n', " ")
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn clock(secs: f64) -> String {

@@ -61,6 +61,8 @@ pub async fn run(
         if let Err(e) = &result {
             o.tr.answered(e);
         }
+        // A line per call in the attempt's log.
+        eprintln!("eval: oracle step {} · {what} → {got}", i + 1);
         if !expect.split('|').any(|x| x == got) {
             let why = match result {
                 Ok(()) => format!("step {} ({what}): expected {expect}, got ok", i + 1),

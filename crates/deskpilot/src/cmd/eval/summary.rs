@@ -32,9 +32,20 @@ impl Dist {
         let mut v = values.to_vec();
         v.sort_by(f64::total_cmp);
         Dist {
-            median: percentile(&v, 0.5),
+            median: median(&v),
             p95: percentile(&v, 0.95),
         }
+    }
+}
+
+/// The median of sorted, non-empty `v`: the middle value, or the mean of the two
+/// middle values.
+fn median(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
@@ -251,6 +262,15 @@ pub fn summarize(records: &[AttemptRecord]) -> Summary {
     }
 }
 
+/// The tokens ratio as shown: `–` when either side is nothing.
+pub fn ratio(g: &Group) -> String {
+    if g.total_deskpilot_tokens == 0 || g.total_screenshot_tokens == 0 {
+        "–".into()
+    } else {
+        format!("{:.1}×", g.tokens_ratio)
+    }
+}
+
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
 }
@@ -264,15 +284,19 @@ pub fn render(s: &Summary) -> String {
     );
     let row = |g: &Group| {
         format!(
-            "{:<34} {:>3}/{:<3} {:>15} {:>6} {:>8} {:>10} {:>11.1}× {:>7} {:>7.1} s\n",
+            "{:<34} {:>3}/{:<3} {:>15} {:>6} {:>8} {:>10} {:>12} {:>7} {:>7.1} s\n",
             g.key,
             g.successes,
             g.attempts,
-            format!("{}–{}", pct(g.ci_low), pct(g.ci_high)),
+            if g.attempts == 0 {
+                "–".to_string()
+            } else {
+                format!("{}–{}", pct(g.ci_low), pct(g.ci_high))
+            },
             g.steps.median,
             g.deskpilot_tokens.median,
             g.screenshot_tokens.median,
-            g.tokens_ratio,
+            ratio(g),
             g.infra,
             g.wall_ms.median / 1000.0
         )
@@ -309,6 +333,7 @@ mod tests {
         let d = Dist::of(&[5.0, 1.0, 3.0, 2.0, 4.0]);
         assert_eq!(d.median, 3.0);
         assert_eq!(d.p95, 5.0);
+        assert_eq!(Dist::of(&[4.0, 1.0, 3.0, 2.0]).median, 2.5);
         assert_eq!(Dist::of(&[]), Dist::default());
     }
 
