@@ -8,12 +8,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use common::own::{TempDir, bin};
 use serde_json::{Value, json};
@@ -132,36 +131,6 @@ fn decide(prompt: &str) -> Value {
     done("nothing I know how to do")
 }
 
-fn read_request(s: &mut std::net::TcpStream) -> Option<Vec<u8>> {
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 65536];
-    let head_end = loop {
-        let n = s.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        let n = s.read(&mut chunk).ok()?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    Some(buf[head_end..].to_vec())
-}
-
 /// Serves Chat Completions on a loopback port; returns its base URL.
 fn scripted_server(seen: Arc<Mutex<Seen>>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
@@ -169,7 +138,7 @@ fn scripted_server(seen: Arc<Mutex<Seen>>) -> String {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut s) = stream else { continue };
-            let Some(body) = read_request(&mut s) else {
+            let Some(body) = common::read_http_body(&mut s) else {
                 continue;
             };
             let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);

@@ -8,12 +8,13 @@
 //! own temporary `XDG_STATE_HOME`, `DESKPILOT_CONFIG` and `DESKPILOT_RUNTIME_DIR`.
 #![cfg(all(target_os = "linux", not(deskpilot_stub)))]
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+mod common;
+
+use std::io::Write;
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -89,36 +90,6 @@ fn run_client(phase: &str, scratch: &Scratch) {
     );
 }
 
-fn read_request(s: &mut TcpStream) -> Option<Vec<u8>> {
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 16384];
-    let head_end = loop {
-        let n = s.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while buf.len() < head_end + len {
-        let n = s.read(&mut chunk).ok()?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    Some(buf[head_end..].to_vec())
-}
-
 /// A fake OpenAI-compatible endpoint with a two-step script: `set_value` "Hi" on the
 /// first editable textbox the prompt shows, then `done`. Returns its base URL and
 /// the user messages it received.
@@ -130,7 +101,7 @@ fn fake_model() -> (String, Arc<Mutex<Vec<String>>>) {
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut s) = stream else { continue };
-            let Some(body) = read_request(&mut s) else {
+            let Some(body) = common::read_http_body(&mut s) else {
                 continue;
             };
             let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);

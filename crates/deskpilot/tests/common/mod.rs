@@ -297,3 +297,37 @@ pub fn mixed_text() -> String {
     }
     s.chars().take(2000).collect()
 }
+
+/// Reads one HTTP/1.1 request from `s` (10 s read timeout) and returns its body, as
+/// long as its `Content-Length` says; `None` for a connection closed before the
+/// head ended. For the fake model servers of the tests.
+pub fn read_http_body(s: &mut std::net::TcpStream) -> Option<Vec<u8>> {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16384];
+    let head_end = loop {
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + len {
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Some(buf[head_end..].to_vec())
+}
