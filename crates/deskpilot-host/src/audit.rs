@@ -427,6 +427,7 @@ mod tests {
         let r = AuditRecord {
             time: "2026-11-29T20:00:00.123Z".into(),
             session: "s".into(),
+            device: None,
             event: Some(AuditEvent::GrantRebound),
             grant_id: Some("g1".into()),
             scope: Some("desktop".into()),

@@ -88,7 +88,7 @@ impl Guarded {
             a.windows
                 .iter()
                 .find(|w| &w.handle == handle)
-                .map(|w| window_facts(a, w))
+                .map(|w| window_facts(a, w, true))
         }))
     }
 
@@ -235,9 +235,22 @@ impl Driver for Guarded {
         self.inner.hello().await
     }
 
+    /// The apps, with each process's uid and executable filled in from this
+    /// machine's `/proc`: a host on another machine judges its refusals on these
+    /// facts and never looks a remote pid up on its own machine.
     async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
         self.admit()?;
-        self.inner.apps().await
+        let mut apps = self.inner.apps().await?;
+        for a in &mut apps {
+            if let Some(p) = a.pid {
+                a.uid = a.uid.or_else(|| control::process_uid(p));
+                a.exe = a
+                    .exe
+                    .take()
+                    .or_else(|| control::process_exe(p).or_else(|| control::process_comm(p)));
+            }
+        }
+        Ok(apps)
     }
 
     async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
@@ -279,7 +292,11 @@ impl Driver for Guarded {
         r.matches.retain(|m| {
             apps.iter()
                 .find(|a| a.windows.iter().any(|w| w.handle == m.window.handle))
-                .is_none_or(|a| rules.check_window(&window_facts(a, &m.window)).is_none())
+                .is_none_or(|a| {
+                    rules
+                        .check_window(&window_facts(a, &m.window, true))
+                        .is_none()
+                })
         });
         Ok(r)
     }

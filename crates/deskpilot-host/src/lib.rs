@@ -9,6 +9,7 @@
 //! the cross-process [`control`] plumbing (grant lock, stop record, control sockets).
 //! Every tool a caller offers an agent goes through [`host::Host`].
 //! [`listing`] is the application list as text, the same for every caller.
+//! [`remote`] is a driver on another machine, reached through a command's stdio.
 
 #![forbid(unsafe_code)]
 
@@ -20,6 +21,7 @@ pub mod guard;
 pub mod host;
 pub mod listing;
 pub mod redacting;
+pub mod remote;
 pub mod session;
 pub mod store;
 

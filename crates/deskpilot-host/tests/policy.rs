@@ -208,6 +208,7 @@ fn the_first_call_binds_the_frontmost_permitted_window_and_lists_refused_ones() 
                 name: "keepassxc".into(),
                 pid: Some(KEEPASS_PID),
                 uid: Some(uid),
+                exe: None,
                 toolkit: Some("Qt".into()),
                 status: AppStatus::Ok,
                 windows: vec![WindowInfo {
@@ -943,6 +944,7 @@ fn deskpilot_never_targets_itself() {
                 name: "agent-ui".into(),
                 pid: Some(me),
                 uid: Some(uid),
+                exe: None,
                 toolkit: None,
                 status: AppStatus::Ok,
                 windows: Vec::new(),

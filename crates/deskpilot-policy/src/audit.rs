@@ -33,6 +33,10 @@ pub struct AuditRecord {
     /// RFC 3339 UTC time.
     pub time: String,
     pub session: String,
+    /// The device the host worked on when it is not this machine's desktop
+    /// (`ssh:alice@lab`, `adb:SERIAL`); absent for `local`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     pub event: Option<AuditEvent>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grant_id: Option<String>,

@@ -73,6 +73,12 @@ pub struct AppInfo {
     /// Owner uid of the process, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<u32>,
+    /// The process's executable file name as the driver's machine resolved it
+    /// (`/proc/PID/exe`, else `comm`), when the driver reports it: a driver on
+    /// another machine does (`deskpilot driver`), so the host never judges a remote
+    /// pid by a local process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
     /// Toolkit as reported by the app (`GTK`, `Qt`, `Chromium`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolkit: Option<String>,

@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod cmd;
+mod device;
 mod output;
 mod target;
 mod usage;
@@ -61,6 +62,17 @@ struct Cli {
         value_parser = usage::session_name
     )]
     session: String,
+    /// The device to drive: `local` (this machine), `ssh:[user@]host[:port]` (a Linux
+    /// machine with `deskpilot` installed, through `ssh -T`), or `adb[:serial]` (an
+    /// Android device). The policy, refs, approvals and audit stay on this machine.
+    #[arg(
+        long,
+        global = true,
+        env = "DESKPILOT_DEVICE",
+        default_value = "local",
+        value_name = "DEVICE"
+    )]
+    device: String,
     #[command(subcommand)]
     command: Command,
 }

@@ -104,6 +104,7 @@ impl Env {
                     name: "keepassxc".into(),
                     pid: Some(KEEPASS_PID),
                     uid: Some(uid),
+                    exe: None,
                     toolkit: Some("Qt".into()),
                     status: AppStatus::Ok,
                     windows: vec![WindowInfo {

@@ -17,12 +17,21 @@ use crate::session::{Found, Observation, ObserveOptions, Target, WaitFor, WaitOu
 
 /// The facts the refusals judge a window of `app` on: names and title as listed, the
 /// process's uid, and its executable as the kernel resolved it (a renamed link to a
-/// binary changes the app name and `comm`, not this).
-pub fn window_facts(app: &AppInfo, w: &WindowInfo) -> TargetFacts {
-    let uid = app.uid.or_else(|| app.pid.and_then(control::process_uid));
-    let exe = app
-        .pid
-        .and_then(|p| control::process_exe(p).or_else(|| control::process_comm(p)));
+/// binary changes the app name and `comm`, not this). `local`: the driver runs on
+/// this machine, so a pid the driver did not describe is read from this machine's
+/// `/proc`; a remote driver's pids are never looked up here (another machine's pid
+/// names a different process here) and its uids are its machine's, judged there.
+pub fn window_facts(app: &AppInfo, w: &WindowInfo, local: bool) -> TargetFacts {
+    let (uid, exe) = if local {
+        let uid = app.uid.or_else(|| app.pid.and_then(control::process_uid));
+        let exe = app.exe.clone().or_else(|| {
+            app.pid
+                .and_then(|p| control::process_exe(p).or_else(|| control::process_comm(p)))
+        });
+        (uid, exe)
+    } else {
+        (None, app.exe.clone())
+    };
     TargetFacts {
         app: app.name.clone(),
         title: w.title.clone(),
@@ -40,7 +49,7 @@ impl Host {
         let mut candidates = Vec::new();
         for app in &apps {
             for w in &app.windows {
-                let facts = window_facts(app, w);
+                let facts = window_facts(app, w, !self.o.remote());
                 candidates.push((
                     w.clone(),
                     Candidate {

@@ -18,6 +18,9 @@ impl Host {
     pub(super) fn audit(&mut self, mut rec: AuditRecord) {
         rec.time = now_rfc3339();
         rec.session = self.o.session.clone();
+        if self.o.remote() {
+            rec.device = Some(self.o.device.clone());
+        }
         if let Some(g) = self.policy().authority.active() {
             rec.grant_id.get_or_insert_with(|| g.grant_id.clone());
             rec.scope.get_or_insert_with(|| g.scope.as_str().into());

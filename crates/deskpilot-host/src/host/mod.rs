@@ -98,9 +98,19 @@ pub struct HostOptions {
     /// Re-reads the config before every call ([`Host::refresh_settings`]); `None`
     /// keeps [`HostOptions::settings`] for the host's life.
     pub reload: Option<Reload>,
+    /// The device the driver works on (`local`, `ssh:alice@lab`, `adb:SERIAL`;
+    /// docs/ARCHITECTURE.md §15): named in the audit and in every result. On any
+    /// other than `local`, the refusals judge the facts the driver reports, never
+    /// this machine's processes.
+    pub device: String,
 }
 
 impl HostOptions {
+    /// The driver runs on another machine or a phone.
+    pub fn remote(&self) -> bool {
+        self.device != "local"
+    }
+
     /// Options for `session` on the desktop `desktop_key`, with the audit log and
     /// approvals file at their default paths and no prompt.
     pub fn new(desktop_key: &str, session: &str, kind: &str, settings: Effective) -> Self {
@@ -116,6 +126,7 @@ impl HostOptions {
             desktop_dir: state_dir(),
             runtime_dir: state_dir(),
             reload: None,
+            device: "local".into(),
         }
     }
 }
@@ -194,10 +205,21 @@ fn random_hex() -> String {
 /// The measured facts deskpilot refuses on: its own process tree, its uid, and the
 /// user's lists from the config.
 pub fn refusals_for(settings: &Effective) -> Refusals {
+    refusals_on(settings, true)
+}
+
+/// [`refusals_for`] for a driver on this machine (`local`) or another: a remote
+/// driver's pids are its machine's, so deskpilot's own process tree there is
+/// refused by that machine's guarded driver, not by pid here.
+pub fn refusals_on(settings: &Effective, local: bool) -> Refusals {
     let me = std::process::id();
     Refusals {
         me: SelfFacts {
-            pids: control::ancestors(me),
+            pids: if local {
+                control::ancestors(me)
+            } else {
+                Vec::new()
+            },
             uid: deskpilot_os::current_uid(),
             names: settings.self_apps.clone(),
         },
@@ -236,7 +258,7 @@ pub struct Host {
 impl Host {
     /// Wraps `session` with the policy of `opts`.
     pub fn new(session: Session, opts: HostOptions) -> Host {
-        let rules = refusals_for(&opts.settings);
+        let rules = refusals_on(&opts.settings, !opts.remote());
         Host {
             session,
             o: opts,
@@ -256,7 +278,7 @@ impl Host {
         let now = reload()?;
         if now != self.o.settings {
             tracing::info!("config changed: the new settings apply from this call");
-            self.rules = refusals_for(&now);
+            self.rules = refusals_on(&now, !self.o.remote());
             self.o.settings = now;
         }
         Ok(())

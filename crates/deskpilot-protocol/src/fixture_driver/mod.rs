@@ -136,6 +136,7 @@ impl FixtureDriver {
             name: name.to_owned(),
             pid: Some(pid),
             uid: Some(1000),
+            exe: None,
             toolkit: Some("GTK".to_owned()),
             status: AppStatus::Ok,
             // Only the active window needs an entry; the others are synthesized.
@@ -424,6 +425,7 @@ impl Driver for FixtureDriver {
                 name: name.clone(),
                 pid: Some(pid),
                 uid: Some(1000),
+                exe: None,
                 toolkit: Some("GTK".to_owned()),
                 status: AppStatus::Ok,
                 windows: vec![window.clone()],

@@ -79,6 +79,7 @@ pub fn every_call() -> Vec<(Call, Value)> {
                 name: "mousepad".into(),
                 pid: Some(812),
                 uid: Some(1000),
+                exe: None,
                 toolkit: Some("GTK".into()),
                 status: AppStatus::NotResponding,
                 windows: vec![window_info()],

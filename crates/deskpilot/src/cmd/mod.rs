@@ -47,9 +47,17 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
             "--session takes 1 to 40 letters, digits, '-' or '_' (e.g. --session agent-2)",
         ));
     }
+    let device = crate::device::Device::parse(&cli.device)?;
+    if device.is_remote() && cli.sandbox.is_some() {
+        return Err(ComputerError::new(
+            ErrorCode::InvalidArgument,
+            "--sandbox and --device name two different desktops; give one of them",
+        ));
+    }
     let ctx = session::Ctx {
         json,
         sandbox,
+        device,
         session: cli.session.clone(),
     };
     match cli.command {

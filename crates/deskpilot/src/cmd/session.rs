@@ -91,6 +91,8 @@ pub struct Ctx {
     pub sandbox: Option<u32>,
     /// `cli` unless `--session` names another (separate refs, separate grant).
     pub session: String,
+    /// `--device`: `local` unless another machine or a phone is named.
+    pub device: crate::device::Device,
 }
 
 /// The state-file key of a session on a desktop: the desktop's key, plus the session
@@ -142,6 +144,9 @@ pub async fn open_host(
     kind: &str,
     prompt: bool,
 ) -> Result<(Host, Desktop), ComputerError> {
+    if ctx.device.is_remote() {
+        return open_remote(ctx, kind, prompt);
+    }
     let desktop = target::resolve(ctx.sandbox)?;
     let config = Config::load()?;
     let settings = config.effective(desktop.sandbox.is_some());
@@ -184,6 +189,48 @@ pub async fn open_host(
     ))
 }
 
+/// [`open_host`] on a device other than this machine's desktop: the driver is
+/// reached over a link (`ssh:`), refs are kept under the device's name, and the
+/// policy judges the facts the device's driver reports (docs/ARCHITECTURE.md §15).
+fn open_remote(ctx: &Ctx, kind: &str, prompt: bool) -> Result<(Host, Desktop), ComputerError> {
+    let name = ctx.device.to_string();
+    let driver: Arc<dyn deskpilot_protocol::Driver> = match ctx.device.ssh_command() {
+        Some((program, args)) => Arc::new(deskpilot_host::remote::LinkDriver::new(
+            &name,
+            program,
+            args,
+            deskpilot_protocol::rpc::RpcOptions::default(),
+        )),
+        None => {
+            return Err(ComputerError::new(
+                ErrorCode::PlatformUnsupported,
+                format!("--device {name}: this build drives local and ssh: devices only"),
+            ));
+        }
+    };
+    let desktop = Desktop {
+        display: name.clone(),
+        bus_address: String::new(),
+        sandbox: None,
+        sandbox_dir: None,
+        vars: Vec::new(),
+    };
+    let config = Config::load()?;
+    let settings = config.effective(false);
+    let key = session_key(&desktop, &ctx.session);
+    let store = StateStore::open(&key)?;
+    let mut opts = HostOptions::new(
+        &desktop_key(&desktop.display, &desktop.bus_address),
+        &ctx.session,
+        kind,
+        settings,
+    );
+    opts.device = name;
+    opts.prompt = if prompt { tty_prompt() } else { None };
+    opts.reload = Some(Arc::new(move || Config::load().map(|c| c.effective(false))));
+    Ok((Host::new(Session::new(driver, store), opts), desktop))
+}
+
 /// Prints a result, with the host's warnings (an audit write that failed) on stderr
 /// or in the JSON document.
 fn finish<T: Serialize>(ctx: &Ctx, host: &Host, value: &T, text: &str) {
@@ -216,13 +263,28 @@ pub async fn apps(ctx: &Ctx) -> Result<(), ComputerError> {
     let (mut h, _) = open(ctx, "cli").await?;
     let apps = h.apps().await?;
     let mut text = deskpilot_host::listing::render_apps(&apps);
+    // Whose desktop this is, when it is not this machine's.
+    let mut device = None;
+    if ctx.device.is_remote() {
+        let hello = h.session().driver().hello().await?;
+        text = format!(
+            "device {} · {} ({} {})\n{text}",
+            ctx.device, hello.platform, hello.driver, hello.version
+        );
+        device = Some(serde_json::json!({
+            "name": ctx.device.to_string(),
+            "platform": hello.platform,
+            "driver": hello.driver,
+            "version": hello.version,
+        }));
+    }
     if let Some(g) = h.grant_view() {
         text.push_str(&g.line());
     }
     finish(
         ctx,
         &h,
-        &serde_json::json!({ "apps": apps, "grant": h.grant_view() }),
+        &serde_json::json!({ "device": device, "apps": apps, "grant": h.grant_view() }),
         &text,
     );
     Ok(())

@@ -1,0 +1,277 @@
+//! A driver on another machine: [`LinkDriver`] runs a command whose stdin/stdout
+//! carry the driver protocol (`ssh -T HOST deskpilot driver`, docs/ARCHITECTURE.md
+//! §15) and speaks to it through [`RpcDriver`].
+//!
+//! The link is opened on the first call (with a `hello` that checks the protocol
+//! version) and reopened on the first call after it dropped: a call cut off by a
+//! dropped link fails with `COMPUTER_NOT_RESPONDING` at once (never later than its
+//! deadline), and the call after it starts a fresh link. The policy never travels:
+//! this side holds the refs, the grant, approvals, stop and audit; the remote side
+//! reports facts (pids, uids, executables, app names) and applies its own machine's
+//! refusals as well (`deskpilot driver` is guarded).
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use deskpilot_protocol::rpc::{RpcDriver, RpcOptions};
+use deskpilot_protocol::types::*;
+use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
+use tokio::process::{Child, Command};
+use tokio::sync::Mutex;
+
+/// Longest wait for a new link's `hello`: 20 s (an ssh connection that has to
+/// resolve, handshake and start a remote process; a LAN link takes ~100–300 ms).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A [`Driver`] served by a child process's stdio, reconnected after it drops.
+pub struct LinkDriver {
+    /// What the link is to, for messages (`ssh:alice@lab`).
+    name: String,
+    program: OsString,
+    args: Vec<OsString>,
+    opts: RpcOptions,
+    link: Mutex<Option<Link>>,
+}
+
+struct Link {
+    rpc: Arc<RpcDriver>,
+    hello: Hello,
+    // Killed when the link is replaced or the driver dropped (`kill_on_drop`).
+    _child: Child,
+}
+
+impl std::fmt::Debug for LinkDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkDriver")
+            .field("name", &self.name)
+            .field("program", &self.program)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LinkDriver {
+    /// A driver reached by running `program args…`; `name` says what it is in
+    /// errors. Nothing runs until the first call.
+    pub fn new(name: &str, program: OsString, args: Vec<OsString>, opts: RpcOptions) -> Self {
+        LinkDriver {
+            name: name.to_owned(),
+            program,
+            args,
+            opts,
+            link: Mutex::new(None),
+        }
+    }
+
+    /// The link's name (`ssh:alice@lab`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The live link's client, opening one when there is none or the last one
+    /// dropped.
+    async fn rpc(&self) -> Result<Arc<RpcDriver>, ComputerError> {
+        let mut slot = self.link.lock().await;
+        if let Some(link) = slot.as_ref() {
+            if link.rpc.closed_reason().is_none() {
+                return Ok(Arc::clone(&link.rpc));
+            }
+            tracing::info!("{}: the link dropped; reconnecting", self.name);
+        }
+        *slot = None;
+        let link = self.connect().await?;
+        let rpc = Arc::clone(&link.rpc);
+        *slot = Some(link);
+        Ok(rpc)
+    }
+
+    async fn connect(&self) -> Result<Link, ComputerError> {
+        let started = Instant::now();
+        let mut child = Command::new(&self.program)
+            .args(&self.args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| {
+                ComputerError::new(
+                    ErrorCode::PlatformUnsupported,
+                    format!(
+                        "{}: cannot run {:?}: {e}; install it (Debian: openssh-client) or put it on PATH",
+                        self.name, self.program
+                    ),
+                )
+            })?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(ComputerError::new(
+                ErrorCode::Internal,
+                format!("{}: the link's pipes were not opened", self.name),
+            ));
+        };
+        let rpc = Arc::new(RpcDriver::with_options(stdout, stdin, self.opts));
+        let hello = match tokio::time::timeout(CONNECT_TIMEOUT, rpc.hello()).await {
+            Ok(Ok(h)) => h,
+            Ok(Err(e)) if e.code == ErrorCode::NotResponding => {
+                // The far end closed before answering: ssh refused, the host is
+                // unreachable, or `deskpilot` is not installed there (ssh printed why
+                // on stderr).
+                let status = child.try_wait().ok().flatten();
+                return Err(ComputerError::new(
+                    ErrorCode::NotResponding,
+                    format!(
+                        "{}: the link closed before the remote driver answered{}; check that `{}` works and that `deskpilot` is installed on the remote machine's PATH (README: Devices)",
+                        self.name,
+                        status.map(|s| format!(" ({s})")).unwrap_or_default(),
+                        self.command_line(),
+                    ),
+                ));
+            }
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(ComputerError::new(
+                    ErrorCode::NotResponding,
+                    format!(
+                        "{}: the remote driver did not say hello within {} ms",
+                        self.name,
+                        CONNECT_TIMEOUT.as_millis()
+                    ),
+                ));
+            }
+        };
+        tracing::info!(
+            "{}: connected to {} {} ({}) in {} ms",
+            self.name,
+            hello.driver,
+            hello.version,
+            hello.platform,
+            started.elapsed().as_millis()
+        );
+        Ok(Link {
+            rpc,
+            hello,
+            _child: child,
+        })
+    }
+
+    fn command_line(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Names the link in an error a dropped link caused, and says the next call
+    /// reconnects.
+    fn explain(&self, rpc: &RpcDriver, e: ComputerError) -> ComputerError {
+        match rpc.closed_reason() {
+            Some(reason) if e.code == ErrorCode::NotResponding => ComputerError::new(
+                ErrorCode::NotResponding,
+                format!(
+                    "{}: the link dropped during the call ({reason}); nothing more is known of its effect — observe again: the next call reconnects",
+                    self.name
+                ),
+            ),
+            _ => e,
+        }
+    }
+}
+
+/// Runs one call on the live link.
+macro_rules! on_link {
+    ($self:ident, $rpc:ident => $call:expr) => {{
+        let $rpc = $self.rpc().await?;
+        let r = $call.await;
+        r.map_err(|e| $self.explain(&$rpc, e))
+    }};
+}
+
+#[async_trait]
+impl Driver for LinkDriver {
+    async fn hello(&self) -> Result<Hello, ComputerError> {
+        self.rpc().await?;
+        let slot = self.link.lock().await;
+        match slot.as_ref() {
+            Some(link) => Ok(link.hello.clone()),
+            None => Err(ComputerError::new(
+                ErrorCode::NotResponding,
+                format!("{}: the link dropped", self.name),
+            )),
+        }
+    }
+    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+        on_link!(self, r => r.apps())
+    }
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+        on_link!(self, r => r.launch(p))
+    }
+    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+        on_link!(self, r => r.windows())
+    }
+    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+        on_link!(self, r => r.activate(p))
+    }
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+        on_link!(self, r => r.snapshot(p))
+    }
+    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+        on_link!(self, r => r.find(p))
+    }
+    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+        on_link!(self, r => r.act(p))
+    }
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+        on_link!(self, r => r.subscribe(p))
+    }
+    async fn next_events(
+        &self,
+        subscription: u64,
+        timeout_ms: u64,
+    ) -> Result<EventBatch, ComputerError> {
+        on_link!(self, r => r.next_events(subscription, timeout_ms))
+    }
+    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+        on_link!(self, r => r.keys(p))
+    }
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+        on_link!(self, r => r.pointer(p))
+    }
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+        on_link!(self, r => r.capture(p))
+    }
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
+        on_link!(self, r => r.ocr(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_missing_program_is_a_clear_error() {
+        let d = LinkDriver::new(
+            "ssh:nowhere",
+            "/nonexistent/ssh".into(),
+            vec![],
+            RpcOptions::default(),
+        );
+        let e = d.apps().await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::PlatformUnsupported);
+        assert!(e.message.contains("ssh:nowhere"), "{}", e.message);
+    }
+
+    #[tokio::test]
+    async fn a_link_that_closes_before_hello_says_so() {
+        // `true` exits at once without a word: like ssh refusing the connection.
+        let d = LinkDriver::new("ssh:refused", "true".into(), vec![], RpcOptions::default());
+        let e = d.windows().await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotResponding);
+        assert!(e.message.contains("closed before"), "{}", e.message);
+        // A second call tries again (and fails the same way), never a stale answer.
+        let e = d.windows().await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotResponding);
+    }
+}
