@@ -13,6 +13,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod loopback_sshd;
+
 #[cfg(all(target_os = "linux", not(deskpilot_stub)))]
 mod linux;
 #[cfg(all(target_os = "linux", not(deskpilot_stub)))]

@@ -118,26 +118,20 @@ impl LinkDriver {
                 // unreachable, or `deskpilot` is not installed there (ssh printed why
                 // on stderr).
                 let status = child.try_wait().ok().flatten();
-                return Err(ComputerError::new(
-                    ErrorCode::NotResponding,
-                    format!(
-                        "{}: the link closed before the remote driver answered{}; check that `{}` works and that `deskpilot` is installed on the remote machine's PATH (README: Devices)",
-                        self.name,
-                        status.map(|s| format!(" ({s})")).unwrap_or_default(),
-                        self.command_line(),
-                    ),
-                ));
+                return Err(ComputerError::link_lost(format!(
+                    "{}: the link closed before the remote driver answered{}; check that `{}` works and that `deskpilot` is installed on the remote machine's PATH (README: Devices)",
+                    self.name,
+                    status.map(|s| format!(" ({s})")).unwrap_or_default(),
+                    self.command_line(),
+                )));
             }
             Ok(Err(e)) => return Err(e),
             Err(_) => {
-                return Err(ComputerError::new(
-                    ErrorCode::NotResponding,
-                    format!(
-                        "{}: the remote driver did not say hello within {} ms",
-                        self.name,
-                        CONNECT_TIMEOUT.as_millis()
-                    ),
-                ));
+                return Err(ComputerError::link_lost(format!(
+                    "{}: the remote driver did not say hello within {} ms",
+                    self.name,
+                    CONNECT_TIMEOUT.as_millis()
+                )));
             }
         };
         tracing::info!(
@@ -167,13 +161,12 @@ impl LinkDriver {
     /// reconnects.
     fn explain(&self, rpc: &RpcDriver, e: ComputerError) -> ComputerError {
         match rpc.closed_reason() {
-            Some(reason) if e.code == ErrorCode::NotResponding => ComputerError::new(
-                ErrorCode::NotResponding,
-                format!(
+            Some(reason) if e.code == ErrorCode::NotResponding => {
+                ComputerError::link_lost(format!(
                     "{}: the link dropped during the call ({reason}); nothing more is known of its effect — observe again: the next call reconnects",
                     self.name
-                ),
-            ),
+                ))
+            }
             _ => e,
         }
     }
@@ -195,10 +188,10 @@ impl Driver for LinkDriver {
         let slot = self.link.lock().await;
         match slot.as_ref() {
             Some(link) => Ok(link.hello.clone()),
-            None => Err(ComputerError::new(
-                ErrorCode::NotResponding,
-                format!("{}: the link dropped", self.name),
-            )),
+            None => Err(ComputerError::link_lost(format!(
+                "{}: the link dropped",
+                self.name
+            ))),
         }
     }
     async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {

@@ -1824,8 +1824,11 @@ impl Session {
                     Ok(window) => 'read: {
                         let root = match self.read(&window).await {
                             Ok((root, _)) => root,
-                            // Busy for a moment: not met yet.
-                            Err(e) if e.code == ErrorCode::NotResponding => break 'read None,
+                            // Busy for a moment: not met yet. A dropped device link
+                            // is not a busy app: the caller hears of it at once.
+                            Err(e) if e.code == ErrorCode::NotResponding && !e.is_link_lost() => {
+                                break 'read None;
+                            }
                             // A window shown before its app published its tree (a
                             // GTK app starting): the tree may still come.
                             Err(e)
@@ -1854,7 +1857,7 @@ impl Session {
                         matches!(cond, WaitFor::Gone(_)).then(Vec::new)
                     }
                     // Busy for a moment (loading a document): not met yet.
-                    Err(e) if e.code == ErrorCode::NotResponding => None,
+                    Err(e) if e.code == ErrorCode::NotResponding && !e.is_link_lost() => None,
                     Err(e) => return Err(e),
                 },
             };

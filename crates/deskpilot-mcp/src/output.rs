@@ -118,7 +118,7 @@ fn fill_each<T: NullFields>(v: &mut Map<String, Value>, key: &str) {
 
 impl NullFields for GrantView {
     fn fill(v: &mut Map<String, Value>) {
-        null_keys(v, &["window_ref", "app"]);
+        null_keys(v, &["window_ref", "app", "device"]);
     }
 }
 
@@ -530,6 +530,7 @@ mod tests {
             mode: Mode::AcceptEdits,
             capture: Capture::A11yOnly,
             input_policy: InputPolicy::AutonomousInScope,
+            device: None,
         }
     }
 
@@ -542,7 +543,7 @@ mod tests {
                 "grant_id": "g-1a2b3c4d", "scope": "desktop", "issuer": "agent",
                 "window_ref": "w1", "app": "mousepad", "revision": 3, "actions_left": 198,
                 "idle_expiry_ms": 600000, "mode": "accept-edits", "capture": "a11y-only",
-                "input_policy": "autonomous-in-scope",
+                "input_policy": "autonomous-in-scope", "device": null,
                 "line": "grant g-1a2b3c4d · desktop · [w1] mousepad · revision 3 · 198 actions left · mode accept-edits"
             })
         );
@@ -551,6 +552,20 @@ mod tests {
         assert_eq!(v["app"], Value::Null);
         assert!(v.as_object().unwrap().contains_key("window_ref"), "{v}");
         assert!(v.as_object().unwrap().contains_key("app"), "{v}");
+        // Another device's grant names it, in the fields and at the end of the line.
+        let remote = GrantView {
+            device: Some("ssh:lab".into()),
+            ..grant(true)
+        };
+        let v = serde_json::to_value(GrantOut::from(&remote)).unwrap();
+        assert_eq!(v["device"], "ssh:lab");
+        assert!(
+            v["line"]
+                .as_str()
+                .unwrap()
+                .ends_with("mode accept-edits · device ssh:lab"),
+            "{v}"
+        );
     }
 
     #[test]

@@ -42,10 +42,15 @@ pub struct GrantView {
     pub mode: Mode,
     pub capture: Capture,
     pub input_policy: InputPolicy,
+    /// The device the grant's desktop belongs to (`ssh:lab`, `adb:emulator-5554`);
+    /// absent for this machine's own desktop (docs/ARCHITECTURE.md §15).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 impl GrantView {
-    /// One line: `grant g-1a2b3c4d · desktop · [w1] mousepad · revision 3 · 198 actions left · mode accept-edits`.
+    /// One line: `grant g-1a2b3c4d · desktop · [w1] mousepad · revision 3 · 198 actions left · mode accept-edits`,
+    /// with ` · device ssh:lab` at the end on another device.
     pub fn line(&self) -> String {
         let bound = match (&self.window_ref, &self.app) {
             (Some(w), Some(a)) => format!("[{w}] {}", deskpilot_core::sanitize::one_line(a)),
@@ -58,7 +63,11 @@ impl GrantView {
             self.revision,
             self.actions_left,
             self.mode.as_str()
-        )
+        ) + &self
+            .device
+            .as_deref()
+            .map(|d| format!(" · device {}", deskpilot_core::sanitize::one_line(d)))
+            .unwrap_or_default()
     }
 }
 

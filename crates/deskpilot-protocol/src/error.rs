@@ -56,6 +56,26 @@ impl ComputerError {
         self
     }
 
+    /// `COMPUTER_NOT_RESPONDING` for a call cut off by a dropped device link, or a
+    /// link that could not be opened (docs/ARCHITECTURE.md §15): a cut call's effect
+    /// is unknown, and the next call opens a new link. Detail `{"link_lost": true}` tells it from an app that is busy for
+    /// a moment, which a wait keeps waiting on.
+    pub fn link_lost(message: impl Into<String>) -> Self {
+        ComputerError::new(ErrorCode::NotResponding, message)
+            .with_detail(serde_json::json!({ "link_lost": true }))
+    }
+
+    /// Whether this is [`ComputerError::link_lost`]: the device link dropped.
+    pub fn is_link_lost(&self) -> bool {
+        self.code == ErrorCode::NotResponding
+            && self
+                .detail
+                .as_ref()
+                .and_then(|d| d.get("link_lost"))
+                .and_then(serde_json::Value::as_bool)
+                == Some(true)
+    }
+
     /// The answer of a driver built for another OS.
     pub fn platform_unsupported(what: &str) -> Self {
         ComputerError::new(

@@ -120,23 +120,38 @@ impl Device {
     /// on the remote login PATH). `BatchMode` makes a missing key fail at once
     /// instead of asking for a password on the protocol's terminal.
     pub fn ssh_command(&self) -> Option<(OsString, Vec<OsString>)> {
+        let var = |k: &str| std::env::var(k).ok();
+        self.ssh_command_with(
+            std::env::var_os("DESKPILOT_SSH"),
+            var("DESKPILOT_SSH_OPTIONS").as_deref(),
+            var("DESKPILOT_REMOTE_COMMAND").as_deref(),
+        )
+    }
+
+    /// [`Device::ssh_command`] with the three settings given instead of read from
+    /// the environment (`None` or empty: the default).
+    pub fn ssh_command_with(
+        &self,
+        program: Option<OsString>,
+        options: Option<&str>,
+        remote: Option<&str>,
+    ) -> Option<(OsString, Vec<OsString>)> {
         let Device::Ssh { dest, port } = self else {
             return None;
         };
-        let program = std::env::var_os("DESKPILOT_SSH")
+        let program = program
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| "ssh".into());
         let mut args: Vec<OsString> = vec!["-T".into(), "-o".into(), "BatchMode=yes".into()];
         if let Some(p) = port {
             args.extend(["-p".into(), p.to_string().into()]);
         }
-        if let Ok(extra) = std::env::var("DESKPILOT_SSH_OPTIONS") {
+        if let Some(extra) = options {
             args.extend(extra.split_whitespace().map(OsString::from));
         }
-        let remote = std::env::var("DESKPILOT_REMOTE_COMMAND")
-            .ok()
+        let remote = remote
             .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| "deskpilot".into());
+            .unwrap_or("deskpilot");
         args.push("--".into());
         args.push(dest.into());
         // The remote shell runs this line: the remote command as the user wrote it,

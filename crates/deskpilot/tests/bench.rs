@@ -114,6 +114,34 @@ fn bench_json_on_mousepad_has_every_figure_and_its_peers() {
         "{act:#}"
     );
 
+    // The device links: a pipe and a real loopback OpenSSH link, each a paired
+    // overhead over the in-process read (a difference: it may be below zero).
+    let links: Vec<&Value> = doc["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["metric"] == "link_overhead_ms")
+        .collect();
+    let subjects: Vec<&str> = links.iter().filter_map(|f| f["subject"].as_str()).collect();
+    assert_eq!(
+        subjects,
+        [
+            "windows.list over pipe",
+            "observe over pipe",
+            "windows.list over ssh",
+            "observe over ssh"
+        ],
+        "{links:#?}"
+    );
+    for f in &links {
+        assert_eq!(f["n"], 2, "{f:#}");
+        assert!(f["median"].as_f64().is_some_and(f64::is_finite), "{f:#}");
+        assert!(
+            f["detail"].as_str().is_some_and(|d| d.contains("through the link vs")),
+            "{f:#}"
+        );
+    }
+
     let rss = figure(&doc, "deskpilot", "peak_rss_mb");
     assert_eq!(rss["unit"], "MB");
     summary(rss, 1, "peak RSS");

@@ -447,7 +447,8 @@ impl Host {
                 ErrorCode::ElementNotFound
                     | ErrorCode::NotResponding
                     | ErrorCode::AccessibilityDisabled
-            ) && matches!(target, Target::App(_) | Target::Window(_));
+            ) && !e.is_link_lost()
+                && matches!(target, Target::App(_) | Target::Window(_));
             if !waitable {
                 return Err(e);
             }

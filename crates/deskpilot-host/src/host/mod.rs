@@ -333,6 +333,7 @@ impl Host {
             mode: self.o.settings.mode,
             capture: g.capture,
             input_policy: g.input_policy,
+            device: self.o.remote().then(|| self.o.device.clone()),
         })
     }
 }

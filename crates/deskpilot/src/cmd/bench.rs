@@ -16,7 +16,9 @@
 //! 4. find latency of a link deep in the Chromium page;
 //! 5. the pixel rung: capture latency (a marked, downscaled PNG), OCR latency, and
 //!    the vision tokens of the marked screenshot next to the snapshot's;
-//! 6. the peak resident memory of this process (`VmHWM`).
+//! 6. on mousepad, the per-call overhead of a device link: the same reads through
+//!    `deskpilot driver` on a pipe and through a loopback OpenSSH link ([`link`]);
+//! 7. the peak resident memory of this process (`VmHWM`).
 //!
 //! Every measurement gets one warm-up run that is not counted, then `runs` counted
 //! runs. Progress goes to stderr; the result is a table, or one JSON document with
@@ -26,6 +28,7 @@
 //! error.
 
 mod apps;
+mod link;
 mod peer;
 mod report;
 mod stats;
@@ -290,6 +293,19 @@ impl Bench<'_> {
         }
         if let Some((text, role)) = spec.find {
             figures.push(self.find(spec, text, role, &mut session, &target).await?);
+        }
+        if spec.key == "mousepad" {
+            figures.extend(
+                link::measure(
+                    spec.key,
+                    spec.bus_name,
+                    self.sandbox.state().display,
+                    self.runs,
+                    self.driver.clone(),
+                    &self.dir,
+                )
+                .await?,
+            );
         }
         Ok(figures)
     }

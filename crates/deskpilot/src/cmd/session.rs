@@ -232,13 +232,21 @@ fn open_remote(ctx: &Ctx, kind: &str, prompt: bool) -> Result<(Host, Desktop), C
 }
 
 /// Prints a result, with the host's warnings (an audit write that failed) on stderr
-/// or in the JSON document.
+/// or in the JSON document, and in the JSON document the device when it is another
+/// machine's or a phone's (`"device": "ssh:lab"`).
 fn finish<T: Serialize>(ctx: &Ctx, host: &Host, value: &T, text: &str) {
     let warnings = host.warnings();
-    if ctx.json && !warnings.is_empty() {
+    let remote = host.options().remote();
+    if ctx.json && (!warnings.is_empty() || remote) {
         let mut v = serde_json::to_value(value).unwrap_or_default();
         if let serde_json::Value::Object(m) = &mut v {
-            m.insert("warnings".into(), serde_json::json!(warnings));
+            if !warnings.is_empty() {
+                m.insert("warnings".into(), serde_json::json!(warnings));
+            }
+            if remote {
+                m.entry("device")
+                    .or_insert_with(|| serde_json::json!(host.options().device));
+            }
         }
         print_ok(true, &v, text);
         return;

@@ -46,7 +46,8 @@ pub struct Peer {
 pub struct Figure {
     /// Bench app key (`mousepad`, …), or `deskpilot` for the process itself.
     pub app: String,
-    /// `observe_ms`, `snapshot_tokens`, `act_ms`, `find_ms` or `peak_rss_mb`.
+    /// `observe_ms`, `snapshot_tokens`, `act_ms`, `find_ms`, `capture_ms`, `ocr_ms`,
+    /// `marked_screenshot_tokens`, `link_overhead_ms` or `peak_rss_mb`.
     pub metric: &'static str,
     /// `ms`, `tokens` or `MB`.
     pub unit: &'static str,
@@ -248,6 +249,7 @@ fn metric_label(f: &Figure) -> String {
         "capture_ms" => "capture",
         "ocr_ms" => "OCR",
         "marked_screenshot_tokens" => "marked shot tokens",
+        "link_overhead_ms" => "link overhead",
         other => other,
     };
     if f.subject.is_empty() {

@@ -1,0 +1,355 @@
+//! A Linux desktop driven through a real OpenSSH link (docs/ARCHITECTURE.md §15): a
+//! throwaway `sshd` on 127.0.0.1 with its own host key and one authorized key, and
+//! a sandbox desktop on this machine reached only through it. The host — refs,
+//! grant, policy, audit — runs on the near side; the far side runs `deskpilot
+//! driver`. The oracle for what an act did is the sandbox read directly, not
+//! through the link.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use deskpilot_driver_linux::loopback_sshd::LoopbackSshd;
+use serde_json::{Value, json};
+
+use common::own::{Desk, TempDir, bin};
+
+/// The far side (a sandbox with mousepad, its own deskpilot directories, reached
+/// only through `sshd`) and the near side's directories and config.
+struct Link<'a> {
+    desk: Desk<'a>,
+    near: PathBuf,
+    sshd: LoopbackSshd,
+}
+
+const TEXT: &str = "written over ssh";
+const DEVICE: &str = "ssh:deskpilot-loopback";
+
+impl<'a> Link<'a> {
+    /// Starts both sides under `dir`; the far desk lives in `far` (inside `dir`).
+    fn start(dir: &Path, far: &'a Path) -> Link<'a> {
+        std::fs::create_dir_all(far).unwrap();
+        let desk = Desk::start(far);
+        desk.ok(&["sandbox", "run", "--", "mousepad"]);
+        desk.wait_for("mousepad", "menuitem", "File", 60000);
+        let path = |p: PathBuf| p.display().to_string();
+        let env = [
+            ("DESKPILOT_RUNTIME_DIR", path(far.join("run"))),
+            (
+                "DESKPILOT_CONFIG",
+                path(far.join("cfg").join("config.toml")),
+            ),
+            ("XDG_STATE_HOME", path(far.join("state"))),
+            ("DESKPILOT_SANDBOX", desk.display.to_string()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v));
+        let sshd = LoopbackSshd::start(&dir.join("ssh"), &env).expect("sshd starts");
+        // The near side is the user's own machine: deskpilot is off until the
+        // user's config turns it on, and edits in mousepad need no confirmation.
+        let near = dir.join("near");
+        std::fs::create_dir_all(near.join("cfg")).unwrap();
+        std::fs::write(
+            near.join("cfg").join("config.toml"),
+            "enabled = true\nmode = \"accept-edits\"\nallow_apps = [\"mousepad\"]\n",
+        )
+        .unwrap();
+        Link { desk, near, sshd }
+    }
+
+    /// `deskpilot --device ssh:deskpilot-loopback` on the near side.
+    fn command(&self) -> Command {
+        let mut c = bin(&self.near);
+        c.env("DESKPILOT_SSH_OPTIONS", self.sshd.ssh_options())
+            .env("DESKPILOT_REMOTE_COMMAND", env!("CARGO_BIN_EXE_deskpilot"))
+            .args(["--device", &self.sshd.device()]);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> (Output, Value) {
+        let out = self
+            .command()
+            .arg("--json")
+            .args(args)
+            .output()
+            .expect("deskpilot runs");
+        let v = common::one_document(args, &out);
+        (out, v)
+    }
+
+    fn ok(&self, args: &[&str]) -> Value {
+        let (out, v) = self.run(args);
+        assert!(
+            out.status.success() && v["ok"] == true,
+            "{args:?} failed: {v}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        v
+    }
+}
+
+/// Waits until `app` has a window on the desk, read directly.
+fn wait_for_window(desk: &Desk<'_>, app: &str) {
+    let start = Instant::now();
+    loop {
+        let v = desk.ok(&["apps"]);
+        let shown = v["apps"].as_array().is_some_and(|a| {
+            a.iter()
+                .any(|x| x["name"] == app && x["windows"].as_array().is_some_and(|w| !w.is_empty()))
+        });
+        if shown {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{app} has no window: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Observe mousepad through the link, set its text by ref, read the diff; the
+/// sandbox read directly holds the text, every result and the audit name the
+/// device, and the near side's refusals judge the far side's facts.
+#[test]
+fn observe_act_and_diff_through_a_real_sshd() {
+    let dir = TempDir::new("ssh-act");
+    let far = dir.path().join("far");
+    let link = Link::start(dir.path(), &far);
+
+    let apps = link.ok(&["apps"]);
+    assert_eq!(apps["device"]["name"], DEVICE, "{apps}");
+    assert_eq!(apps["device"]["platform"], "linux", "{apps}");
+    let mousepad = apps["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "mousepad")
+        .unwrap_or_else(|| panic!("mousepad is listed: {apps}"));
+    assert!(
+        mousepad["pid"].as_u64().is_some(),
+        "the far side's pid: {mousepad}"
+    );
+
+    let obs = link.ok(&["observe", "--app", "mousepad"]);
+    assert_eq!(obs["grant"]["device"], DEVICE, "{obs}");
+    let text = link
+        .command()
+        .args(["observe", "--app", "mousepad"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("grant ") && l.contains(" · device ssh:deskpilot-loopback")),
+        "the grant line names the device: {text}"
+    );
+    let found = link.ok(&["find", "", "--role", "textbox"]);
+    let field = found["matches"][0]["ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("mousepad's text: {found}"))
+        .to_owned();
+    let act = link.ok(&["act", &field, "set_value", TEXT]);
+    assert_eq!(act["result"]["status"], "executed", "{act}");
+    assert!(
+        act.to_string().contains(TEXT),
+        "the diff shows the text: {act}"
+    );
+    assert_eq!(act["device"], DEVICE, "{act}");
+
+    // The oracle: the sandbox itself, read without the link.
+    let direct = link.desk.ok(&["find", TEXT, "--app", "mousepad"]);
+    assert_eq!(
+        direct["matches"].as_array().map(Vec::len),
+        Some(1),
+        "{direct}"
+    );
+
+    // The audit stays on the near side and names the device.
+    let audit = link.ok(&["audit", "--tail", "20"]);
+    let records = audit["records"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{audit}"));
+    let action = records
+        .iter()
+        .find(|r| r["event"] == "action" && r["op"] == "set_value")
+        .unwrap_or_else(|| panic!("no set_value in the audit: {audit}"));
+    assert_eq!(action["device"], DEVICE, "{action}");
+
+    // A terminal on the far side is refused by the near side's rules.
+    link.desk
+        .ok(&["sandbox", "run", "--", "xfce4-terminal", "--disable-server"]);
+    wait_for_window(&link.desk, "xfce4-terminal");
+    let (out, v) = link.run(&["observe", "--app", "xfce4-terminal"]);
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(v["error"]["code"], "COMPUTER_DENYLISTED", "{v}");
+}
+
+/// `deskpilot mcp --device ssh:deskpilot-loopback`, spoken to over stdio.
+struct Mcp {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    id: u64,
+}
+
+impl Mcp {
+    fn start(link: &Link<'_>) -> Mcp {
+        let mut child = link
+            .command()
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the server starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut m = Mcp {
+            child,
+            stdin,
+            stdout,
+            id: 0,
+        };
+        m.send(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "ssh-test", "version": "1"}}),
+        );
+        m.answer();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        writeln!(m.stdin, "{note}").unwrap();
+        m
+    }
+
+    fn send(&mut self, method: &str, params: Value) {
+        self.id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        writeln!(self.stdin, "{req}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn answer(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        assert!(v.get("error").is_none(), "a JSON-RPC error: {v}");
+        v["result"].clone()
+    }
+
+    fn tool(&mut self, name: &str, arguments: Value) -> Value {
+        self.send("tools/call", json!({"name": name, "arguments": arguments}));
+        self.answer()
+    }
+
+    /// The `ssh` processes the server started.
+    fn links(&self) -> Vec<u32> {
+        children(self.child.id())
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "ssh")
+            })
+            .collect()
+    }
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Ok(c) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(c.split_whitespace().filter_map(|s| s.parse::<u32>().ok()));
+        }
+    }
+    out
+}
+
+/// `kill SIGNAL PID`, which must succeed.
+fn signal(sig: &str, pid: u32) {
+    let st = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill {sig} {pid}");
+}
+
+/// The pid of the far side's `deskpilot driver` serving the desk in `far`.
+fn far_driver(far: &Path) -> u32 {
+    let exe = env!("CARGO_BIN_EXE_deskpilot");
+    let marker = format!("DESKPILOT_RUNTIME_DIR={}", far.join("run").display());
+    let found: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            cmd == format!("{exe}\0driver\0").into_bytes()
+                && env.split(|b| *b == 0).any(|v| v == marker.as_bytes())
+        })
+        .collect();
+    assert_eq!(found.len(), 1, "one far driver: {found:?}");
+    found[0]
+}
+
+/// The link is cut (its `ssh` killed) while a call waits on the far side: the call
+/// answers `COMPUTER_NOT_RESPONDING` long before its own deadline, saying the
+/// effect is unknown, and the next call opens a new link and works.
+#[test]
+fn a_link_cut_mid_call_fails_that_call_and_the_next_one_reconnects() {
+    let dir = TempDir::new("ssh-cut");
+    let far = dir.path().join("far");
+    let link = Link::start(dir.path(), &far);
+    let mut mcp = Mcp::start(&link);
+    let obs = mcp.tool("computer_observe", json!({"app": "mousepad"}));
+    assert_ne!(obs["isError"], true, "{obs}");
+    let first = mcp.links();
+    assert_eq!(first.len(), 1, "one link: {first:?}");
+
+    // The far driver is held (SIGSTOP) so the next call is surely in flight on the
+    // link when the link is cut; its own deadline is 30 s.
+    let far_driver = far_driver(&far);
+    signal("-STOP", far_driver);
+    mcp.send(
+        "tools/call",
+        json!({"name": "computer_observe", "arguments": {"app": "mousepad"}}),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    signal("-KILL", first[0]);
+    let cut = Instant::now();
+    let r = mcp.answer();
+    let waited = cut.elapsed();
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(
+        r["structuredContent"]["code"], "COMPUTER_NOT_RESPONDING",
+        "{r}"
+    );
+    let msg = r["structuredContent"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(msg.contains(DEVICE), "the message names the device: {msg}");
+    assert!(
+        waited < Duration::from_secs(15),
+        "answered {waited:?} after the cut, not at the call's deadline"
+    );
+    signal("-KILL", far_driver);
+
+    // The next call reconnects.
+    let obs = mcp.tool("computer_observe", json!({"app": "mousepad"}));
+    assert_ne!(obs["isError"], true, "{obs}");
+    let second = mcp.links();
+    assert_eq!(second.len(), 1, "{second:?}");
+    assert_ne!(second, first, "a new link");
+}
