@@ -349,6 +349,21 @@ impl Driver for Guarded {
             let (s, f) = self.admit_window(&p.window).await?;
             facts = f;
             Self::unprotected(&s, p.text.as_deref())?;
+            // This machine's own switch for desktop shortcuts, whatever the host
+            // decided (docs/ARCHITECTURE.md §7.18).
+            if let Some(why) = p
+                .chord
+                .as_deref()
+                .filter(|_| !s.system_keys)
+                .and_then(deskpilot_policy::system_keys::system_chord)
+            {
+                return Err(ComputerError::new(
+                    ErrorCode::ScopeViolation,
+                    format!(
+                        "{why}: this machine's desktop shortcuts are off; its user can allow them with `deskpilot config set system_keys true`"
+                    ),
+                ));
+            }
             self.secure_input(&s, facts.as_ref(), &p.window, None, true)
                 .await?;
             self.inner.keys(p.clone()).await

@@ -24,6 +24,7 @@ pub mod irreversible;
 pub mod launch;
 pub mod mode;
 pub mod refusal;
+pub mod system_keys;
 pub mod view;
 
 pub use deskpilot_protocol::{ComputerError, ErrorCode};

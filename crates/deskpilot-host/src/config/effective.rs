@@ -140,14 +140,22 @@ impl Config {
         let w = pick("capture", sb.capture.is_some(), t.capture.is_some(), false);
         let capture = choose(w, &sb.capture, &t.capture, Capture::A11yOnly);
 
+        let w = pick(
+            "system_keys",
+            sb.system_keys.is_some(),
+            t.system_keys.is_some(),
+            false,
+        );
+        let system_keys = choose(w, &sb.system_keys, &t.system_keys, false);
+
         // A config changed outside deskpilot never widens the policy.
-        let (enabled, mode) = if self.changed_outside {
-            for k in ["enabled", "mode"] {
+        let (enabled, mode, system_keys) = if self.changed_outside {
+            for k in ["enabled", "mode", "system_keys"] {
                 sources.insert(k.to_string(), CHANGED_OUTSIDE.to_string());
             }
-            (false, Mode::Plan)
+            (false, Mode::Plan, false)
         } else {
-            (enabled, mode)
+            (enabled, mode, system_keys)
         };
         Effective {
             enabled,
@@ -160,6 +168,7 @@ impl Config {
             action_budget,
             idle_expiry_ms,
             capture,
+            system_keys,
             sources,
         }
     }

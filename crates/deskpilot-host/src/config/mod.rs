@@ -23,6 +23,7 @@
 //! | `action_budget`       | 1 to 10,000     | 200                   | 200               | actions per grant before it closes ([`DEFAULT_ACTION_BUDGET`]) |
 //! | `idle_expiry_minutes` | 1 to 1,440      | 15                    | 15                | minutes without an action after which a grant closes ([`DEFAULT_IDLE_EXPIRY_MS`]) |
 //! | `capture`             | string          | `"a11y-only"`         | `"a11y-only"`     | `a11y-only` or `a11y-and-pixels` (whether pixels may be captured) |
+//! | `system_keys`         | bool            | `false`               | `false`           | whether desktop shortcuts may be pressed (`ctrl+alt+F1`, `super`, `alt+Tab`, …: [`deskpilot_policy::system_keys`]) |
 //!
 //! # The bound model
 //!
@@ -90,7 +91,7 @@ pub const MAX_ACTION_BUDGET: u32 = 10_000;
 /// Largest `idle_expiry_minutes`: a day. A grant nobody used for a day is over.
 pub const MAX_IDLE_EXPIRY_MINUTES: u64 = 24 * 60;
 
-pub const KEYS: [&str; 9] = [
+pub const KEYS: [&str; 10] = [
     "enabled",
     "mode",
     "allow_apps",
@@ -100,6 +101,7 @@ pub const KEYS: [&str; 9] = [
     "action_budget",
     "idle_expiry_minutes",
     "capture",
+    "system_keys",
 ];
 
 /// The name of the table whose keys apply only on a sandbox desktop.
@@ -174,6 +176,7 @@ pub struct Settings {
     /// Idle expiry of a grant, minutes, ≥ 1.
     pub idle_expiry_minutes: Option<u64>,
     pub capture: Option<Capture>,
+    pub system_keys: Option<bool>,
 }
 
 /// The API a model provider speaks.
@@ -318,6 +321,8 @@ pub struct Effective {
     pub idle_expiry_ms: u64,
     /// Default `a11y-only`.
     pub capture: Capture,
+    /// Desktop shortcuts may be pressed (default `false`).
+    pub system_keys: bool,
     /// Where each key's value came from, by config key name (`idle_expiry_minutes`,
     /// not `idle_expiry_ms`): `"sandbox table"`, `"file"`, `"sandbox default"` or
     /// `"default"`.

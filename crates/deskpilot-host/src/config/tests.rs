@@ -35,6 +35,7 @@ fn a_missing_file_gives_the_defaults_of_each_context() {
     assert_eq!(own.action_budget, DEFAULT_ACTION_BUDGET);
     assert_eq!(own.idle_expiry_ms, DEFAULT_IDLE_EXPIRY_MS);
     assert_eq!(own.capture, Capture::A11yOnly);
+    assert!(!own.system_keys);
     assert!(own.sources.values().all(|s| s == "default"));
     assert_eq!(own.sources.len(), KEYS.len());
 
@@ -59,6 +60,7 @@ capture = "a11y-and-pixels"
 
 [sandbox]
 mode = "bypass"
+system_keys = true
 "#)
     .unwrap();
     let own = c.effective(false);
@@ -77,6 +79,8 @@ mode = "bypass"
     assert_eq!(sb.sources["allow_apps"], "file");
     assert_eq!(sb.action_budget, 50);
     assert!(sb.enabled);
+    assert!(sb.system_keys && !own.system_keys);
+    assert_eq!(sb.sources["system_keys"], "sandbox table");
 }
 
 #[test]
@@ -192,7 +196,10 @@ fn lists_integers_and_captures_parse_from_the_command_line() {
     set_key(&p, "idle_expiry_minutes", "3").unwrap();
     set_key(&p, "capture", "a11y-and-pixels").unwrap();
     set_key(&p, "enabled", "true").unwrap();
+    set_key(&p, "system_keys", "true").unwrap();
+    assert!(set_key(&p, "system_keys", "yes").is_err());
     let c = Config::load_from(&p).unwrap();
+    assert_eq!(c.top.system_keys, Some(true));
     assert_eq!(
         c.top.deny_apps,
         Some(vec!["thunderbird".to_string(), "signal".to_string()])

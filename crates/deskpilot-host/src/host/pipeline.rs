@@ -149,6 +149,17 @@ fn protected_refused(path: &str) -> ComputerError {
     )
 }
 
+/// `COMPUTER_SCOPE_VIOLATION` for a desktop shortcut while `system_keys` is off
+/// (docs/ARCHITECTURE.md §7.18).
+fn system_keys_refused(why: &str) -> ComputerError {
+    fail(
+        ErrorCode::ScopeViolation,
+        format!(
+            "{why}: desktop shortcuts act outside the window you work in and are off; the user can allow them with `deskpilot config set system_keys true`"
+        ),
+    )
+}
+
 /// `COMPUTER_SCOPE_VIOLATION` for a script URL typed into an address bar.
 fn script_url_refused() -> ComputerError {
     fail(
@@ -362,6 +373,12 @@ impl Judge {
                 if let Some(c) = chord {
                     // The driver refuses what does not parse; say so before asking.
                     deskpilot_protocol::keys::parse_chords(c)?;
+                    // A desktop shortcut acts outside the bound window.
+                    if !self.o.settings.system_keys
+                        && let Some(why) = deskpilot_policy::system_keys::system_chord(c)
+                    {
+                        return Err(system_keys_refused(&why));
+                    }
                 }
                 facts.focused_password = input_may_reach_password(root);
                 let what = match (chord, text) {

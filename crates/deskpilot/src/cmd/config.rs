@@ -22,7 +22,8 @@ pub enum ConfigCmd {
     /// Set a key, keeping the file's comments and other keys.
     ///
     /// Keys: enabled, mode, allow_apps, deny_apps, self_apps, allow_terminals,
-    /// action_budget, idle_expiry_minutes, capture; prefix `sandbox.` for a value used only on
+    /// action_budget, idle_expiry_minutes, capture, system_keys; prefix
+    /// `sandbox.` for a value used only on
     /// deskpilot sandbox desktops. Lists are comma-separated ("" = empty list).
     #[command(after_help = "Examples:
   deskpilot config set enabled true
@@ -31,6 +32,7 @@ pub enum ConfigCmd {
   deskpilot config set deny_apps thunderbird,signal
   deskpilot config set allow_apps ''          # an empty allow-list
   deskpilot config set idle_expiry_minutes 30
+  deskpilot config set system_keys true         # desktop shortcuts (ctrl+alt+F1, super, alt+Tab)
   deskpilot config set model.provider openai    # the model `deskpilot run` uses
   deskpilot config set model.model gpt-4.1-mini
   deskpilot config set model.api_key_env OPENAI_API_KEY")]
@@ -314,6 +316,7 @@ mod tests {
         assert_eq!(render(&v, "deny_apps"), "[]");
         assert_eq!(render(&v, "idle_expiry_minutes"), "15");
         assert_eq!(render(&v, "capture"), "\"a11y-only\"");
+        assert_eq!(render(&v, "system_keys"), "false");
         let s = Settings {
             deny_apps: Some(vec!["a".into(), "b".into()]),
             ..Settings::default()
