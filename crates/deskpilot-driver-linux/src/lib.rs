@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+mod hotkey_types;
 pub mod loopback_sshd;
 
 #[cfg(all(target_os = "linux", not(deskpilot_stub)))]

@@ -263,6 +263,46 @@ pub mod confine {
     }
 }
 
+/// The global stop hotkey is an X11 key grab: Linux only.
+pub mod hotkey {
+    pub use crate::hotkey_types::{DEFAULT_STOP_HOTKEY, HotkeyError};
+
+    /// Never constructed here.
+    pub struct StopHotkey(std::convert::Infallible);
+
+    fn unsupported() -> HotkeyError {
+        HotkeyError::NoDisplay(
+            "no stop hotkey: a global key grab needs X11 on Linux; use `deskpilot stop`".into(),
+        )
+    }
+
+    impl StopHotkey {
+        /// Errors: always [`HotkeyError::NoDisplay`].
+        pub fn grab(
+            display: Option<&str>,
+            chord: &str,
+            on_press: impl Fn() + Send + 'static,
+        ) -> Result<StopHotkey, HotkeyError> {
+            let _ = (display, chord, on_press);
+            Err(unsupported())
+        }
+
+        pub fn chord(&self) -> &str {
+            match self.0 {}
+        }
+
+        pub fn display(&self) -> &str {
+            match self.0 {}
+        }
+    }
+
+    /// Errors: always [`HotkeyError::NoDisplay`].
+    pub fn probe(display: Option<&str>, chord: &str) -> Result<(), HotkeyError> {
+        let _ = (display, chord);
+        Err(unsupported())
+    }
+}
+
 /// Synthetic keyboard and pointer input goes through X11 XTest: Linux only.
 pub mod input {
     use std::convert::Infallible;

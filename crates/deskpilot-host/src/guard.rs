@@ -277,6 +277,9 @@ impl Driver for Guarded {
 
     async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
         self.admit_window(&p.window).await?;
+        if let Some(h) = &p.scope {
+            same_app(&p.window, h)?;
+        }
         self.inner.snapshot(p).await
     }
 
@@ -307,6 +310,9 @@ impl Driver for Guarded {
         let r = async {
             let (s, f) = self.admit_window(&p.window).await?;
             facts = f;
+            // The element must be the admitted window's app's: a handle of a refused
+            // app's element sent with a permitted window would act outside the rules.
+            same_app(&p.window, &p.handle)?;
             Self::unprotected(&s, p.value.as_deref())?;
             if matches!(p.op, Op::SetValue | Op::Type | Op::Clear) {
                 self.secure_input(
@@ -501,5 +507,45 @@ impl Guarded {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+/// An element handle of the app that owns `window`: on AT-SPI both are
+/// `BUS|PATH` and the bus name (one per app connection) must be the same. An
+/// element handle of another shape must be the window itself.
+///
+/// Errors: `COMPUTER_SCOPE_VIOLATION` naming both handles.
+fn same_app(window: &Handle, element: &Handle) -> Result<(), ComputerError> {
+    let bus = |h: &Handle| h.as_str().split_once('|').map(|(b, _)| b.to_owned());
+    let ok = match (bus(window), bus(element)) {
+        (Some(w), Some(e)) => w == e,
+        _ => window == element,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ComputerError::new(
+            ErrorCode::ScopeViolation,
+            format!(
+                "element {element} is not in window {window}'s application; act only on elements of the window you name"
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_element_must_be_of_the_named_windows_app() {
+        let w = Handle::new(":1.20|/org/a11y/atspi/accessible/9");
+        assert!(same_app(&w, &Handle::new(":1.20|/org/a11y/atspi/accessible/12")).is_ok());
+        let e = same_app(&w, &Handle::new(":1.21|/org/a11y/atspi/accessible/12")).unwrap_err();
+        assert_eq!(e.code, ErrorCode::ScopeViolation);
+        assert!(same_app(&w, &Handle::new("/org/a11y/atspi/accessible/12")).is_err());
+        let x = Handle::new("x11win:4194313.77");
+        assert!(same_app(&x, &x).is_ok());
+        assert!(same_app(&x, &w).is_err());
     }
 }

@@ -158,17 +158,36 @@ impl LinkDriver {
     }
 
     /// Names the link in an error a dropped link caused, and says the next call
-    /// reconnects.
-    fn explain(&self, rpc: &RpcDriver, e: ComputerError) -> ComputerError {
-        match rpc.closed_reason() {
-            Some(reason) if e.code == ErrorCode::NotResponding => {
-                ComputerError::link_lost(format!(
-                    "{}: the link dropped during the call ({reason}); nothing more is known of its effect — observe again: the next call reconnects",
-                    self.name
-                ))
-            }
-            _ => e,
+    /// reconnects. A call the far side never answered within its deadline (a frozen
+    /// remote driver or app) closes the link, so the next call opens a new one
+    /// instead of queueing behind the frozen one.
+    async fn explain(&self, rpc: &Arc<RpcDriver>, e: ComputerError) -> ComputerError {
+        if let Some(reason) = rpc.closed_reason()
+            && e.code == ErrorCode::NotResponding
+        {
+            return ComputerError::link_lost(format!(
+                "{}: the link dropped during the call ({reason}); nothing more is known of its effect — observe again: the next call reconnects",
+                self.name
+            ));
         }
+        let unanswered = e.code == ErrorCode::Timeout
+            && e.detail
+                .as_ref()
+                .and_then(|d| d.get("unanswered"))
+                .and_then(serde_json::Value::as_bool)
+                == Some(true);
+        if unanswered {
+            let mut slot = self.link.lock().await;
+            if slot.as_ref().is_some_and(|l| Arc::ptr_eq(&l.rpc, rpc)) {
+                // Kills the link's process (`kill_on_drop`).
+                *slot = None;
+            }
+            return ComputerError::link_lost(format!(
+                "{}: {}; the link was closed, so nothing more is known of the call's effect — observe again: the next call opens a new link",
+                self.name, e.message
+            ));
+        }
+        e
     }
 }
 
@@ -176,8 +195,10 @@ impl LinkDriver {
 macro_rules! on_link {
     ($self:ident, $rpc:ident => $call:expr) => {{
         let $rpc = $self.rpc().await?;
-        let r = $call.await;
-        r.map_err(|e| $self.explain(&$rpc, e))
+        match $call.await {
+            Ok(v) => Ok(v),
+            Err(e) => Err($self.explain(&$rpc, e).await),
+        }
     }};
 }
 

@@ -483,6 +483,9 @@ pub struct Session {
     /// The last acting call (`act_checked`, `keys_checked`, `pointer`) got an effect
     /// through to the driver: its driver call returned success at least once.
     sent: bool,
+    /// The last acting call's driver call was cut off by a dropped device link
+    /// ([`ComputerError::is_link_lost`]): its effect may or may not have happened.
+    unknown: bool,
 }
 
 fn err(code: ErrorCode, msg: impl Into<String>) -> ComputerError {
@@ -513,6 +516,7 @@ impl Session {
             // Every answer of the driver is redacted before the session sees it.
             driver: Arc::new(crate::redacting::Redacting::new(driver)),
             sent: false,
+            unknown: false,
             store,
             state,
         }
@@ -522,6 +526,20 @@ impl Session {
     /// driver before it returned, so an error after that point came after the effect.
     pub fn effect_sent(&self) -> bool {
         self.sent
+    }
+
+    /// Whether the last acting call's effect is unknown: its driver call went out
+    /// and the device link dropped before the answer (docs/ARCHITECTURE.md §15).
+    pub fn effect_unknown(&self) -> bool {
+        self.unknown
+    }
+
+    /// Notes a driver call of an acting call that a dropped link cut off.
+    fn dispatched<T>(&mut self, r: Result<T, ComputerError>) -> Result<T, ComputerError> {
+        if r.as_ref().is_err_and(ComputerError::is_link_lost) {
+            self.unknown = true;
+        }
+        r
     }
 
     /// The driver this session talks to.
@@ -1308,6 +1326,7 @@ impl Session {
         mut gate: impl FnMut(&Node, &Node) -> Result<(), ComputerError>,
     ) -> Result<ActOutcome, ComputerError> {
         self.sent = false;
+        self.unknown = false;
         if op.needs_value() && value.is_none() {
             return Err(err(
                 ErrorCode::InvalidArgument,
@@ -1347,9 +1366,10 @@ impl Session {
                 let (h, line, fresh) = self.fresh_handle(&window, r).await?;
                 gate(&fresh, element_of(&fresh, &h, r)?)?;
                 target = line;
-                self.driver.act(params(h, value.clone())).await?
+                let r = self.driver.act(params(h, value.clone())).await;
+                self.dispatched(r)?
             }
-            other => other?,
+            other => self.dispatched(other)?,
         };
         self.sent = true;
 
@@ -1593,6 +1613,7 @@ impl Session {
         mut check: impl FnMut(&KeyStep, &Node) -> Result<(), ComputerError>,
     ) -> Result<KeysOutcome, ComputerError> {
         self.sent = false;
+        self.unknown = false;
         let started = Instant::now();
         let window = self.resolve_window(target).await?;
         let has_base = self
@@ -1644,7 +1665,7 @@ impl Session {
                     text: step.text.clone(),
                 })
                 .await;
-            let r = match r {
+            let r = match self.dispatched(r) {
                 Ok(r) => r,
                 Err(e) if i > 0 => return Err(stopped_after(e, &sent, step)),
                 Err(e) => return Err(e),
@@ -1733,6 +1754,7 @@ impl Session {
         params: PointerParams,
     ) -> Result<KeysOutcome, ComputerError> {
         self.sent = false;
+        self.unknown = false;
         let started = Instant::now();
         if !window.no_tree
             && self
@@ -1754,7 +1776,8 @@ impl Session {
             .await
             .ok();
         let what = format!("{:?} at ({}, {})", params.action, params.x, params.y).to_lowercase();
-        let result = self.driver.pointer(params).await?;
+        let r = self.driver.pointer(params).await;
+        let result = self.dispatched(r)?;
         self.sent = true;
         if let Some(sub) = sub {
             self.settle(sub.subscription, Settle::default()).await;

@@ -84,7 +84,9 @@ pub fn state_dir() -> PathBuf {
 pub fn desktop_key(display: &str, bus: &str) -> String {
     // FNV-1a: stable across runs and Rust versions, unlike DefaultHasher.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bus.bytes() {
+    // The whole display name is hashed too: the name part keeps only letters and
+    // digits, so `ssh:lab-1` and `ssh:lab1` (devices have no bus) would meet there.
+    for b in display.bytes().chain([0]).chain(bus.bytes()) {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
@@ -151,5 +153,24 @@ impl StateStore {
     /// Path of the state file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::desktop_key;
+
+    #[test]
+    fn desktop_keys_tell_every_display_and_device_apart() {
+        // Devices have no bus: the punctuation of their names must still count.
+        assert_ne!(desktop_key("ssh:lab-1", ""), desktop_key("ssh:lab1", ""));
+        assert_ne!(
+            desktop_key("ssh:10.0.1.23", ""),
+            desktop_key("ssh:10.0.12.3", "")
+        );
+        assert_ne!(desktop_key(":91", "unix:a"), desktop_key(":91", "unix:b"));
+        assert_ne!(desktop_key(":9", "1x"), desktop_key(":91", "x"));
+        assert_eq!(desktop_key(":91", "unix:a"), desktop_key(":91", "unix:a"));
+        assert!(desktop_key(":91", "unix:a").starts_with("91-"));
     }
 }

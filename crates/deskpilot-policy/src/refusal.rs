@@ -73,6 +73,8 @@ pub const BUILTIN_DENYLIST: &[&str] = &[
     "keepass",
     "bitwarden",
     "1password",
+    // 1Password's Android package, `com.onepassword.android`.
+    "onepassword",
     "enpass",
     "lastpass",
     "gnome-passwords",
@@ -140,6 +142,8 @@ pub const TERMINAL_APPS: &[&str] = &[
     "roxterm",
     "ghostty",
     "st-256color",
+    // Android (`--device adb`): an app is named by its package, `com.termux`.
+    "termux",
 ];
 
 /// Whether `name` (an app name or executable) is one of [`TERMINAL_APPS`].
@@ -470,6 +474,14 @@ mod tests {
             ("x", "解锁登录密钥环"),
             ("xfce4-terminal", "Terminal - root@host: ~"),
             ("gnome-terminal-server", "~"),
+            // Android apps are named by their package.
+            ("com.termux", "com.termux"),
+            ("com.onepassword.android", "com.onepassword.android"),
+            ("com.x8bit.bitwarden", "com.x8bit.bitwarden"),
+            (
+                "keepass2android.keepass2android",
+                "keepass2android.keepass2android",
+            ),
         ] {
             let v = r
                 .check_window(&target(app, title))

@@ -400,8 +400,14 @@ pub struct SettleReport {
     pub waited_ms: u64,
     /// Events seen from the app while waiting.
     pub events: u64,
-    /// The app was still busy when `max_ms` ran out.
+    /// The app was still busy when `max_ms` ran out (for a driver that settles by
+    /// reading: the last reads still differed, or a read failed).
     pub hit_ceiling: bool,
+    /// Reads of the screen taken to settle, for a driver that settles by reading it
+    /// again until two reads match (Android: one `uiautomator dump` each); `None`
+    /// for a driver that settles on events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<u64>,
 }
 
 /// `node.act` result.

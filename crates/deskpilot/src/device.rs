@@ -113,8 +113,8 @@ impl Device {
     }
 
     /// The command that opens a driver link to an `ssh:` device: `ssh -T -o
-    /// BatchMode=yes [-p PORT] $DESKPILOT_SSH_OPTIONS -- DEST $DESKPILOT_REMOTE_COMMAND
-    /// driver`. `DESKPILOT_SSH` replaces the `ssh` program, `DESKPILOT_SSH_OPTIONS`
+    /// BatchMode=yes [-p PORT] $DESKPILOT_SSH_OPTIONS -o ServerAliveInterval=5 -o
+    /// ServerAliveCountMax=3 -- DEST $DESKPILOT_REMOTE_COMMAND driver`. `DESKPILOT_SSH` replaces the `ssh` program, `DESKPILOT_SSH_OPTIONS`
     /// adds options (split on whitespace, e.g. `-F ~/.ssh/lab_config -i key`), and
     /// `DESKPILOT_REMOTE_COMMAND` is the remote `deskpilot` (default `deskpilot`, found
     /// on the remote login PATH). `BatchMode` makes a missing key fail at once
@@ -148,6 +148,11 @@ impl Device {
         }
         if let Some(extra) = options {
             args.extend(extra.split_whitespace().map(OsString::from));
+        }
+        // A network that went away is noticed within 15 s instead of the TCP
+        // timeout; after the user's options, so theirs win (ssh keeps the first).
+        for o in ["ServerAliveInterval=5", "ServerAliveCountMax=3"] {
+            args.extend(["-o".into(), o.into()]);
         }
         let remote = remote
             .filter(|s| !s.trim().is_empty())
@@ -225,6 +230,24 @@ mod tests {
         assert!(args[dd + 2].ends_with(" driver"), "{args:?}");
         assert!(args.windows(2).any(|w| w == ["-p", "2222"]));
         assert!(args.windows(2).any(|w| w == ["-o", "BatchMode=yes"]));
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["-o", "ServerAliveInterval=5"])
+        );
         assert!(Device::Local.ssh_command().is_none());
+        // The user's options come before deskpilot's defaults, so theirs win.
+        let (_, args) = d
+            .ssh_command_with(None, Some("-o ServerAliveInterval=60 -F cfg"), None)
+            .unwrap();
+        let args: Vec<String> = args.into_iter().map(|a| a.into_string().unwrap()).collect();
+        let user = args
+            .iter()
+            .position(|a| a == "ServerAliveInterval=60")
+            .unwrap();
+        let ours = args
+            .iter()
+            .position(|a| a == "ServerAliveInterval=5")
+            .unwrap();
+        assert!(user < ours, "{args:?}");
     }
 }

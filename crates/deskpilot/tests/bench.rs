@@ -137,7 +137,9 @@ fn bench_json_on_mousepad_has_every_figure_and_its_peers() {
         assert_eq!(f["n"], 2, "{f:#}");
         assert!(f["median"].as_f64().is_some_and(f64::is_finite), "{f:#}");
         assert!(
-            f["detail"].as_str().is_some_and(|d| d.contains("through the link vs")),
+            f["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("through the link vs")),
             "{f:#}"
         );
     }

@@ -7,15 +7,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use deskpilot_driver_linux::loopback_sshd::LoopbackSshd;
 use serde_json::{Value, json};
 
-use common::own::{Desk, TempDir, bin};
+use common::own::{Desk, TempDir, bin, ok_json, run_json};
+use common::stdio_mcp::Mcp;
 
 /// The far side (a sandbox with mousepad, its own deskpilot directories, reached
 /// only through `sshd`) and the near side's directories and config.
@@ -69,24 +69,11 @@ impl<'a> Link<'a> {
     }
 
     fn run(&self, args: &[&str]) -> (Output, Value) {
-        let out = self
-            .command()
-            .arg("--json")
-            .args(args)
-            .output()
-            .expect("deskpilot runs");
-        let v = common::one_document(args, &out);
-        (out, v)
+        run_json(self.command(), args)
     }
 
     fn ok(&self, args: &[&str]) -> Value {
-        let (out, v) = self.run(args);
-        assert!(
-            out.status.success() && v["ok"] == true,
-            "{args:?} failed: {v}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        v
+        ok_json(self.command(), args)
     }
 }
 
@@ -187,93 +174,21 @@ fn observe_act_and_diff_through_a_real_sshd() {
     assert_eq!(v["error"]["code"], "COMPUTER_DENYLISTED", "{v}");
 }
 
-/// `deskpilot mcp --device ssh:deskpilot-loopback`, spoken to over stdio.
-struct Mcp {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    id: u64,
+/// `deskpilot mcp --device ssh:deskpilot-loopback` on the near side.
+fn mcp(link: &Link<'_>) -> Mcp {
+    let mut c = link.command();
+    c.arg("mcp");
+    Mcp::start(c, Stdio::inherit())
 }
 
-impl Mcp {
-    fn start(link: &Link<'_>) -> Mcp {
-        let mut child = link
-            .command()
-            .arg("mcp")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the server starts");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut m = Mcp {
-            child,
-            stdin,
-            stdout,
-            id: 0,
-        };
-        m.send(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "ssh-test", "version": "1"}}),
-        );
-        m.answer();
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        writeln!(m.stdin, "{note}").unwrap();
-        m
-    }
-
-    fn send(&mut self, method: &str, params: Value) {
-        self.id += 1;
-        let req = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
-        writeln!(self.stdin, "{req}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn answer(&mut self) -> Value {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-        assert!(v.get("error").is_none(), "a JSON-RPC error: {v}");
-        v["result"].clone()
-    }
-
-    fn tool(&mut self, name: &str, arguments: Value) -> Value {
-        self.send("tools/call", json!({"name": name, "arguments": arguments}));
-        self.answer()
-    }
-
-    /// The `ssh` processes the server started.
-    fn links(&self) -> Vec<u32> {
-        children(self.child.id())
-            .into_iter()
-            .filter(|p| {
-                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "ssh")
-            })
-            .collect()
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+/// The `ssh` processes the server started.
+fn links(m: &Mcp) -> Vec<u32> {
+    m.children()
         .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if let Ok(c) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(c.split_whitespace().filter_map(|s| s.parse::<u32>().ok()));
-        }
-    }
-    out
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "ssh")
+        })
+        .collect()
 }
 
 /// `kill SIGNAL PID`, which must succeed.
@@ -312,10 +227,10 @@ fn a_link_cut_mid_call_fails_that_call_and_the_next_one_reconnects() {
     let dir = TempDir::new("ssh-cut");
     let far = dir.path().join("far");
     let link = Link::start(dir.path(), &far);
-    let mut mcp = Mcp::start(&link);
+    let mut mcp = mcp(&link);
     let obs = mcp.tool("computer_observe", json!({"app": "mousepad"}));
     assert_ne!(obs["isError"], true, "{obs}");
-    let first = mcp.links();
+    let first = links(&mcp);
     assert_eq!(first.len(), 1, "one link: {first:?}");
 
     // The far driver is held (SIGSTOP) so the next call is surely in flight on the
@@ -349,7 +264,7 @@ fn a_link_cut_mid_call_fails_that_call_and_the_next_one_reconnects() {
     // The next call reconnects.
     let obs = mcp.tool("computer_observe", json!({"app": "mousepad"}));
     assert_ne!(obs["isError"], true, "{obs}");
-    let second = mcp.links();
+    let second = links(&mcp);
     assert_eq!(second.len(), 1, "{second:?}");
     assert_ne!(second, first, "a new link");
 }

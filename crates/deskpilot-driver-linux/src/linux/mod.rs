@@ -4,6 +4,7 @@ pub mod atspi;
 pub mod capture;
 pub mod confine;
 pub mod driver;
+pub mod hotkey;
 pub mod input;
 pub mod ocr;
 pub mod pixels;

@@ -104,6 +104,7 @@ fn parse_cli_value(
         },
         "mode" => Value::from(Mode::from_name(v).ok_or_else(bad)?.as_str()),
         "capture" => Value::from(capture_name(capture_from_name(v).ok_or_else(bad)?)),
+        "stop_hotkey" => Value::from(super::parse::check_hotkey(v).ok_or_else(bad)?),
         "action_budget" => {
             let n: u32 = v.parse().ok().filter(|&n| n >= 1).ok_or_else(bad)?;
             Value::from(i64::from(n))

@@ -148,6 +148,19 @@ impl Config {
         );
         let system_keys = choose(w, &sb.system_keys, &t.system_keys, false);
 
+        let w = pick(
+            "stop_hotkey",
+            sb.stop_hotkey.is_some(),
+            t.stop_hotkey.is_some(),
+            false,
+        );
+        let stop_hotkey = choose(
+            w,
+            &sb.stop_hotkey,
+            &t.stop_hotkey,
+            super::DEFAULT_STOP_HOTKEY.to_owned(),
+        );
+
         // A config changed outside deskpilot never widens the policy.
         let (enabled, mode, system_keys) = if self.changed_outside {
             for k in ["enabled", "mode", "system_keys"] {
@@ -169,6 +182,7 @@ impl Config {
             idle_expiry_ms,
             capture,
             system_keys,
+            stop_hotkey,
             sources,
         }
     }

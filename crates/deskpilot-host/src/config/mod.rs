@@ -23,6 +23,7 @@
 //! | `action_budget`       | 1 to 10,000     | 200                   | 200               | actions per grant before it closes ([`DEFAULT_ACTION_BUDGET`]) |
 //! | `idle_expiry_minutes` | 1 to 1,440      | 15                    | 15                | minutes without an action after which a grant closes ([`DEFAULT_IDLE_EXPIRY_MS`]) |
 //! | `capture`             | string          | `"a11y-only"`         | `"a11y-only"`     | `a11y-only` or `a11y-and-pixels` (whether pixels may be captured) |
+//! | `stop_hotkey`         | string          | `"ctrl+shift+Escape"` | same              | the chord long-lived hosts grab to stop every agent, like `deskpilot stop` ([`DEFAULT_STOP_HOTKEY`]) |
 //! | `system_keys`         | bool            | `false`               | `false`           | whether desktop shortcuts may be pressed (`ctrl+alt+F1`, `super`, `alt+Tab`, …: [`deskpilot_policy::system_keys`]) |
 //!
 //! # The bound model
@@ -84,6 +85,9 @@ pub use edit::{set_key, unset_key};
 pub use effective::CHANGED_OUTSIDE;
 pub use parse::capture_name;
 
+/// The stop hotkey unless the config names another: Ctrl+Shift+Escape.
+pub const DEFAULT_STOP_HOTKEY: &str = "ctrl+shift+Escape";
+
 /// Every key a layer may hold, in display order.
 /// Largest `action_budget`: 10,000 actions. A budget is a brake on a runaway loop;
 /// a larger one would not be one.
@@ -91,7 +95,7 @@ pub const MAX_ACTION_BUDGET: u32 = 10_000;
 /// Largest `idle_expiry_minutes`: a day. A grant nobody used for a day is over.
 pub const MAX_IDLE_EXPIRY_MINUTES: u64 = 24 * 60;
 
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 11] = [
     "enabled",
     "mode",
     "allow_apps",
@@ -102,6 +106,7 @@ pub const KEYS: [&str; 10] = [
     "idle_expiry_minutes",
     "capture",
     "system_keys",
+    "stop_hotkey",
 ];
 
 /// The name of the table whose keys apply only on a sandbox desktop.
@@ -177,6 +182,7 @@ pub struct Settings {
     pub idle_expiry_minutes: Option<u64>,
     pub capture: Option<Capture>,
     pub system_keys: Option<bool>,
+    pub stop_hotkey: Option<String>,
 }
 
 /// The API a model provider speaks.
@@ -323,6 +329,8 @@ pub struct Effective {
     pub capture: Capture,
     /// Desktop shortcuts may be pressed (default `false`).
     pub system_keys: bool,
+    /// The stop hotkey's chord (default [`DEFAULT_STOP_HOTKEY`]).
+    pub stop_hotkey: String,
     /// Where each key's value came from, by config key name (`idle_expiry_minutes`,
     /// not `idle_expiry_ms`): `"sandbox table"`, `"file"`, `"sandbox default"` or
     /// `"default"`.

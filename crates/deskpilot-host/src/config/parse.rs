@@ -30,6 +30,9 @@ fn valid_values(key: &str) -> &'static str {
         "action_budget" => "an integer from 1 to 10000",
         "idle_expiry_minutes" => "an integer from 1 to 1440 (a day)",
         "capture" => CAPTURE_NAMES,
+        "stop_hotkey" => {
+            "one chord of modifiers and a key, such as \"ctrl+shift+Escape\" or \"ctrl+alt+F12\""
+        }
         "provider" => "openai, anthropic",
         "model" => "a model name such as \"gpt-4.1-mini\", \"qwen2.5:7b\" or \"claude-sonnet-4-5\"",
         "endpoint" => {
@@ -153,6 +156,12 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
                     Some(Mode::from_name(name).ok_or_else(|| {
                         key_error(path, &full, &format!("unknown mode {name:?}"))
                     })?);
+            }
+            "stop_hotkey" => {
+                let chord = v.as_str().ok_or_else(|| wrong("a string"))?;
+                s.stop_hotkey = Some(check_hotkey(chord).ok_or_else(|| {
+                    key_error(path, &full, &format!("{chord:?} is not one chord"))
+                })?);
             }
             "capture" => {
                 let name = v.as_str().ok_or_else(|| wrong("a string"))?;
@@ -303,6 +312,12 @@ fn parse_model_table(path: &Path, table: &dyn TableLike) -> Result<ModelSettings
         }
     }
     Ok(m)
+}
+
+/// `chord` when it is one chord of a modifier and a key (`ctrl+shift+Escape`).
+pub(super) fn check_hotkey(chord: &str) -> Option<String> {
+    let parsed = deskpilot_protocol::keys::parse_chords(chord).ok()?;
+    (parsed.len() == 1 && parsed[0].keys.len() >= 2).then(|| chord.trim().to_owned())
 }
 
 pub(super) fn capture_from_name(s: &str) -> Option<Capture> {

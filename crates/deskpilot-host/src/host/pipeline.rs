@@ -475,6 +475,13 @@ impl Judge {
         if let Some(r) = self.rules.check_input(&facts) {
             return Err(refused(r));
         }
+        // What the user is asked names the device when it is not this machine: a
+        // mousepad there and one here are different things to say yes to.
+        let summary = if self.o.remote() {
+            format!("{summary} on {}", self.o.device)
+        } else {
+            summary
+        };
         let ask = Ask {
             target: &self.facts,
             key,
@@ -690,16 +697,35 @@ impl Host {
         let mut out = match result {
             Ok(out) => out,
             Err(e) => {
-                let refusal = REFUSAL_CODES.contains(&e.code);
+                // The effect went through (the error came after it), or a dropped
+                // device link cut its call off so nobody knows: either way it
+                // counts against the budget, and the audit says which.
+                let sent = self.session.effect_sent();
+                let unknown = self.session.effect_unknown();
+                let refusal = REFUSAL_CODES.contains(&e.code) && !sent && !unknown;
                 if refusal {
                     rec.event = Some(AuditEvent::Refusal);
                 }
-                rec.status = Some(if refusal { "refused" } else { "failed" }.into());
+                rec.status = Some(
+                    if refusal {
+                        "refused"
+                    } else if sent {
+                        "done, then failed"
+                    } else if unknown {
+                        "unknown: the link dropped"
+                    } else {
+                        "failed"
+                    }
+                    .into(),
+                );
                 rec.code = Some(e.code.as_str().into());
                 self.audit(rec);
+                if sent || unknown {
+                    self.policy_mut().authority.spend(control::now_ms());
+                }
                 // An approval spent on an action whose dispatch failed stays the user's:
                 // nothing was done with it. Once the driver took the effect, it is spent.
-                let sent = self.session.effect_sent();
+                let sent = sent || unknown;
                 if let Some(id) = note
                     .passed
                     .approval_id

@@ -562,6 +562,7 @@ impl Driver for FixtureDriver {
             waited_ms: s.quiet_ms,
             events: done.events.len() as u64,
             hit_ceiling: false,
+            reads: None,
         });
         let result = ActResult {
             status: ActStatus::Executed,

@@ -236,7 +236,7 @@ impl RpcDriver {
                     limit.as_millis()
                 ),
             )
-            .with_detail(json!({ "method": method.as_str(), "timeout_ms": limit.as_millis() as u64 }))),
+            .with_detail(json!({ "method": method.as_str(), "timeout_ms": limit.as_millis() as u64, "unanswered": true }))),
         }
     }
 

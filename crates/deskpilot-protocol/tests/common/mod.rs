@@ -151,6 +151,7 @@ pub fn every_call() -> Vec<(Call, Value)> {
                     waited_ms: 310,
                     events: 4,
                     hit_ceiling: false,
+                    reads: None,
                 }),
                 note: None,
             }),

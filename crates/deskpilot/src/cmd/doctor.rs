@@ -1,7 +1,9 @@
 //! `deskpilot doctor [--fix]`: is this desktop ready for deskpilot, and if not, what
 //! to do. Checks the session type, the session bus, the accessibility bus and its
 //! `IsEnabled` switch, synthetic input (XTest), a keymap a killed call left changed,
-//! and apps that expose no tree.
+//! and apps that expose no tree. `doctor --device adb[:SERIAL]` checks an Android
+//! device instead: adb, the device's state, its screen, a read of it and the ADB
+//! Keyboard IME.
 
 use deskpilot_protocol::types::AppStatus;
 use deskpilot_protocol::{ComputerError, Driver};
@@ -14,6 +16,9 @@ use crate::target;
 struct Check {
     name: &'static str,
     ok: bool,
+    /// Works, with a limit the user should know of (`ok` is true).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    warning: bool,
     detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     fix: Option<String>,
@@ -23,9 +28,35 @@ fn check(name: &'static str, ok: bool, detail: impl Into<String>, fix: Option<&s
     Check {
         name,
         ok,
+        warning: false,
         detail: detail.into(),
         fix: if ok { None } else { fix.map(str::to_string) },
     }
+}
+
+/// `doctor --device adb[:SERIAL]`: the Android driver's checks, as a report. An
+/// unhealthy device fails with the code of its first failed check
+/// (`COMPUTER_OS_PERMISSION_MISSING` for an unauthorized device, …).
+pub async fn android(json: bool, serial: Option<String>) -> Result<(), ComputerError> {
+    use deskpilot_driver_android::Level;
+    let driver = super::session::android_driver(serial);
+    let found = driver.doctor().await;
+    let code = found
+        .iter()
+        .find(|c| c.level == Level::Fail)
+        .and_then(|c| c.code)
+        .unwrap_or(deskpilot_protocol::ErrorCode::NotResponding);
+    let checks = found
+        .into_iter()
+        .map(|c| Check {
+            name: c.name,
+            ok: c.level != Level::Fail,
+            warning: c.level == Level::Warn,
+            detail: c.detail,
+            fix: c.fix,
+        })
+        .collect();
+    report_as(json, checks, "the device", code)
 }
 
 pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), ComputerError> {
@@ -183,11 +214,31 @@ pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), Comp
 }
 
 fn report(json: bool, checks: Vec<Check>) -> Result<(), ComputerError> {
+    report_as(
+        json,
+        checks,
+        "the desktop",
+        deskpilot_protocol::ErrorCode::AccessibilityDisabled,
+    )
+}
+
+/// Prints the checks (`ok`, `warn` or `FAIL`, each with what to do when it is not
+/// fine); when one failed, fails with `code` and a message about `subject`.
+fn report_as(
+    json: bool,
+    checks: Vec<Check>,
+    subject: &str,
+    code: deskpilot_protocol::ErrorCode,
+) -> Result<(), ComputerError> {
     let mut text = String::new();
     for c in &checks {
         text.push_str(&format!(
             "{} {:<22} {}\n",
-            if c.ok { "ok  " } else { "FAIL" },
+            match (c.ok, c.warning) {
+                (false, _) => "FAIL",
+                (true, true) => "warn",
+                (true, false) => "ok  ",
+            },
             c.name,
             c.detail
         ));
@@ -205,16 +256,13 @@ fn report(json: bool, checks: Vec<Check>) -> Result<(), ComputerError> {
     };
     // One document on stdout either way: with --json the report travels as the
     // error's detail; humans get the table on stdout and the error on stderr.
-    let mut message = format!("the desktop is not ready: {}: {}", first.name, first.detail);
+    let mut message = format!("{subject} is not ready: {}: {}", first.name, first.detail);
     if let Some(fix) = first.fix.as_deref().filter(|f| !first.detail.contains(f)) {
         message.push_str(&format!("; fix: {fix}"));
     }
     if !json {
         print_ok(false, &(), &text);
     }
-    Err(ComputerError::new(
-        deskpilot_protocol::ErrorCode::AccessibilityDisabled,
-        message,
-    )
-    .with_detail(serde_json::json!({ "healthy": false, "checks": checks })))
+    Err(ComputerError::new(code, message)
+        .with_detail(serde_json::json!({ "healthy": false, "checks": checks })))
 }

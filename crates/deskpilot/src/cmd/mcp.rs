@@ -4,7 +4,9 @@
 //! The server is a long-lived host: it keeps its grant in memory under its own
 //! session (`mcp-PID`), holds the desktop's grant lock while it has a grant, and
 //! listens on a control socket so `deskpilot stop` aborts its calls and revokes its
-//! grant. stdout is the protocol stream; logs and progress go to stderr.
+//! grant. It grabs the stop hotkey (Ctrl+Shift+Escape unless `stop_hotkey` says
+//! otherwise), which does what `deskpilot stop` does. stdout is the protocol stream;
+//! logs and progress go to stderr.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -78,6 +80,11 @@ pub async fn run(ctx: &Ctx, new_sandbox: bool, transport: Transport) -> Result<(
         kind: "mcp".into(),
     }));
     let _control = ControlServer::listen(info, host.options().stop.clone())?;
+    let _hotkey = super::policy::arm_stop_hotkey(
+        "mcp",
+        super::policy::hotkey_display(&ctx, &desktop).as_deref(),
+        &host.options().settings.stop_hotkey,
+    );
     let state_file = host.session().state_path().to_path_buf();
     let server = deskpilot_mcp::Server::new(host);
     let r = match (&transport, auth) {

@@ -61,7 +61,10 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
         session: cli.session.clone(),
     };
     match cli.command {
-        Command::Doctor { fix } => doctor::run(json, sandbox, fix).await,
+        Command::Doctor { fix } => match &ctx.device {
+            crate::device::Device::Adb { serial } => doctor::android(json, serial.clone()).await,
+            _ => doctor::run(json, sandbox, fix).await,
+        },
         Command::Sandbox(c) => sandbox::run(json, sandbox, c).await,
         Command::Apps => session::apps(&ctx).await,
         Command::Observe {

@@ -90,10 +90,7 @@ pub async fn revoke(ctx: &Ctx) -> Result<(), ComputerError> {
 
 /// `deskpilot stop`: revokes every grant, aborts running hosts, starts the cooldown.
 pub async fn stop(json: bool) -> Result<(), ComputerError> {
-    let rec = control::write_stop(control::now_ms())?;
-    let replies: Vec<StopReply> = control::stop_hosts().await;
-    // Nothing may keep a desktop locked past a stop (a stale or planted record).
-    let locks = control::clear_grant_locks();
+    let (rec, replies, locks) = stop_now().await?;
     let mut text = format!(
         "stopped: grants revoked; agent-issued grants are refused for {} s (`deskpilot grant --user` lifts this)",
         STOP_COOLDOWN_MS / 1000
@@ -116,6 +113,75 @@ pub async fn stop(json: bool) -> Result<(), ComputerError> {
         &text,
     );
     Ok(())
+}
+
+/// What `deskpilot stop`, the stop hotkey and the indicator's Stop do: the stop
+/// record (grants revoked, agent grants refused for the cooldown), every running
+/// host aborted through its control socket, every grant lock cleared.
+pub async fn stop_now() -> Result<(control::StopRecord, Vec<StopReply>, usize), ComputerError> {
+    let rec = control::write_stop(control::now_ms())?;
+    let replies: Vec<StopReply> = control::stop_hosts().await;
+    // Nothing may keep a desktop locked past a stop (a stale or planted record).
+    let locks = control::clear_grant_locks();
+    Ok((rec, replies, locks))
+}
+
+/// Where the user presses the stop hotkey: the desktop's X display, or, when the
+/// agent works on another device, this machine's own (`None`: `$DISPLAY`).
+pub fn hotkey_display(ctx: &Ctx, desktop: &crate::target::Desktop) -> Option<String> {
+    if ctx.device.is_remote() {
+        return None;
+    }
+    desktop
+        .vars
+        .iter()
+        .find(|(k, _)| k == "DISPLAY")
+        .map(|(_, v)| v.clone())
+        .or_else(|| Some(desktop.display.clone()).filter(|d| d.starts_with(':')))
+}
+
+/// Grabs the stop hotkey (`stop_hotkey`, default Ctrl+Shift+Escape) for a long-lived
+/// host of `kind` (`mcp`, `run`): on the desktop's X display, or for another device
+/// on this machine's own (`$DISPLAY`), where the user sits. Each press does what
+/// `deskpilot stop` does. Says on stderr which chord is armed, or why none is (the
+/// chord is taken, no X11), and returns the grab to keep alive.
+pub fn arm_stop_hotkey(
+    kind: &str,
+    display: Option<&str>,
+    chord: &str,
+) -> Option<deskpilot_driver_linux::hotkey::StopHotkey> {
+    use deskpilot_driver_linux::hotkey::StopHotkey;
+    let rt = tokio::runtime::Handle::current();
+    let who = kind.to_owned();
+    let pressed = move || {
+        let who = who.clone();
+        rt.spawn(async move {
+            match stop_now().await {
+                Ok((_, replies, _)) => eprintln!(
+                    "deskpilot {who}: stop hotkey pressed: grants revoked, {} host(s) aborted",
+                    replies.iter().filter(|r| r.host.is_some()).count()
+                ),
+                Err(e) => eprintln!(
+                    "deskpilot {who}: stop hotkey pressed, but the stop failed: {}",
+                    e.message
+                ),
+            }
+        });
+    };
+    match StopHotkey::grab(display, chord, pressed) {
+        Ok(h) => {
+            eprintln!(
+                "deskpilot {kind}: stop hotkey {} on {} (stops every agent, like `deskpilot stop`)",
+                h.chord(),
+                h.display()
+            );
+            Some(h)
+        }
+        Err(e) => {
+            eprintln!("deskpilot {kind}: warning: {e}");
+            None
+        }
+    }
 }
 
 /// `deskpilot approve ID`: the user allows one pending action, once.

@@ -60,6 +60,11 @@ pub async fn run(
         kind: "run".into(),
     }));
     let _control = ControlServer::listen(info, host.options().stop.clone())?;
+    let _hotkey = super::policy::arm_stop_hotkey(
+        "run",
+        super::policy::hotkey_display(&ctx, &desktop).as_deref(),
+        &host.options().settings.stop_hotkey,
+    );
     let mut opts = RunOptions::new(instruction);
     opts.max_steps = max_steps;
     opts.observe_only = observe_only;

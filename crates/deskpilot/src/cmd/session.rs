@@ -189,22 +189,35 @@ pub async fn open_host(
     ))
 }
 
+/// The Android driver for `--device adb[:SERIAL]`: adb from `DESKPILOT_ADB`, else
+/// `adb` on `PATH`.
+pub fn android_driver(serial: Option<String>) -> deskpilot_driver_android::AndroidDriver {
+    deskpilot_driver_android::AndroidDriver::new(deskpilot_driver_android::AdbOptions::for_device(
+        serial,
+    ))
+}
+
 /// [`open_host`] on a device other than this machine's desktop: the driver is
-/// reached over a link (`ssh:`), refs are kept under the device's name, and the
-/// policy judges the facts the device's driver reports (docs/ARCHITECTURE.md §15).
+/// reached over a link (`ssh:`) or through `adb` (`adb:`), refs are kept under the
+/// device's name, and the policy judges the facts the device's driver reports
+/// (docs/ARCHITECTURE.md §15). An Android device runs no deskpilot of its own: the
+/// driver runs here, unguarded, and every refusal is this host's, on the package
+/// names, titles and element states the device's screen dump reports.
 fn open_remote(ctx: &Ctx, kind: &str, prompt: bool) -> Result<(Host, Desktop), ComputerError> {
     let name = ctx.device.to_string();
-    let driver: Arc<dyn deskpilot_protocol::Driver> = match ctx.device.ssh_command() {
-        Some((program, args)) => Arc::new(deskpilot_host::remote::LinkDriver::new(
+    let driver: Arc<dyn deskpilot_protocol::Driver> = match (&ctx.device, ctx.device.ssh_command())
+    {
+        (_, Some((program, args))) => Arc::new(deskpilot_host::remote::LinkDriver::new(
             &name,
             program,
             args,
             deskpilot_protocol::rpc::RpcOptions::default(),
         )),
-        None => {
+        (crate::device::Device::Adb { serial }, None) => Arc::new(android_driver(serial.clone())),
+        _ => {
             return Err(ComputerError::new(
                 ErrorCode::PlatformUnsupported,
-                format!("--device {name}: this build drives local and ssh: devices only"),
+                format!("--device {name}: this build drives local, ssh: and adb: devices only"),
             ));
         }
     };
@@ -324,8 +337,15 @@ pub async fn observe(
             },
         )
         .await?;
+    // On another device, what the read itself cost there (an Android screen dump
+    // and its transfer, a remote walk), beside the whole call's time.
+    let device_read = if ctx.device.is_remote() {
+        format!(" · device read {} ms", obs.stats.elapsed_ms)
+    } else {
+        String::new()
+    };
     let mut text = format!(
-        "{}\n({} tokens · read {} objects in {} ms)",
+        "{}\n({} tokens · read {} objects in {} ms{device_read})",
         obs.text.trim_end(),
         obs.tokens,
         obs.stats.objects,

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // Each test file uses a different subset.
 
 pub mod own;
+pub mod stdio_mcp;
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};

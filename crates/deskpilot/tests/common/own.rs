@@ -24,6 +24,36 @@ pub fn bin(root: &Path) -> Command {
     c
 }
 
+/// Runs `command --json ARGS`: its output and the one JSON document on its stdout.
+pub fn run_json(mut command: Command, args: &[&str]) -> (Output, Value) {
+    let out = command
+        .arg("--json")
+        .args(args)
+        .output()
+        .expect("deskpilot runs");
+    let v = super::one_document(args, &out);
+    (out, v)
+}
+
+/// [`run_json`], which must succeed (exit 0, `"ok": true`).
+pub fn ok_json(command: Command, args: &[&str]) -> Value {
+    let (out, v) = run_json(command, args);
+    assert!(
+        out.status.success() && v["ok"] == true,
+        "{args:?} failed: {v}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    v
+}
+
+/// [`run_json`], which must fail (exit 1) with the error `code`.
+pub fn fails_json(command: Command, args: &[&str], code: &str) -> Value {
+    let (out, v) = run_json(command, args);
+    assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {v}");
+    assert_eq!(v["error"]["code"], code, "{args:?}: {v}");
+    v
+}
+
 /// One sandbox desktop, started and stopped through the CLI.
 pub struct Desk<'a> {
     pub root: &'a Path,
@@ -49,21 +79,7 @@ impl Desk<'_> {
     }
 
     pub fn run(&self, args: &[&str]) -> (Output, Value) {
-        let out = bin(self.root)
-            .arg("--sandbox")
-            .arg(self.display.to_string())
-            .arg("--json")
-            .args(args)
-            .output()
-            .expect("deskpilot runs");
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout of {args:?} is not one JSON document ({e}):\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        (out, v)
+        run_json(self.command(), args)
     }
 
     /// [`Desk::start`] with `config` written as the desk's config file first.
@@ -93,10 +109,7 @@ impl Desk<'_> {
 
     /// Runs `args`, which must fail (exit 1) with the error `code`.
     pub fn fails_with(&self, args: &[&str], code: &str) -> Value {
-        let (out, v) = self.run(args);
-        assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {v}");
-        assert_eq!(v["error"]["code"], code, "{args:?}: {v}");
-        v
+        fails_json(self.command(), args, code)
     }
 
     /// `wait --app APP --role ROLE --name NAME --timeout-ms MS`, which must succeed:
@@ -116,13 +129,7 @@ impl Desk<'_> {
     }
 
     pub fn ok(&self, args: &[&str]) -> Value {
-        let (out, v) = self.run(args);
-        assert!(
-            out.status.success() && v["ok"] == true,
-            "{args:?} failed: {v}\nstderr: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        v
+        ok_json(self.command(), args)
     }
 }
 

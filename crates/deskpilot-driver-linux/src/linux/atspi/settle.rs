@@ -103,6 +103,7 @@ impl Settler {
                     waited_ms: now.duration_since(from).as_millis() as u64,
                     events,
                     hit_ceiling: false,
+                    reads: None,
                 };
             }
             if now >= ceiling {
@@ -110,6 +111,7 @@ impl Settler {
                     waited_ms: now.duration_since(from).as_millis() as u64,
                     events,
                     hit_ceiling: true,
+                    reads: None,
                 };
             }
             tokio::time::sleep_until(quiet_until.min(ceiling).into()).await;

@@ -17,7 +17,7 @@
 mod focus;
 mod image;
 mod keyboard;
-mod keymap;
+pub(crate) mod keymap;
 mod plan;
 mod pointer;
 mod remap;
