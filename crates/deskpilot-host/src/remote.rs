@@ -92,7 +92,7 @@ impl LinkDriver {
             .args(&self.args)
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
+            .stderr(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| {
@@ -104,12 +104,15 @@ impl LinkDriver {
                     ),
                 )
             })?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             return Err(ComputerError::new(
                 ErrorCode::Internal,
                 format!("{}: the link's pipes were not opened", self.name),
             ));
         };
+        let said = relay_stderr(&self.name, stderr);
         let rpc = Arc::new(RpcDriver::with_options(stdout, stdin, self.opts));
         let hello = match tokio::time::timeout(CONNECT_TIMEOUT, rpc.hello()).await {
             Ok(Ok(h)) => h,
@@ -117,11 +120,26 @@ impl LinkDriver {
                 // The far end closed before answering: ssh refused, the host is
                 // unreachable, or `deskpilot` is not installed there (ssh printed why
                 // on stderr).
-                let status = child.try_wait().ok().flatten();
+                let status = tokio::time::timeout(Duration::from_millis(500), child.wait())
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                // What ssh or the remote shell said last ("Could not resolve
+                // hostname", "deskpilot: command not found").
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let last = said
+                    .lock()
+                    .map(|l| l.iter().cloned().collect::<Vec<_>>().join(" / "))
+                    .unwrap_or_default();
                 return Err(ComputerError::link_lost(format!(
-                    "{}: the link closed before the remote driver answered{}; check that `{}` works and that `deskpilot` is installed on the remote machine's PATH (README: Devices)",
+                    "{}: the link closed before the remote driver answered{}{}; check that `{}` works and that `deskpilot` is installed on the remote machine's PATH (README: Devices)",
                     self.name,
                     status.map(|s| format!(" ({s})")).unwrap_or_default(),
+                    if last.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {last}")
+                    },
                     self.command_line(),
                 )));
             }
@@ -189,6 +207,40 @@ impl LinkDriver {
         }
         e
     }
+}
+
+/// How many of the link's last stderr lines an error quotes.
+const STDERR_KEPT: usize = 4;
+
+/// Copies the link process's stderr (ssh's messages, the remote shell's and the
+/// remote driver's logs) to this process's stderr, each line prefixed with the
+/// device and with escape sequences shown, not run: the far side must not move the
+/// cursor over a pending question here. Returns the last lines, for errors.
+fn relay_stderr(
+    name: &str,
+    stderr: tokio::process::ChildStderr,
+) -> Arc<std::sync::Mutex<std::collections::VecDeque<String>>> {
+    use tokio::io::AsyncBufReadExt as _;
+    let kept = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+    let sink = Arc::clone(&kept);
+    let name = name.to_owned();
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let line = deskpilot_core::sanitize::one_line(line.trim_end());
+            if line.is_empty() {
+                continue;
+            }
+            eprintln!("{name}: {line}");
+            if let Ok(mut k) = sink.lock() {
+                if k.len() == STDERR_KEPT {
+                    k.pop_front();
+                }
+                k.push_back(line);
+            }
+        }
+    });
+    kept
 }
 
 /// Runs one call on the live link.

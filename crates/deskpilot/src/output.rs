@@ -36,14 +36,17 @@ pub fn print_error(json: bool, e: &ComputerError) {
         let v = serde_json::json!({ "ok": false, "error": e });
         out(&serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
-        eprintln!("error[{}]: {}", e.code.as_str(), e.message);
+        // A message can quote a window or a remote machine: escape sequences in it
+        // are shown, never run by the terminal.
+        let safe = deskpilot_core::sanitize::multi_line;
+        eprintln!("error[{}]: {}", e.code.as_str(), safe(&e.message));
         if let Some(snapshot) = e
             .detail
             .as_ref()
             .and_then(|d| d.get("snapshot"))
             .and_then(|s| s.as_str())
         {
-            eprintln!("fresh snapshot:\n{snapshot}");
+            eprintln!("fresh snapshot:\n{}", safe(snapshot));
         }
     }
 }

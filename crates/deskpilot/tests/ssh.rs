@@ -120,6 +120,26 @@ fn observe_act_and_diff_through_a_real_sshd() {
         "the far side's pid: {mousepad}"
     );
 
+    // doctor reads the remote desktop through the link.
+    let doc = link.ok(&["doctor"]);
+    let checks = doc["checks"].as_array().unwrap_or_else(|| panic!("{doc}"));
+    let check = |name: &str| {
+        checks
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} check: {doc}"))
+    };
+    assert_eq!(check("link")["ok"], true, "{doc}");
+    assert!(
+        check("link")["detail"].as_str().unwrap().contains("linux"),
+        "{doc}"
+    );
+    assert_eq!(check("apps")["ok"], true, "{doc}");
+    // What runs on this machine only says so.
+    let (out, v) = link.run(&["sandbox", "list"]);
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(v["error"]["code"], "COMPUTER_INVALID_ARGUMENT", "{v}");
+
     let obs = link.ok(&["observe", "--app", "mousepad"]);
     assert_eq!(obs["grant"]["device"], DEVICE, "{obs}");
     let text = link
@@ -172,6 +192,20 @@ fn observe_act_and_diff_through_a_real_sshd() {
     let (out, v) = link.run(&["observe", "--app", "xfce4-terminal"]);
     assert_eq!(out.status.code(), Some(1), "{v}");
     assert_eq!(v["error"]["code"], "COMPUTER_DENYLISTED", "{v}");
+
+    // A host that does not resolve: the error carries ssh's own reason.
+    let out = bin(&link.near)
+        .env("DESKPILOT_SSH_OPTIONS", link.sshd.ssh_options())
+        .args(["--device", "ssh:no-such-host.invalid", "--json", "apps"])
+        .output()
+        .unwrap();
+    let v = common::one_document(&["apps"], &out);
+    assert_eq!(v["error"]["code"], "COMPUTER_NOT_RESPONDING", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("no-such-host.invalid") && msg.to_lowercase().contains("resolve"),
+        "{msg}"
+    );
 }
 
 /// `deskpilot mcp --device ssh:deskpilot-loopback` on the near side.

@@ -6,7 +6,7 @@
 //! Keyboard IME.
 
 use deskpilot_protocol::types::AppStatus;
-use deskpilot_protocol::{ComputerError, Driver};
+use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
 use serde::Serialize;
 
 use crate::output::print_ok;
@@ -45,7 +45,7 @@ pub async fn android(json: bool, serial: Option<String>) -> Result<(), ComputerE
         .iter()
         .find(|c| c.level == Level::Fail)
         .and_then(|c| c.code)
-        .unwrap_or(deskpilot_protocol::ErrorCode::NotResponding);
+        .unwrap_or(ErrorCode::NotResponding);
     let checks = found
         .into_iter()
         .map(|c| Check {
@@ -210,7 +210,90 @@ pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), Comp
         }
         Err(e) => checks.push(check("apps", false, e.message, None)),
     }
+    checks.push(stop_hotkey_check(Some(&desktop.display)));
     report(json, checks)
+}
+
+/// Whether long-lived hosts could grab the stop hotkey on `display` now: a warning,
+/// not a failure, when another program holds it or there is no X11.
+fn stop_hotkey_check(display: Option<&str>) -> Check {
+    use deskpilot_driver_linux::hotkey::{HotkeyError, probe};
+    let chord = deskpilot_host::config::Config::load()
+        .map(|c| c.effective(false).stop_hotkey)
+        .unwrap_or_else(|_| deskpilot_host::config::DEFAULT_STOP_HOTKEY.to_owned());
+    match probe(display.filter(|d| d.starts_with(':')), &chord) {
+        Ok(()) => check(
+            "stop hotkey",
+            true,
+            format!("{chord} is free: `deskpilot mcp` and `run` grab it to stop every agent"),
+            None,
+        ),
+        Err(e) => Check {
+            name: "stop hotkey",
+            ok: !matches!(e, HotkeyError::Invalid(_)),
+            warning: true,
+            detail: e.to_string(),
+            fix: Some(
+                "choose another chord with `deskpilot config set stop_hotkey CHORD`; `deskpilot stop` always works"
+                    .into(),
+            ),
+        },
+    }
+}
+
+/// `doctor --device ssh:…`: the link (ssh, the remote `deskpilot driver`, its
+/// protocol) and the remote desktop it serves, read through the link.
+pub async fn remote(ctx: &super::session::Ctx) -> Result<(), ComputerError> {
+    let mut checks = Vec::new();
+    let (host, _) = super::session::open_host(ctx, "doctor", false).await?;
+    let driver = host.session().driver().clone();
+    match driver.hello().await {
+        Ok(h) => {
+            checks.push(check(
+                "link",
+                true,
+                format!(
+                    "{} · {} {} {} (protocol {})",
+                    ctx.device, h.platform, h.driver, h.version, h.protocol
+                ),
+                None,
+            ));
+            for n in h.permissions.notes {
+                checks.push(check("note", true, n, None));
+            }
+        }
+        Err(e) => {
+            checks.push(check(
+                "link",
+                false,
+                e.message,
+                Some("check that `ssh HOST deskpilot --version` works without a password prompt (README: Devices)"),
+            ));
+            return report_as(ctx.json, checks, "the device", ErrorCode::NotResponding);
+        }
+    }
+    match driver.apps().await {
+        Ok(apps) => checks.push(check(
+            "apps",
+            true,
+            format!(
+                "{} app{} on the remote desktop",
+                apps.len(),
+                if apps.len() == 1 { "" } else { "s" }
+            ),
+            None,
+        )),
+        Err(e) => checks.push(check(
+            "apps",
+            false,
+            e.message,
+            Some(
+                "run `deskpilot doctor` on the remote machine (its desktop and accessibility bus)",
+            ),
+        )),
+    }
+    checks.push(stop_hotkey_check(None));
+    report_as(ctx.json, checks, "the device", ErrorCode::NotResponding)
 }
 
 fn report(json: bool, checks: Vec<Check>) -> Result<(), ComputerError> {
@@ -218,7 +301,7 @@ fn report(json: bool, checks: Vec<Check>) -> Result<(), ComputerError> {
         json,
         checks,
         "the desktop",
-        deskpilot_protocol::ErrorCode::AccessibilityDisabled,
+        ErrorCode::AccessibilityDisabled,
     )
 }
 
@@ -228,7 +311,7 @@ fn report_as(
     json: bool,
     checks: Vec<Check>,
     subject: &str,
-    code: deskpilot_protocol::ErrorCode,
+    code: ErrorCode,
 ) -> Result<(), ComputerError> {
     let mut text = String::new();
     for c in &checks {

@@ -60,10 +60,29 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
         device,
         session: cli.session.clone(),
     };
+    let local_only = match &cli.command {
+        Command::Sandbox(_) => Some("sandbox"),
+        Command::Config { .. } => Some("config"),
+        Command::Demo { .. } => Some("demo"),
+        Command::Driver => Some("driver"),
+        Command::Bench { .. } => Some("bench"),
+        Command::Eval(_) => Some("eval"),
+        _ => None,
+    };
+    if let Some(cmd) = local_only.filter(|_| ctx.device.is_remote()) {
+        return Err(ComputerError::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "`deskpilot {cmd}` works on this machine only; drop --device {} (or run it on that machine)",
+                ctx.device
+            ),
+        ));
+    }
     match cli.command {
         Command::Doctor { fix } => match &ctx.device {
             crate::device::Device::Adb { serial } => doctor::android(json, serial.clone()).await,
-            _ => doctor::run(json, sandbox, fix).await,
+            crate::device::Device::Ssh { .. } => doctor::remote(&ctx).await,
+            crate::device::Device::Local => doctor::run(json, sandbox, fix).await,
         },
         Command::Sandbox(c) => sandbox::run(json, sandbox, c).await,
         Command::Apps => session::apps(&ctx).await,
