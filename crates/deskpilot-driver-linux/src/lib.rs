@@ -15,6 +15,7 @@
 
 mod hotkey_types;
 pub mod loopback_sshd;
+mod presence_types;
 
 #[cfg(all(target_os = "linux", not(deskpilot_stub)))]
 mod linux;

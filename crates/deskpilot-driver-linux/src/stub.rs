@@ -303,6 +303,66 @@ pub mod hotkey {
     }
 }
 
+/// The agent's presence (drawn cursor, frame, indicator, teach bubble) is a set of
+/// X11 overlay windows: Linux only. The same names, constants and button geometry
+/// as on Linux; [`presence::Presence::open`] always errors.
+pub mod presence {
+    use std::sync::mpsc::Receiver;
+
+    use deskpilot_core::Bounds;
+
+    pub use crate::presence_types::*;
+
+    /// Never constructed here.
+    pub struct Presence(std::convert::Infallible);
+
+    impl Presence {
+        /// Errors: always (an overlay needs X11 on Linux).
+        pub fn open(display: &str, on_stop: Box<dyn Fn() + Send>) -> Result<Presence, String> {
+            let _ = (display, on_stop);
+            Err("no agent presence: the overlay needs X11 on Linux".into())
+        }
+
+        pub fn frame(&self, bounds: Option<Bounds>) {
+            let _ = bounds;
+            match self.0 {}
+        }
+
+        pub fn indicator(&self, text: Option<String>) {
+            let _ = text;
+            match self.0 {}
+        }
+
+        pub fn aim(&self, x: i32, y: i32) {
+            let _ = (x, y);
+            match self.0 {}
+        }
+
+        pub fn press(&self) {
+            match self.0 {}
+        }
+
+        pub fn clear(&self) {
+            match self.0 {}
+        }
+
+        pub fn teach(&self, target: Bounds, text: &str) -> Receiver<TeachAnswer> {
+            let _ = (target, text);
+            match self.0 {}
+        }
+
+        pub fn end_teach(&self) {
+            match self.0 {}
+        }
+    }
+
+    /// Errors: always (X11 on Linux only).
+    pub fn overlay_windows(display: &str) -> Result<Vec<OverlayWindow>, String> {
+        let _ = display;
+        Err("overlay windows exist only on X11 on Linux".into())
+    }
+}
+
 /// Synthetic keyboard and pointer input goes through X11 XTest: Linux only.
 pub mod input {
     use std::convert::Infallible;
@@ -433,5 +493,19 @@ mod tests {
             XInput::connect(Some(":91")).unwrap_err().code,
             ErrorCode::PlatformUnsupported
         );
+    }
+}
+
+/// The clipboard is the X11 `CLIPBOARD` selection: Linux only.
+pub mod clipboard {
+    use deskpilot_protocol::ComputerError;
+
+    /// The argument that makes the deskpilot binary a clipboard holder.
+    pub const HOLD_SUBCOMMAND: &str = "clipboard-hold";
+
+    /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+    pub fn serve(display: &str, text: &str, ready: impl FnOnce()) -> Result<(), ComputerError> {
+        let _ = (display, text, ready);
+        Err(ComputerError::platform_unsupported("the clipboard"))
     }
 }

@@ -415,6 +415,44 @@ impl Driver for Guarded {
         self.audit(AuditEvent::Capture, "ocr", facts.as_ref(), None, &r);
         r
     }
+
+    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+        let r = async {
+            Self::clipboard_allowed(&self.admit()?)?;
+            self.inner.clipboard_read().await
+        }
+        .await;
+        self.audit(AuditEvent::Capture, "clipboard_read", None, None, &r);
+        r
+    }
+
+    async fn clipboard_write(
+        &self,
+        p: ClipboardWriteParams,
+    ) -> Result<ClipboardWritten, ComputerError> {
+        let len = Some(p.text.chars().count());
+        let r = async {
+            Self::clipboard_allowed(&self.admit()?)?;
+            self.inner.clipboard_write(p).await
+        }
+        .await;
+        self.audit(AuditEvent::Action, "clipboard_write", None, len, &r);
+        r
+    }
+}
+
+impl Guarded {
+    /// This machine's own clipboard switch, whatever the host decided
+    /// (docs/ARCHITECTURE.md §7.20).
+    fn clipboard_allowed(s: &Effective) -> Result<(), ComputerError> {
+        if s.clipboard {
+            return Ok(());
+        }
+        Err(ComputerError::new(
+            ErrorCode::ScopeViolation,
+            "this machine's clipboard is off for agents; its user can allow it with `deskpilot config set clipboard true`",
+        ))
+    }
 }
 
 impl Guarded {

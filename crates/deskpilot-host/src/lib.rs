@@ -20,6 +20,7 @@ pub mod control;
 pub mod guard;
 pub mod host;
 pub mod listing;
+pub mod presence;
 pub mod redacting;
 pub mod remote;
 pub mod session;

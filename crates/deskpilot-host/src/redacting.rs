@@ -258,6 +258,25 @@ impl Driver for Redacting {
         }
         Ok(r)
     }
+
+    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+        let mut r = self.inner.clipboard_read().await.map_err(error)?;
+        if let Some(t) = &mut r.text {
+            // Whatever was copied — a password, a token — is masked as a value
+            // shown in a window would be.
+            masked(t);
+            self.hide_seen(t);
+            mask_random_looking(t);
+        }
+        Ok(r)
+    }
+
+    async fn clipboard_write(
+        &self,
+        p: ClipboardWriteParams,
+    ) -> Result<ClipboardWritten, ComputerError> {
+        self.inner.clipboard_write(p).await.map_err(error)
+    }
 }
 
 #[cfg(test)]

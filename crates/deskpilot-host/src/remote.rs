@@ -310,6 +310,15 @@ impl Driver for LinkDriver {
     async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
         on_link!(self, r => r.ocr(p))
     }
+    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+        on_link!(self, r => r.clipboard_read())
+    }
+    async fn clipboard_write(
+        &self,
+        p: ClipboardWriteParams,
+    ) -> Result<ClipboardWritten, ComputerError> {
+        on_link!(self, r => r.clipboard_write(p))
+    }
 }
 
 #[cfg(test)]

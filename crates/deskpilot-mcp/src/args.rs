@@ -330,3 +330,50 @@ mod tests {
         assert_eq!(a.actions[0].value.as_deref(), Some("x"));
     }
 }
+
+/// Arguments of `computer_clipboard`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClipboardArgs {
+    /// `read` returns the clipboard's text; `write` puts `text` on it.
+    pub op: ClipboardOp,
+    /// The text to write (write only; at most 256 KiB of UTF-8).
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// What `computer_clipboard` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClipboardOp {
+    Read,
+    Write,
+}
+
+/// One step of teach mode: an action on an element, explained to the person first.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TeachStepArgs {
+    /// Element ref from the latest snapshot or diff of the window you work in.
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    /// What the step does and why, shown to the person beside the element (one
+    /// short paragraph).
+    pub text: String,
+    /// The action Next runs (default click).
+    #[serde(default)]
+    pub op: Option<Op>,
+    /// Text for set_value/type, direction for scroll.
+    #[serde(default)]
+    pub value: Option<String>,
+}
+
+/// Arguments of `computer_teach_batch`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TeachBatchArgs {
+    /// Steps shown and run one after another, 1 to 20; the batch ends at the first
+    /// Exit or failure.
+    #[schemars(length(min = 1, max = 20))]
+    pub steps: Vec<TeachStepArgs>,
+}

@@ -648,3 +648,28 @@ mod tests {
         assert_eq!(v["diff_omitted"], json!(false));
     }
 }
+
+/// Result of `computer_clipboard`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ClipboardOutput {
+    /// `read` or `write`.
+    pub op: String,
+    /// read: the clipboard's text, masked where it looks like a secret; `null` when
+    /// the clipboard holds no text.
+    pub text: Option<String>,
+    /// read: the text was longer than 256 KiB and was cut.
+    pub truncated: bool,
+    /// write: the clipboard read back exactly the text written.
+    pub verified: Option<bool>,
+    /// write: the text's length in UTF-8 bytes.
+    pub bytes: Option<usize>,
+}
+
+/// Result of `computer_teach_step` and `computer_teach_batch`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TeachOutput {
+    /// The steps the person let run (Next), in order, each with its diff.
+    pub steps: Vec<ActItemOut>,
+    /// Steps asked for.
+    pub requested: usize,
+}

@@ -18,8 +18,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deskpilot_core::Role;
+use deskpilot_core::{Op, Role};
 use deskpilot_host::control::StopSignal;
+use deskpilot_host::host::ClipboardOutcome;
 use deskpilot_host::listing::{NO_APPS, render_app};
 use deskpilot_host::session::WaitFor;
 use deskpilot_host::{Host, ObserveOptions};
@@ -59,6 +60,8 @@ pub struct Server {
     host: Arc<Mutex<Host>>,
     stop: StopSignal,
     tools: Arc<Vec<Tool>>,
+    /// Started with teaching enabled: the teach tools are served.
+    teach: bool,
 }
 
 impl Server {
@@ -69,8 +72,17 @@ impl Server {
         Server {
             host: Arc::new(Mutex::new(host)),
             stop,
-            tools: Arc::new(tools::tools()),
+            tools: Arc::new(tools::tools(false)),
+            teach: false,
         }
+    }
+
+    /// The same server with teach mode (docs/ARCHITECTURE.md §7.19): it publishes
+    /// and serves `computer_teach_step` and `computer_teach_batch`.
+    pub fn with_teach(mut self) -> Server {
+        self.teach = true;
+        self.tools = Arc::new(tools::tools(true));
+        self
     }
 
     /// The host every call goes through (e.g. to read the grant for a control socket).
@@ -709,6 +721,143 @@ impl Server {
         success(with_warnings(text, &h), &data)
     }
 
+    async fn clipboard(
+        &self,
+        a: ClipboardArgs,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let write = match (a.op, a.text) {
+            (ClipboardOp::Write, Some(t)) => Some(t),
+            (ClipboardOp::Write, None) => {
+                return failure(&ComputerError::invalid("op write needs a text"), "");
+            }
+            (ClipboardOp::Read, Some(_)) => {
+                return failure(
+                    &ComputerError::invalid("op read takes no text; use op write to set one"),
+                    "",
+                );
+            }
+            (ClipboardOp::Read, None) => None,
+        };
+        let Some(mut h) = self.lock(ctx).await else {
+            return cancelled();
+        };
+        match h.clipboard(write).await {
+            Ok(out) => {
+                let text = out.summary();
+                let data = match out {
+                    ClipboardOutcome::Read(c) => ClipboardOutput {
+                        op: "read".into(),
+                        text: c.text,
+                        truncated: c.truncated,
+                        verified: None,
+                        bytes: None,
+                    },
+                    ClipboardOutcome::Written(w) => ClipboardOutput {
+                        op: "write".into(),
+                        text: None,
+                        truncated: false,
+                        verified: Some(w.verified),
+                        bytes: Some(w.bytes),
+                    },
+                };
+                success(with_warnings(text, &h), &data)
+            }
+            Err(e) => failure(&e, ""),
+        }
+    }
+
+    async fn teach_step(
+        &self,
+        a: TeachStepArgs,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        self.teach_batch(TeachBatchArgs { steps: vec![a] }, ctx)
+            .await
+    }
+
+    async fn teach_batch(
+        &self,
+        a: TeachBatchArgs,
+        ctx: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        if !self.teach {
+            return failure(
+                &ComputerError::new(
+                    ErrorCode::FeatureDisabled,
+                    "teach mode is off: the user starts the server with `deskpilot mcp --teach` to allow it",
+                ),
+                "",
+            );
+        }
+        if a.steps.is_empty() || a.steps.len() > MAX_ACTIONS {
+            return failure(
+                &ComputerError::invalid(format!(
+                    "give 1 to {MAX_ACTIONS} steps (got {})",
+                    a.steps.len()
+                )),
+                "",
+            );
+        }
+        let Some(mut h) = self.lock(ctx).await else {
+            return cancelled();
+        };
+        let n = a.steps.len();
+        let mut items: Vec<ActItemOut> = Vec::new();
+        let mut text = String::new();
+        let budget = DEFAULT_MAX_TOKENS as usize;
+        let mut used = 0usize;
+        for (i, step) in a.steps.iter().enumerate() {
+            if self.stop.is_stopped() {
+                h.apply_stop();
+                let e = ComputerError::new(
+                    ErrorCode::StoppedByUser,
+                    format!("the user pressed stop: {i} of {n} steps ran and the grant is revoked"),
+                );
+                return failure(&e, &text);
+            }
+            let op = step.op.unwrap_or(Op::Click);
+            let mut result = h
+                .teach_step(&step.ref_, &step.text, op, step.value.clone())
+                .await;
+            if let Err(e) = &result {
+                match ask_user(&h, ctx, &self.stop, e).await {
+                    Asked::CannotAsk => {}
+                    Asked::Approved => {
+                        result = h
+                            .teach_step(&step.ref_, &step.text, op, step.value.clone())
+                            .await
+                    }
+                    Asked::Declined(d) => result = Err(d),
+                }
+            }
+            match result {
+                Ok(out) => {
+                    let (item_text, tokens, cut) =
+                        batch::fit_item(&out.text, budget.saturating_sub(used), budget);
+                    used += tokens + 1;
+                    text.push_str(&item_text);
+                    text.push('\n');
+                    items.push(ActItemOut::new(&out, cut));
+                    if let Some(e) = out.not_executed() {
+                        return failure(&e, &with_warnings(text, &h));
+                    }
+                }
+                Err(mut e) => {
+                    if n > 1 {
+                        e.message = format!("step {} of {n} ({}): {}", i + 1, step.ref_, e.message);
+                    }
+                    return failure(&e, &with_warnings(text, &h));
+                }
+            }
+        }
+        let data = TeachOutput {
+            steps: items,
+            requested: n,
+        };
+        success(with_warnings(text, &h), &data)
+    }
+
     async fn keys(&self, a: KeysArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
         if a.keys.is_empty() {
             return failure(
@@ -1126,6 +1275,9 @@ impl ServerHandler for Server {
             tools::LAUNCH => run!(launch),
             tools::TASK => run!(task),
             tools::SCREENSHOT => run!(screenshot),
+            tools::CLIPBOARD => run!(clipboard),
+            tools::TEACH_STEP => run!(teach_step),
+            tools::TEACH_BATCH => run!(teach_batch),
             other => {
                 return Err(McpError::invalid_params(
                     format!(

@@ -23,10 +23,26 @@ pub const KEYS: &str = "computer_keys";
 pub const LAUNCH: &str = "computer_launch";
 pub const SCREENSHOT: &str = "computer_screenshot";
 pub const TASK: &str = "computer_task";
+pub const CLIPBOARD: &str = "computer_clipboard";
+pub const TEACH_STEP: &str = "computer_teach_step";
+pub const TEACH_BATCH: &str = "computer_teach_batch";
 
-/// Every tool name, in the order the list publishes them.
-pub const NAMES: [&str; 10] = [
-    APPS, OBSERVE, FIND, READ, ACT, WAIT, KEYS, LAUNCH, SCREENSHOT, TASK,
+/// Every tool name, in the order the list publishes them (the two teach tools only
+/// when the server was started with `--teach`).
+pub const NAMES: [&str; 13] = [
+    APPS,
+    OBSERVE,
+    FIND,
+    READ,
+    ACT,
+    WAIT,
+    KEYS,
+    LAUNCH,
+    SCREENSHOT,
+    TASK,
+    CLIPBOARD,
+    TEACH_STEP,
+    TEACH_BATCH,
 ];
 
 /// The server instructions (about 245 words, at most 250): the working method of
@@ -106,9 +122,9 @@ fn acting(title: &str) -> ToolAnnotations {
         .open_world(false)
 }
 
-/// The published tools.
-pub fn tools() -> Vec<Tool> {
-    vec![
+/// The published tools; the teach tools only when `teach`.
+pub fn tools(teach: bool) -> Vec<Tool> {
+    let mut list = vec![
         tool::<AppsArgs, AppsOutput>(
             APPS,
             "List applications",
@@ -170,7 +186,28 @@ pub fn tools() -> Vec<Tool> {
             "Hand a whole instruction to the model bound in deskpilot's config ([model]), which works one step at a time (observe, decide, act) under the same grant and policy as the other tools, up to max_steps. Returns what the host executed (actions with channels, windows touched, tokens, time) and why the run stopped; the model's own account is labelled unverified. Fails with COMPUTER_NO_MODEL_BINDING when no model is bound. observe_only describes what the task could reach without a model or any action. Sends one progress notification per step; cancelling ends the run before its next step.",
             acting("Run a task with the configured model"),
         ),
-    ]
+        tool::<ClipboardArgs, ClipboardOutput>(
+            CLIPBOARD,
+            "Read or write the clipboard",
+            "Read the clipboard's text (secrets masked) or put a text on it, for pasting with computer_keys ctrl+v. A grant of its own: refused with COMPUTER_SCOPE_VIOLATION unless the user turned the clipboard on (config clipboard = true). A write counts as an action.",
+            acting("Read or write the clipboard"),
+        ),
+    ];
+    if teach {
+        list.push(tool::<TeachStepArgs, TeachOutput>(
+            TEACH_STEP,
+            "Teach one step",
+            "Teach mode: show the person a bubble beside the element of ref with your explanation (text) and Next / Exit buttons. On Next the action (op, default click) runs under the usual policy and its diff comes back; on Exit teaching ends (COMPUTER_CONFIRMATION_REQUIRED) and later teach calls are refused. Waits for the person, up to 10 minutes.",
+            acting("Teach one step"),
+        ));
+        list.push(tool::<TeachBatchArgs, TeachOutput>(
+            TEACH_BATCH,
+            "Teach several steps",
+            "Teach mode: computer_teach_step for each step in order, stopping at the first Exit or failure. Refs must come from one observe: a step that changes the window may make later refs stale.",
+            acting("Teach several steps"),
+        ));
+    }
+    list
 }
 
 #[cfg(test)]
@@ -185,7 +222,8 @@ mod tests {
 
     #[test]
     fn every_tool_is_listed_once_in_order_with_its_hints() {
-        let list = tools();
+        assert_eq!(tools(false).len(), NAMES.len() - 2);
+        let list = tools(true);
         let names: Vec<&str> = list.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(names, NAMES);
         for t in &list {
@@ -213,7 +251,7 @@ mod tests {
                 "plan mode: actions are refused",
             )))
             .unwrap();
-        for t in tools() {
+        for t in tools(true) {
             let Some(schema) = &t.output_schema else {
                 continue;
             };

@@ -50,4 +50,18 @@ pub trait Driver: Send + Sync {
     async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError>;
     /// `screen.ocr`: words recognised in a window.
     async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError>;
+    /// `clipboard.read`: the text of the clipboard (X11: the CLIPBOARD selection).
+    /// A driver without one answers `COMPUTER_PLATFORM_UNSUPPORTED`.
+    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+        Err(ComputerError::platform_unsupported("the clipboard"))
+    }
+    /// `clipboard.write`: puts a text on the clipboard and reads it back.
+    /// A driver without one answers `COMPUTER_PLATFORM_UNSUPPORTED`.
+    async fn clipboard_write(
+        &self,
+        p: ClipboardWriteParams,
+    ) -> Result<ClipboardWritten, ComputerError> {
+        let _ = p;
+        Err(ComputerError::platform_unsupported("the clipboard"))
+    }
 }

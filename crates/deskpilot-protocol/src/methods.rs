@@ -61,13 +61,17 @@ pub enum Method {
     InputPointer,
     ScreenCapture,
     ScreenOcr,
+    /// The CLIPBOARD selection's text.
+    ClipboardRead,
+    /// Owns the CLIPBOARD selection with a text.
+    ClipboardWrite,
     /// Notification, driver → host: pushed events.
     EventsBatch,
 }
 
 impl Method {
     /// Every method, requests first, then notifications.
-    pub const ALL: [Method; 15] = [
+    pub const ALL: [Method; 17] = [
         Method::Hello,
         Method::AppsList,
         Method::AppsLaunch,
@@ -82,6 +86,8 @@ impl Method {
         Method::InputPointer,
         Method::ScreenCapture,
         Method::ScreenOcr,
+        Method::ClipboardRead,
+        Method::ClipboardWrite,
         Method::EventsBatch,
     ];
 
@@ -102,6 +108,8 @@ impl Method {
             Method::InputPointer => "input.pointer",
             Method::ScreenCapture => "screen.capture",
             Method::ScreenOcr => "screen.ocr",
+            Method::ClipboardRead => "clipboard.read",
+            Method::ClipboardWrite => "clipboard.write",
             Method::EventsBatch => "events.batch",
         }
     }
@@ -140,6 +148,8 @@ pub enum Call {
     InputPointer(PointerParams),
     ScreenCapture(CaptureParams),
     ScreenOcr(OcrParams),
+    ClipboardRead,
+    ClipboardWrite(ClipboardWriteParams),
 }
 
 impl Call {
@@ -160,6 +170,8 @@ impl Call {
             Call::InputPointer(_) => Method::InputPointer,
             Call::ScreenCapture(_) => Method::ScreenCapture,
             Call::ScreenOcr(_) => Method::ScreenOcr,
+            Call::ClipboardRead => Method::ClipboardRead,
+            Call::ClipboardWrite(_) => Method::ClipboardWrite,
         }
     }
 
@@ -169,7 +181,7 @@ impl Call {
     /// [`crate::types`], whose fields are all plain data).
     pub fn params(&self) -> Result<Option<Value>, serde_json::Error> {
         match self {
-            Call::Hello | Call::AppsList | Call::WindowsList => Ok(None),
+            Call::Hello | Call::AppsList | Call::WindowsList | Call::ClipboardRead => Ok(None),
             Call::AppsLaunch(p) => to_params(p),
             Call::WindowActivate(p) => to_params(p),
             Call::TreeSnapshot(p) => to_params(p),
@@ -181,6 +193,7 @@ impl Call {
             Call::InputPointer(p) => to_params(p),
             Call::ScreenCapture(p) => to_params(p),
             Call::ScreenOcr(p) => to_params(p),
+            Call::ClipboardWrite(p) => to_params(p),
         }
     }
 
@@ -225,6 +238,11 @@ impl Call {
             Method::InputPointer => Call::InputPointer(decode_params(m, params)?),
             Method::ScreenCapture => Call::ScreenCapture(decode_params(m, params)?),
             Method::ScreenOcr => Call::ScreenOcr(decode_params(m, params)?),
+            Method::ClipboardRead => {
+                decode_params::<Empty>(m, params)?;
+                Call::ClipboardRead
+            }
+            Method::ClipboardWrite => Call::ClipboardWrite(decode_params(m, params)?),
             Method::EventsBatch => {
                 return Err(
                     ErrorObject::method_not_found(method).with_data(Value::String(
@@ -302,6 +320,8 @@ pub async fn dispatch(driver: &dyn Driver, call: Call) -> Result<Value, Computer
         Call::InputPointer(p) => to_result(driver.pointer(p).await?),
         Call::ScreenCapture(p) => to_result(driver.capture(p).await?),
         Call::ScreenOcr(p) => to_result(driver.ocr(p).await?),
+        Call::ClipboardRead => to_result(driver.clipboard_read().await?),
+        Call::ClipboardWrite(p) => to_result(driver.clipboard_write(p).await?),
     }
 }
 

@@ -650,3 +650,39 @@ pub struct ActivateParams {
 /// An empty result (`{}`), for methods that only succeed or fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Empty {}
+
+/// `clipboard.read` result: the clipboard's text as the app that owns it offers it
+/// (UTF-8; X11 asks for `UTF8_STRING`, then `STRING`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ClipboardContent {
+    /// `None`: nothing is on the clipboard, or its owner offers no text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The text was longer than [`CLIPBOARD_MAX_BYTES`] and was cut there (at a
+    /// character boundary).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// The most text the clipboard methods carry, in UTF-8 bytes (256 KiB: far more
+/// than an agent should read or type at once, and under one X request).
+pub const CLIPBOARD_MAX_BYTES: usize = 256 * 1024;
+
+/// `clipboard.write` params.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ClipboardWriteParams {
+    /// At most [`CLIPBOARD_MAX_BYTES`] of UTF-8.
+    pub text: String,
+}
+
+/// `clipboard.write` result.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ClipboardWritten {
+    /// The clipboard read back the text written.
+    pub verified: bool,
+    /// The text's length, UTF-8 bytes.
+    pub bytes: usize,
+    /// Who holds the text for other apps to paste (`a deskpilot clipboard holder,
+    /// pid 4242`).
+    pub holder: String,
+}

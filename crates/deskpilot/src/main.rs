@@ -77,6 +77,15 @@ struct Cli {
     command: Command,
 }
 
+/// `deskpilot clipboard` subcommands.
+#[derive(Debug, Subcommand)]
+enum ClipboardCmd {
+    /// Print the clipboard's text (secrets masked).
+    Read,
+    /// Put TEXT on the clipboard (`-` reads it from stdin), then read it back.
+    Write { text: String },
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Check the display, session bus, accessibility bus and input; --fix turns
@@ -309,7 +318,25 @@ printed at start and kept in the token file (mode 0600; remove it to rotate).")]
         /// runtime directory].
         #[arg(long, value_name = "PATH", requires = "http")]
         token_file: Option<std::path::PathBuf>,
+        /// Teach mode: also serve computer_teach_step and computer_teach_batch, which
+        /// explain each step in a bubble on the desktop and run it when you press Next.
+        #[arg(long)]
+        teach: bool,
     },
+    /// Read or write the clipboard's text (a grant of its own: `deskpilot config set
+    /// clipboard true` allows it).
+    #[command(after_help = "Examples:
+  deskpilot clipboard read
+  deskpilot clipboard write 'text to paste'
+  deskpilot keys ctrl+v --app mousepad   # paste it into the window you work in")]
+    Clipboard {
+        #[command(subcommand)]
+        cmd: ClipboardCmd,
+    },
+    /// Holds the clipboard of DISPLAY with the text on stdin until another program
+    /// takes it (started by `clipboard write`).
+    #[command(name = "clipboard-hold", hide = true)]
+    ClipboardHold { display: String },
     /// The main job: a sandbox with mousepad; types mixed-script text, saves it
     /// through File ▸ Save As…, verifies the file's bytes. No screenshots.
     Demo {

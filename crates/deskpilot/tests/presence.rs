@@ -1,6 +1,9 @@
 //! The user's presence on the desktop the agent works on, on a real sandbox desktop
 //! with mousepad: desktop shortcuts behind their own switch (`system_keys`,
-//! docs/ARCHITECTURE.md §7.18) and the global stop hotkey (§7.8).
+//! docs/ARCHITECTURE.md §7.18), the global stop hotkey (§7.8), the overlay, the
+//! indicator's Stop and teach mode (§7.19), and the clipboard's own switch (§7.20).
+//! The overlay is queried with x11rb (`overlay_windows`) and clicked through XTest
+//! (`xdotool`); `xclip` is the clipboard's oracle.
 
 mod common;
 
@@ -9,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use common::own::{Desk, TempDir};
 use common::stdio_mcp::Mcp;
-use serde_json::json;
+use deskpilot_driver_linux::presence::{
+    OverlayWindow, overlay_windows, stop_button_at, teach_buttons_at,
+};
+use serde_json::{Value, json};
 
 /// With `system_keys` off (the default) a desktop shortcut is refused in every
 /// spelling and audited as a refusal, ordinary shortcuts go through; the user's
@@ -113,4 +119,464 @@ fn the_stop_hotkey_stops_the_server_like_deskpilot_stop() {
         "COMPUTER_STOPPED_BY_USER",
     );
     assert!(v["error"]["message"].as_str().is_some(), "{v}");
+}
+
+// ------------------------------------------------------------------ on screen
+
+/// The sandbox config these tests run under: on-screen presence on (a sandbox's
+/// default is off), acting without first-use confirmations.
+const SHOWN: &str = "[sandbox]\nmode = \"accept-edits\"\npresence = true\n";
+
+/// mousepad in a sandbox with `config`, and an MCP server (`extra` flags) on it
+/// whose stderr goes to `dir/mcp.err`, with the window observed.
+fn served<'a>(dir: &'a TempDir, config: &str, extra: &[&str]) -> (Desk<'a>, Mcp) {
+    let desk = Desk::start_with_config(dir.path(), config);
+    desk.ok(&["sandbox", "run", "--", "mousepad"]);
+    desk.wait_for("mousepad", "menuitem", "File", 60000);
+    let log = dir.path().join("mcp.err");
+    let mut c = desk.command();
+    c.arg("mcp").args(extra);
+    let mut mcp = Mcp::start(c, Stdio::from(std::fs::File::create(&log).unwrap()));
+    let obs = mcp.tool("computer_observe", json!({"app": "mousepad"}));
+    assert_ne!(obs["isError"], true, "{obs}");
+    (desk, mcp)
+}
+
+/// The overlay windows of `desk`'s display, polled until `pred` holds (5 s).
+fn overlay_until(
+    desk: &Desk<'_>,
+    what: &str,
+    pred: impl Fn(&[OverlayWindow]) -> bool,
+) -> Vec<OverlayWindow> {
+    let display = format!(":{}", desk.display);
+    let start = Instant::now();
+    loop {
+        let ws = overlay_windows(&display).expect("the display answers");
+        if pred(&ws) {
+            return ws;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{what}: the overlay windows are {ws:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn shown<'w>(ws: &'w [OverlayWindow], name: &str) -> Option<&'w OverlayWindow> {
+    ws.iter().find(|w| w.name == name && w.mapped)
+}
+
+/// The ref of the first element of `role` in an observe of the window the server
+/// works in (`[e17] textbox editable focused`).
+fn find_ref(mcp: &mut Mcp, role: &str) -> (String, Value) {
+    let v = mcp.tool("computer_observe", json!({"app": "mousepad"}));
+    let text = v["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.split_whitespace().nth(1) == Some(role))
+        .unwrap_or_else(|| panic!("no {role}: {v}"));
+    let r = line[1..line.find(']').unwrap()].to_owned();
+    (r, Value::String(line.to_owned()))
+}
+
+/// `xdotool ARGS` on the desk's display (XTest: the real pointer).
+fn xdotool(desk: &Desk<'_>, args: &[&str]) -> String {
+    let out = std::process::Command::new("xdotool")
+        .args(args)
+        .env("DISPLAY", format!(":{}", desk.display))
+        .output()
+        .expect("xdotool runs");
+    assert!(out.status.success(), "xdotool {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// While the server holds a grant, a frame surrounds the bound window and an
+/// indicator names the app and the budget; during an act the drawn cursor goes to
+/// the element. All of them are override-redirect; the cursor and the frame have an
+/// empty input shape, so the X server hands a click at the cursor to mousepad below
+/// (the window under the pointer there is mousepad's, not the overlay's).
+#[test]
+fn the_overlay_shows_the_agent_and_lets_clicks_through() {
+    let dir = TempDir::new("overlay");
+    let (desk, mut mcp) = served(&dir, SHOWN, &[]);
+    let said = std::fs::read_to_string(dir.path().join("mcp.err")).unwrap();
+    assert!(said.contains("indicator with Stop are drawn"), "{said}");
+    let ws = overlay_until(&desk, "frame and indicator", |ws| {
+        shown(ws, "deskpilot-frame").is_some() && shown(ws, "deskpilot-indicator").is_some()
+    });
+    let apps = mcp.tool("computer_apps", json!({}));
+    let win = apps["structuredContent"]["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["windows"].as_array().unwrap().iter())
+        .find(|w| w["bound"] == true)
+        .unwrap_or_else(|| panic!("a bound window: {apps}"))
+        .clone();
+    let b = &win["device_bounds"];
+    let (wx, wy, ww, wh) = (
+        b["x"].as_i64().unwrap() as i32,
+        b["y"].as_i64().unwrap() as i32,
+        b["width"].as_i64().unwrap() as i32,
+        b["height"].as_i64().unwrap() as i32,
+    );
+    for f in ws
+        .iter()
+        .filter(|w| w.name == "deskpilot-frame" && w.mapped)
+    {
+        assert!(f.override_redirect && f.input_rects.is_empty(), "{f:?}");
+        let inside = f.bounds.x >= wx
+            && f.bounds.y >= wy
+            && f.bounds.x + f.bounds.width <= wx + ww
+            && f.bounds.y + f.bounds.height <= wy + wh;
+        assert!(!inside, "the frame lies outside the window {b}: {f:?}");
+        assert!(
+            f.bounds.x <= wx + ww + 4 && f.bounds.y <= wy + wh + 4,
+            "the frame hugs the window {b}: {f:?}"
+        );
+    }
+    let ind = shown(&ws, "deskpilot-indicator").unwrap();
+    assert!(
+        ind.override_redirect && !ind.input_rects.is_empty(),
+        "{ind:?}"
+    );
+
+    let (text, hit) = find_ref(&mut mcp, "textbox");
+    let act = mcp.tool(
+        "computer_act",
+        json!({"actions": [{"ref": text, "op": "set_value", "value": "0123456789"}]}),
+    );
+    assert_ne!(act["isError"], true, "{act}");
+    let ws = overlay_until(&desk, "the cursor at the element", |ws| {
+        shown(ws, "deskpilot-cursor").is_some()
+    });
+    let cursor = shown(&ws, "deskpilot-cursor").unwrap().clone();
+    assert!(
+        cursor.override_redirect && cursor.input_rects.is_empty(),
+        "{cursor:?}"
+    );
+    let (x, y) = (cursor.bounds.x, cursor.bounds.y);
+    assert!(
+        x >= wx && y >= wy && x < wx + ww && y < wy + wh,
+        "the cursor points into the bound window {b}: {cursor:?} (element {hit})"
+    );
+    // The real pointer was never moved there by the overlay: put it there now (the
+    // caret first to the text's start) and ask the X server which window is under
+    // it while the drawn cursor is still shown.
+    xdotool(&desk, &["key", "ctrl+Home"]);
+    xdotool(&desk, &["mousemove", &x.to_string(), &y.to_string()]);
+    let under = xdotool(&desk, &["getmouselocation", "--shell"]);
+    let window: u32 = under
+        .lines()
+        .find_map(|l| l.strip_prefix("WINDOW="))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{under}"));
+    let ws = overlay_windows(&format!(":{}", desk.display)).unwrap();
+    assert!(
+        shown(&ws, "deskpilot-cursor").is_some_and(|c| c.bounds == cursor.bounds),
+        "the drawn cursor is still there: {ws:#?}"
+    );
+    assert!(
+        !ws.iter().any(|w| w.xid == window),
+        "the pointer at the drawn cursor is over the overlay window {window}: {under}"
+    );
+    // A click there lands in the text view below the one line of text: the caret
+    // goes to its end, where the next key types.
+    xdotool(&desk, &["click", "1"]);
+    xdotool(&desk, &["type", "X"]);
+    let v = mcp.tool("computer_find", json!({"text": "0123456789X"}));
+    assert_eq!(
+        v["structuredContent"]["matches"].as_array().map(Vec::len),
+        Some(1),
+        "the click went through the drawn cursor to mousepad: {v}"
+    );
+
+    // The grant ends with the server: the overlay goes with it.
+    drop(mcp);
+    overlay_until(&desk, "nothing left after the server", |ws| {
+        ws.iter().all(|w| !w.mapped)
+    });
+}
+
+/// The indicator's Stop, clicked through XTest, does what `deskpilot stop` does:
+/// the next call fails `COMPUTER_STOPPED_BY_USER` and the overlay disappears. The
+/// time from the click to the refusal is printed, not asserted.
+#[test]
+fn the_indicators_stop_button_stops_the_server() {
+    let dir = TempDir::new("indicator");
+    let (desk, mut mcp) = served(&dir, SHOWN, &[]);
+    let ws = overlay_until(&desk, "the indicator", |ws| {
+        shown(ws, "deskpilot-indicator").is_some()
+    });
+    let ind = shown(&ws, "deskpilot-indicator").unwrap();
+    let (x, y) = stop_button_at(ind.bounds);
+    let clicked = Instant::now();
+    xdotool(
+        &desk,
+        &["mousemove", &x.to_string(), &y.to_string(), "click", "1"],
+    );
+    let stopped = loop {
+        let r = mcp.tool("computer_observe", json!({"app": "mousepad"}));
+        if r["structuredContent"]["code"] == "COMPUTER_STOPPED_BY_USER" {
+            break clicked.elapsed();
+        }
+        assert!(
+            clicked.elapsed() < Duration::from_secs(10),
+            "Stop did not stop the server: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    eprintln!("indicator Stop: click (xdotool started) to the first refused call: {stopped:?}");
+    overlay_until(&desk, "the indicator gone after Stop", |ws| {
+        shown(ws, "deskpilot-indicator").is_none()
+    });
+    let said = std::fs::read_to_string(dir.path().join("mcp.err")).unwrap();
+    assert!(said.contains("Stop pressed on the indicator"), "{said}");
+}
+
+/// Teach mode: a step's bubble shows beside its element; Next (clicked through
+/// XTest) runs the action and returns its diff; Exit refuses that step and every
+/// later one. Without `--teach` the tools are not listed.
+#[test]
+fn teach_steps_run_on_next_and_exit_ends_teaching() {
+    let dir = TempDir::new("teach");
+    let (desk, mut mcp) = served(&dir, SHOWN, &["--teach"]);
+    mcp.send("tools/list", json!({}));
+    let list = mcp.answer();
+    let names: Vec<&str> = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"computer_teach_step") && names.contains(&"computer_teach_batch"),
+        "{names:?}"
+    );
+    let (text, _) = find_ref(&mut mcp, "textbox");
+    let step = |mcp: &mut Mcp, value: &str| {
+        mcp.send(
+            "tools/call",
+            json!({"name": "computer_teach_step", "arguments": {
+                "ref": text, "text": "This is the document: I type here.", "op": "set_value", "value": value}}),
+        );
+    };
+    let bubble = |desk: &Desk<'_>| {
+        let ws = overlay_until(desk, "the teach bubble", |ws| {
+            shown(ws, "deskpilot-teach").is_some()
+        });
+        shown(&ws, "deskpilot-teach").unwrap().bounds
+    };
+
+    step(&mut mcp, "taught by Next");
+    let (next, _) = teach_buttons_at(bubble(&desk));
+    xdotool(
+        &desk,
+        &[
+            "mousemove",
+            &next.0.to_string(),
+            &next.1.to_string(),
+            "click",
+            "1",
+        ],
+    );
+    let done = mcp.answer();
+    assert_ne!(done["isError"], true, "{done}");
+    assert_eq!(
+        done["structuredContent"]["steps"][0]["status"], "executed",
+        "{done}"
+    );
+    overlay_until(&desk, "the bubble gone after Next", |ws| {
+        shown(ws, "deskpilot-teach").is_none()
+    });
+    let v = mcp.tool("computer_find", json!({"text": "taught by Next"}));
+    assert_eq!(
+        v["structuredContent"]["matches"].as_array().map(Vec::len),
+        Some(1),
+        "Next ran the step: {v}"
+    );
+
+    step(&mut mcp, "never typed");
+    let (_, exit) = teach_buttons_at(bubble(&desk));
+    xdotool(
+        &desk,
+        &[
+            "mousemove",
+            &exit.0.to_string(),
+            &exit.1.to_string(),
+            "click",
+            "1",
+        ],
+    );
+    let ended = mcp.answer();
+    assert_eq!(
+        ended["structuredContent"]["code"], "COMPUTER_CONFIRMATION_REQUIRED",
+        "{ended}"
+    );
+    let v = mcp.tool("computer_find", json!({"text": "never typed"}));
+    assert_eq!(
+        v["structuredContent"]["matches"].as_array().map(Vec::len),
+        Some(0),
+        "Exit ran nothing: {v}"
+    );
+    let later = mcp.tool(
+        "computer_teach_step",
+        json!({"ref": text, "text": "again", "op": "set_value", "value": "x"}),
+    );
+    assert_eq!(
+        later["structuredContent"]["code"], "COMPUTER_SCOPE_VIOLATION",
+        "{later}"
+    );
+}
+
+/// Without `--teach` the server lists no teach tool and refuses a call to one.
+#[test]
+fn teach_tools_need_the_teach_flag() {
+    let dir = TempDir::new("no-teach");
+    let desk = Desk::start_with_config(dir.path(), SHOWN);
+    let mut c = desk.command();
+    c.arg("mcp");
+    let mut mcp = Mcp::start(c, Stdio::null());
+    mcp.send("tools/list", json!({}));
+    let list = mcp.answer();
+    let listed = list["tools"].to_string();
+    assert!(!listed.contains("computer_teach"), "{list}");
+    let v = mcp.tool("computer_teach_step", json!({"ref": "e1", "text": "x"}));
+    assert_eq!(
+        v["structuredContent"]["code"], "COMPUTER_FEATURE_DISABLED",
+        "{v}"
+    );
+}
+
+/// `xclip` on the desk's display, stdin `input`.
+fn xclip(desk: &Desk<'_>, args: &[&str], input: Option<&str>) -> String {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("xclip")
+        .args(["-selection", "clipboard"])
+        .args(args)
+        .env("DISPLAY", format!(":{}", desk.display))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("xclip runs");
+    if let Some(t) = input {
+        child.stdin.take().unwrap().write_all(t.as_bytes()).unwrap();
+    }
+    drop(child.stdin.take());
+    if input.is_some() {
+        // xclip -i forks a holder and exits.
+        let status = child.wait().unwrap();
+        assert!(status.success());
+        return String::new();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The clipboard is a grant of its own: refused (and audited) while the user's
+/// switch is off; with it on, a write is read back by `xclip` (the oracle) after
+/// the CLI has exited, a text `xclip` put there is read, a secret on it is masked,
+/// and the MCP tool does the same.
+#[test]
+fn the_clipboard_needs_its_switch_and_round_trips_with_xclip() {
+    let dir = TempDir::new("clipboard");
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    desk.ok(&["sandbox", "run", "--", "mousepad"]);
+    desk.wait_for("mousepad", "menuitem", "File", 60000);
+    xclip(&desk, &["-i"], Some("left by the user"));
+    let v = desk.fails_with(&["clipboard", "read"], "COMPUTER_SCOPE_VIOLATION");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("config set clipboard true"),
+        "{v}"
+    );
+    desk.fails_with(&["clipboard", "write", "x"], "COMPUTER_SCOPE_VIOLATION");
+    assert_eq!(xclip(&desk, &["-o"], None), "left by the user");
+    let audit = desk.ok(&["audit", "--tail", "20"]);
+    let refused: Vec<&Value> = audit["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "refusal")
+        .collect();
+    assert!(
+        refused.iter().any(|r| r["op"] == "clipboard_read")
+            && refused.iter().any(|r| r["op"] == "clipboard_write"),
+        "{audit}"
+    );
+
+    std::fs::write(
+        desk.config(),
+        "[sandbox]\nmode = \"accept-edits\"\nclipboard = true\n",
+    )
+    .unwrap();
+    let v = desk.ok(&["clipboard", "read"]);
+    assert_eq!(v["text"], "left by the user", "{v}");
+    let v = desk.ok(&["clipboard", "write", "héllo, 世界"]);
+    assert_eq!(v["verified"], true, "{v}");
+    assert_eq!(xclip(&desk, &["-o"], None), "héllo, 世界");
+    xclip(
+        &desk,
+        &["-i"],
+        Some("key: sk-proj-Q8vT3mZx9LkP2wRb7NcY4hJd"),
+    );
+    let v = desk.ok(&["clipboard", "read"]);
+    let read = v["text"].as_str().unwrap();
+    assert!(
+        read.starts_with("key: ") && !read.contains("Q8vT3mZx9LkP2wRb7NcY4hJd"),
+        "a secret on the clipboard is masked: {v}"
+    );
+    // Pasting is an ordinary key chord in the bound window.
+    desk.ok(&["clipboard", "write", "pasted text"]);
+    desk.ok(&["observe", "--app", "mousepad"]);
+    desk.ok(&["keys", "ctrl+v", "--app", "mousepad"]);
+    desk.ok(&[
+        "wait",
+        "--app",
+        "mousepad",
+        "--text",
+        "pasted text",
+        "--timeout-ms",
+        "5000",
+    ]);
+
+    let mut c = desk.command();
+    c.arg("mcp");
+    let mut mcp = Mcp::start(c, Stdio::null());
+    // A write is an action: it needs the grant bound to a window.
+    let obs = mcp.tool("computer_observe", json!({"app": "mousepad"}));
+    assert_ne!(obs["isError"], true, "{obs}");
+    let w = mcp.tool(
+        "computer_clipboard",
+        json!({"op": "write", "text": "from mcp"}),
+    );
+    assert_eq!(w["structuredContent"]["verified"], true, "{w}");
+    assert_eq!(xclip(&desk, &["-o"], None), "from mcp");
+    let r = mcp.tool("computer_clipboard", json!({"op": "read"}));
+    assert_eq!(r["structuredContent"]["text"], "from mcp", "{r}");
+    let bad = mcp.tool("computer_clipboard", json!({"op": "write"}));
+    assert_eq!(
+        bad["structuredContent"]["code"], "COMPUTER_INVALID_ARGUMENT",
+        "{bad}"
+    );
+}
+
+/// The clipboard holder cannot be started by hand to set the clipboard past the
+/// switch.
+#[test]
+fn the_clipboard_holder_refuses_to_be_run_by_hand() {
+    let dir = TempDir::new("holder");
+    let desk = Desk::start(dir.path());
+    let (out, v) = desk.run(&["clipboard-hold", &format!(":{}", desk.display)]);
+    assert!(!out.status.success(), "{v}");
+    assert_eq!(v["error"]["code"], "COMPUTER_INVALID_ARGUMENT", "{v}");
 }

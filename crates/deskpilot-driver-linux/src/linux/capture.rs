@@ -134,17 +134,23 @@ pub fn frame_scale(device: &Bounds, tree: &Bounds) -> Option<f64> {
 pub use super::input::Stacked;
 
 /// The areas of windows stacked above the top-level `xid` that overlap `area` and
-/// would take pointer input meant for it (pure over `stack`): every window of
-/// another process (input-only ones included), and other top-levels of its own;
-/// not its own popups.
+/// would take pointer input meant for it or hide its pixels (pure over `stack`):
+/// every window of another process (input-only and click-through ones included),
+/// and other top-levels of its own; not its own popups, and not this very
+/// process's click-through overlays (the agent cursor and frame of
+/// docs/ARCHITECTURE.md §7.19, which are not part of the app).
 pub fn covered(stack: &[Stacked], xid: u32, area: &Bounds) -> Vec<Bounds> {
     let Some(at) = stack.iter().position(|s| s.xid == xid) else {
         return Vec::new();
     };
     let own = stack[at].pid;
+    let me = Some(std::process::id());
     stack[at + 1..]
         .iter()
-        .filter(|s| !(s.popup && own.is_some() && s.pid == own) && s.bounds.intersects(area))
+        .filter(|s| {
+            !(s.popup && own.is_some() && s.pid == own || s.click_through && s.pid == me)
+                && s.bounds.intersects(area)
+        })
         .map(|s| s.bounds)
         .collect()
 }
@@ -480,6 +486,7 @@ mod tests {
             pid: Some(pid),
             popup,
             input_only,
+            click_through: false,
         };
         let stack = vec![
             w(1, Bounds::new(0, 0, 100, 100), 10, false, false),
@@ -503,6 +510,35 @@ mod tests {
             ]
         );
         assert!(covered(&stack, 9, &area).is_empty());
+    }
+
+    #[test]
+    fn only_this_processs_own_click_through_overlays_do_not_cover_a_window() {
+        let me = std::process::id();
+        let (other, third) = (me.wrapping_add(1), me.wrapping_add(2));
+        let w = |xid, b: Bounds, pid, click_through| Stacked {
+            xid,
+            bounds: b,
+            pid: Some(pid),
+            popup: true,
+            input_only: false,
+            click_through,
+        };
+        let stack = vec![
+            w(1, Bounds::new(0, 0, 400, 300), other, false),
+            // This process's agent cursor and frame: not part of what is seen.
+            w(2, Bounds::new(50, 50, 12, 20), me, true),
+            w(3, Bounds::new(0, 0, 400, 3), me, true),
+            // Another program's click-through window still hides pixels.
+            w(4, Bounds::new(100, 100, 30, 30), third, true),
+            // This process's window that takes input covers like any other.
+            w(5, Bounds::new(200, 200, 30, 30), me, false),
+        ];
+        let area = Bounds::new(0, 0, 400, 300);
+        assert_eq!(
+            covered(&stack, 1, &area),
+            vec![Bounds::new(100, 100, 30, 30), Bounds::new(200, 200, 30, 30)]
+        );
     }
 
     #[test]

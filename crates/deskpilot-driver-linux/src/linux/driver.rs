@@ -798,6 +798,40 @@ impl Driver for LinuxDriver {
             notes,
         })
     }
+
+    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+        let display = self.clipboard_display()?;
+        blocking(move || super::clipboard::read(&display)).await
+    }
+
+    async fn clipboard_write(
+        &self,
+        p: ClipboardWriteParams,
+    ) -> Result<ClipboardWritten, ComputerError> {
+        let display = self.clipboard_display()?;
+        // The holder is this program's `clipboard-hold` (docs/ARCHITECTURE.md §7.20):
+        // the driver runs inside the deskpilot binary (the CLI, the MCP server, or
+        // `deskpilot driver`).
+        let holder = std::env::current_exe().map_err(|e| {
+            ComputerError::new(
+                ErrorCode::Internal,
+                format!("the clipboard holder: this program's path: {e}"),
+            )
+        })?;
+        blocking(move || super::clipboard::write(&display, &p.text, &holder)).await
+    }
+}
+
+impl LinuxDriver {
+    /// The X display the clipboard is on.
+    fn clipboard_display(&self) -> Result<String, ComputerError> {
+        self.opts.display.clone().ok_or_else(|| {
+            ComputerError::new(
+                ErrorCode::InputUnavailable,
+                "the clipboard needs an X display and this desktop has none (a Wayland-only session, or DISPLAY unset)",
+            )
+        })
+    }
 }
 
 /// Whether a `tesseract` executable is on `PATH`.

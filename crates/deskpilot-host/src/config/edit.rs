@@ -97,7 +97,7 @@ fn parse_cli_value(
     let v = value.trim();
     let bad = || key_error(path, key, &format!("{value:?} is not a valid value"));
     Ok(match bare {
-        "enabled" | "system_keys" => match v {
+        "enabled" | "system_keys" | "clipboard" | "presence" => match v {
             "true" => Value::from(true),
             "false" => Value::from(false),
             _ => return Err(bad()),

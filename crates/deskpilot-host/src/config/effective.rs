@@ -161,14 +161,31 @@ impl Config {
             super::DEFAULT_STOP_HOTKEY.to_owned(),
         );
 
-        // A config changed outside deskpilot never widens the policy.
-        let (enabled, mode, system_keys) = if self.changed_outside {
-            for k in ["enabled", "mode", "system_keys"] {
+        let w = pick(
+            "clipboard",
+            sb.clipboard.is_some(),
+            t.clipboard.is_some(),
+            false,
+        );
+        let clipboard = choose(w, &sb.clipboard, &t.clipboard, false);
+
+        let w = pick(
+            "presence",
+            sb.presence.is_some(),
+            t.presence.is_some(),
+            true,
+        );
+        let presence = choose(w, &sb.presence, &t.presence, !in_sandbox);
+
+        // A config changed outside deskpilot never widens the policy (and the user
+        // keeps seeing the agent).
+        let (enabled, mode, system_keys, clipboard, presence) = if self.changed_outside {
+            for k in ["enabled", "mode", "system_keys", "clipboard", "presence"] {
                 sources.insert(k.to_string(), CHANGED_OUTSIDE.to_string());
             }
-            (false, Mode::Plan, false)
+            (false, Mode::Plan, false, false, !in_sandbox || presence)
         } else {
-            (enabled, mode, system_keys)
+            (enabled, mode, system_keys, clipboard, presence)
         };
         Effective {
             enabled,
@@ -183,6 +200,8 @@ impl Config {
             capture,
             system_keys,
             stop_hotkey,
+            clipboard,
+            presence,
             sources,
         }
     }

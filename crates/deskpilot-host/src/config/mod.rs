@@ -25,6 +25,8 @@
 //! | `capture`             | string          | `"a11y-only"`         | `"a11y-only"`     | `a11y-only` or `a11y-and-pixels` (whether pixels may be captured) |
 //! | `stop_hotkey`         | string          | `"ctrl+shift+Escape"` | same              | the chord long-lived hosts grab to stop every agent, like `deskpilot stop` ([`DEFAULT_STOP_HOTKEY`]) |
 //! | `system_keys`         | bool            | `false`               | `false`           | whether desktop shortcuts may be pressed (`ctrl+alt+F1`, `super`, `alt+Tab`, …: [`deskpilot_policy::system_keys`]) |
+//! | `clipboard`           | bool            | `false`               | `false`           | whether the agent may read or write the clipboard (`computer_clipboard`, `deskpilot clipboard`) |
+//! | `presence`            | bool            | `true`                | `false`           | whether long-lived hosts draw the agent's cursor, the bound window's frame and the indicator with Stop (docs/ARCHITECTURE.md §7.19) |
 //!
 //! # The bound model
 //!
@@ -95,7 +97,7 @@ pub const MAX_ACTION_BUDGET: u32 = 10_000;
 /// Largest `idle_expiry_minutes`: a day. A grant nobody used for a day is over.
 pub const MAX_IDLE_EXPIRY_MINUTES: u64 = 24 * 60;
 
-pub const KEYS: [&str; 11] = [
+pub const KEYS: [&str; 13] = [
     "enabled",
     "mode",
     "allow_apps",
@@ -107,6 +109,8 @@ pub const KEYS: [&str; 11] = [
     "capture",
     "system_keys",
     "stop_hotkey",
+    "clipboard",
+    "presence",
 ];
 
 /// The name of the table whose keys apply only on a sandbox desktop.
@@ -183,6 +187,8 @@ pub struct Settings {
     pub capture: Option<Capture>,
     pub system_keys: Option<bool>,
     pub stop_hotkey: Option<String>,
+    pub clipboard: Option<bool>,
+    pub presence: Option<bool>,
 }
 
 /// The API a model provider speaks.
@@ -331,6 +337,11 @@ pub struct Effective {
     pub system_keys: bool,
     /// The stop hotkey's chord (default [`DEFAULT_STOP_HOTKEY`]).
     pub stop_hotkey: String,
+    /// The clipboard may be read and written through deskpilot (default `false`).
+    pub clipboard: bool,
+    /// Long-lived hosts show the agent on screen (default `true` on the user's own
+    /// desktop, `false` in a sandbox).
+    pub presence: bool,
     /// Where each key's value came from, by config key name (`idle_expiry_minutes`,
     /// not `idle_expiry_ms`): `"sandbox table"`, `"file"`, `"sandbox default"` or
     /// `"default"`.

@@ -22,7 +22,7 @@ fn fix_hint(key: &str) -> String {
 /// What a key accepts, for error messages.
 fn valid_values(key: &str) -> &'static str {
     match key {
-        "enabled" | "system_keys" => "true, false",
+        "enabled" | "system_keys" | "clipboard" | "presence" => "true, false",
         "mode" => MODE_NAMES,
         "allow_apps" | "deny_apps" | "self_apps" | "allow_terminals" => {
             "a list of app names such as [\"mousepad\", \"gedit\"] (with `config set`: mousepad,gedit)"
@@ -149,6 +149,12 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
             "enabled" => s.enabled = Some(v.as_bool().ok_or_else(|| wrong("true or false"))?),
             "system_keys" => {
                 s.system_keys = Some(v.as_bool().ok_or_else(|| wrong("true or false"))?);
+            }
+            "clipboard" => {
+                s.clipboard = Some(v.as_bool().ok_or_else(|| wrong("true or false"))?);
+            }
+            "presence" => {
+                s.presence = Some(v.as_bool().ok_or_else(|| wrong("true or false"))?);
             }
             "mode" => {
                 let name = v.as_str().ok_or_else(|| wrong("a string"))?;

@@ -61,6 +61,10 @@ impl Host {
         }
         // Frontmost first: the active window, then the driver's order.
         candidates.sort_by_key(|(w, _)| !w.active);
+        self.measured = candidates
+            .iter()
+            .filter_map(|(w, _)| Some((w.handle.0.clone(), w.device_bounds.or(w.bounds)?)))
+            .collect();
         Ok(Enumeration { apps, candidates })
     }
 
@@ -305,7 +309,34 @@ impl Host {
         if let Some(h) = self.bound_handle() {
             self.session.state_mut().current = Some(h);
         }
+        self.show_presence();
         self.session.save()
+    }
+
+    /// Shows the grant as it is now (docs/ARCHITECTURE.md §7.19): the frame around
+    /// the bound window as last measured and the indicator's line; nothing once the
+    /// grant is gone.
+    pub fn show_presence(&self) {
+        let Some(p) = &self.o.presence else {
+            return;
+        };
+        let Some(view) = self.grant_view() else {
+            p.clear();
+            return;
+        };
+        let bound = self.bound_handle();
+        let frame =
+            bound.and_then(|h| self.measured.iter().find(|(m, _)| *m == h).map(|(_, b)| *b));
+        p.frame(frame);
+        p.indicator(Some(crate::presence::indicator_text(
+            view.app.as_deref(),
+            view.actions_left,
+            match view.capture {
+                deskpilot_policy::grant::Capture::A11yOnly => "capture tree",
+                deskpilot_policy::grant::Capture::A11yAndPixels => "capture tree + pixels",
+            },
+            view.device.as_deref(),
+        )));
     }
 
     /// Applications and windows, each window with its refusal (never dropped).

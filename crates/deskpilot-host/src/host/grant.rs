@@ -91,6 +91,7 @@ impl Host {
             code: Some(e.code.as_str().into()),
             ..AuditRecord::default()
         });
+        self.show_presence();
         let _ = self.session.save();
         e
     }
@@ -460,6 +461,7 @@ impl Host {
     pub fn revoke(&mut self) -> Result<Option<GrantView>, ComputerError> {
         let view = self.grant_view();
         self.close_grant(AuditEvent::GrantRevoked);
+        self.show_presence();
         self.session.save()?;
         Ok(view)
     }
@@ -474,6 +476,7 @@ impl Host {
             self.audit_grant(AuditEvent::GrantStopped, &g, g.target_app.as_deref(), None);
             self.release_lock();
         }
+        self.show_presence();
         let _ = self.session.save();
     }
 

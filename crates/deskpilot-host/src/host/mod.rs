@@ -53,12 +53,16 @@ pub use deskpilot_policy::view::{Basis, GrantView, PolicyState};
 
 mod approvals;
 mod bind;
+mod clipboard;
+pub use clipboard::ClipboardOutcome;
 mod grant;
 mod launch;
 pub use bind::window_facts;
 pub use launch::vet_launch;
 mod pipeline;
+pub use pipeline::TEACH_WAIT_MS;
 pub mod pixels;
+mod teach;
 
 /// Asks the user (on a terminal) whether to allow an action described by the string;
 /// `true` means yes.
@@ -103,6 +107,10 @@ pub struct HostOptions {
     /// other than `local`, the refusals judge the facts the driver reports, never
     /// this machine's processes.
     pub device: String,
+    /// What the person at the desktop sees of the agent (docs/ARCHITECTURE.md
+    /// §7.19): set by long-lived hosts on a desktop with a display (`mcp`, `run`)
+    /// when the config's `presence` is on; `None` shows nothing.
+    pub presence: Option<crate::presence::SharedPresence>,
 }
 
 impl HostOptions {
@@ -127,6 +135,7 @@ impl HostOptions {
             runtime_dir: state_dir(),
             reload: None,
             device: "local".into(),
+            presence: None,
         }
     }
 }
@@ -253,6 +262,14 @@ pub struct Host {
     o: HostOptions,
     rules: Refusals,
     warnings: Vec<String>,
+    /// Each window's device bounds as the last enumeration measured them, by
+    /// handle: where the presence draws the bound window's frame.
+    measured: Vec<(String, deskpilot_core::Bounds)>,
+    /// Teach mode (docs/ARCHITECTURE.md §7.19): the explanation of the step being
+    /// dispatched, shown in a bubble at its element before it runs.
+    teach: Option<String>,
+    /// The person pressed Exit: teach steps are refused from now on.
+    teaching_over: bool,
 }
 
 impl Host {
@@ -264,6 +281,9 @@ impl Host {
             o: opts,
             rules,
             warnings: Vec::new(),
+            measured: Vec::new(),
+            teach: None,
+            teaching_over: false,
         }
     }
 
@@ -293,6 +313,13 @@ impl Host {
     /// The options this host runs with.
     pub fn options(&self) -> &HostOptions {
         &self.o
+    }
+
+    /// Sets what the person at the desktop sees of the agent
+    /// ([`HostOptions::presence`]) and shows the grant there at once.
+    pub fn set_presence(&mut self, p: Option<crate::presence::SharedPresence>) {
+        self.o.presence = p;
+        self.show_presence();
     }
 
     /// The refusal rules in force.

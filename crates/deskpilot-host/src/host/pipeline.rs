@@ -227,9 +227,98 @@ struct Judge {
     window_key: String,
     /// The window publishes no accessibility tree: the judge has no tree to read.
     no_tree: bool,
+    /// The bound window as enumerated: maps the element's tree pixels to the
+    /// device pixels the presence draws in.
+    window: WindowInfo,
+    /// Teach mode: the explanation to show at the element before it runs.
+    teach: Option<String>,
 }
 
+/// How long a teach bubble waits for the person's Next or Exit: 10 min.
+pub const TEACH_WAIT_MS: u64 = 10 * 60 * 1000;
+
 impl Judge {
+    /// Once every check passed, just before dispatch: the drawn cursor glides to
+    /// the element (its centre, device pixels) and presses (docs/ARCHITECTURE.md
+    /// §7.19). In teach mode the bubble shows the step's explanation beside the
+    /// element first, and the step runs only on the person's Next.
+    ///
+    /// Errors (teach mode only): `COMPUTER_CONFIRMATION_REQUIRED` when the person
+    /// pressed Exit, `COMPUTER_STOPPED_BY_USER` when the bubble was closed by a
+    /// stop, `COMPUTER_TIMEOUT` after [`TEACH_WAIT_MS`].
+    fn present(&self, el: Option<&Node>, point: Option<(i32, i32)>) -> Result<(), ComputerError> {
+        let Some(p) = &self.o.presence else {
+            return Ok(());
+        };
+        let device = el.and_then(|n| n.bounds).map(|b| {
+            let (x0, y0) = self.window.tree_to_device(f64::from(b.x), f64::from(b.y));
+            let (x1, y1) = self
+                .window
+                .tree_to_device(f64::from(b.x + b.width), f64::from(b.y + b.height));
+            let (x, y) = (x0.round() as i32, y0.round() as i32);
+            deskpilot_core::Bounds::new(
+                x,
+                y,
+                (x1.round() as i32 - x).max(1),
+                (y1.round() as i32 - y).max(1),
+            )
+        });
+        let aim = point.or_else(|| device.as_ref().map(crate::presence::centre));
+        if let Some(text) = &self.teach {
+            let target = device
+                .or_else(|| aim.map(|(x, y)| deskpilot_core::Bounds::new(x - 8, y - 8, 16, 16)))
+                .ok_or_else(|| {
+                    fail(
+                        ErrorCode::ElementNotActionable,
+                        "the step's element has no position on screen to point the bubble at; observe again, or teach another step",
+                    )
+                })?;
+            if let Some((x, y)) = aim {
+                p.aim(x, y);
+            }
+            let rx = p.teach(target, text);
+            let wait = || rx.recv_timeout(std::time::Duration::from_millis(TEACH_WAIT_MS));
+            let multi = tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+            let answer = if multi {
+                tokio::task::block_in_place(wait)
+            } else {
+                wait()
+            };
+            match answer {
+                Ok(crate::presence::TeachAnswer::Next) => {}
+                Ok(crate::presence::TeachAnswer::Exit) => {
+                    return Err(fail(
+                        ErrorCode::ConfirmationRequired,
+                        "the person pressed Exit: teaching ended and this step did not run; later teach steps are refused",
+                    )
+                    .with_detail(serde_json::json!({ "teach": "exit" })));
+                }
+                Ok(crate::presence::TeachAnswer::Closed) => {
+                    return Err(fail(
+                        ErrorCode::StoppedByUser,
+                        "the teach bubble was closed (a stop) before Next; the step did not run",
+                    ));
+                }
+                Err(_) => {
+                    p.end_teach();
+                    return Err(fail(
+                        ErrorCode::Timeout,
+                        format!(
+                            "nobody pressed Next or Exit within {} min; the step did not run",
+                            TEACH_WAIT_MS / 60_000
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some((x, y)) = aim {
+            p.aim(x, y);
+            p.press();
+        }
+        Ok(())
+    }
+
     /// A click at tree point (`x`, `y`) of a window with a tree where the tree
     /// names nothing (outside the window's own extents — a popup of the app — or
     /// on no named or interactive element): what it presses cannot be known, so
@@ -678,6 +767,8 @@ impl Host {
                 self.o.desktop_key, self.o.session, window.handle.0
             ),
             no_tree: window.no_tree,
+            window: window.clone(),
+            teach: self.teach.clone(),
         };
         let mut note = GateNote::default();
         let result = self
@@ -922,7 +1013,8 @@ impl Host {
             return self
                 .session
                 .act_checked(r, *op, value.clone(), |root, el| {
-                    judge.run(effect, None, root, Some(el), note)
+                    judge.run(effect, None, root, Some(el), note)?;
+                    judge.present(Some(el), None)
                 })
                 .await
                 .map(Outcome::Act);
@@ -968,6 +1060,9 @@ impl Host {
             (tx.floor() as i32, ty.floor() as i32)
         });
         judge.run(effect, tree_point, &root, None, note)?;
+        if matches!(effect, Effect::Pointer { .. }) {
+            judge.present(None, point)?;
+        }
         let under = tree_point.and_then(|(x, y)| {
             elements_at(&root, x, y)
                 .into_iter()

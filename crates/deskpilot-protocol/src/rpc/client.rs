@@ -454,6 +454,15 @@ impl Driver for RpcDriver {
     async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
         self.call(Call::ScreenOcr(p)).await
     }
+    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+        self.call(Call::ClipboardRead).await
+    }
+    async fn clipboard_write(
+        &self,
+        p: ClipboardWriteParams,
+    ) -> Result<ClipboardWritten, ComputerError> {
+        self.call(Call::ClipboardWrite(p)).await
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,8 @@ pub enum ConfigCmd {
     /// Set a key, keeping the file's comments and other keys.
     ///
     /// Keys: enabled, mode, allow_apps, deny_apps, self_apps, allow_terminals,
-    /// action_budget, idle_expiry_minutes, capture, system_keys; prefix
+    /// action_budget, idle_expiry_minutes, capture, system_keys, stop_hotkey,
+    /// clipboard, presence; prefix
     /// `sandbox.` for a value used only on
     /// deskpilot sandbox desktops. Lists are comma-separated ("" = empty list).
     #[command(after_help = "Examples:
@@ -33,6 +34,8 @@ pub enum ConfigCmd {
   deskpilot config set allow_apps ''          # an empty allow-list
   deskpilot config set idle_expiry_minutes 30
   deskpilot config set system_keys true         # desktop shortcuts (ctrl+alt+F1, super, alt+Tab)
+  deskpilot config set clipboard true           # computer_clipboard, deskpilot clipboard
+  deskpilot config set presence false           # no drawn cursor, frame or indicator
   deskpilot config set model.provider openai    # the model `deskpilot run` uses
   deskpilot config set model.model gpt-4.1-mini
   deskpilot config set model.api_key_env OPENAI_API_KEY")]

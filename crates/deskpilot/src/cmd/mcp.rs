@@ -35,7 +35,12 @@ pub enum Transport {
 }
 
 /// Runs the server until the client closes stdin (or, over HTTP, until killed).
-pub async fn run(ctx: &Ctx, new_sandbox: bool, transport: Transport) -> Result<(), ComputerError> {
+pub async fn run(
+    ctx: &Ctx,
+    new_sandbox: bool,
+    transport: Transport,
+    teach: bool,
+) -> Result<(), ComputerError> {
     // The token exists before anything is served, so a client can be configured.
     let auth = match &transport {
         Transport::Http { addr, token_file } => {
@@ -71,7 +76,7 @@ pub async fn run(ctx: &Ctx, new_sandbox: bool, transport: Transport) -> Result<(
         ctx.session = format!("mcp-{}", std::process::id());
     }
     // stdin is the protocol stream: never prompt on it.
-    let (host, desktop) = open_host(&ctx, "mcp", false).await?;
+    let (mut host, desktop) = open_host(&ctx, "mcp", false).await?;
     let info = Arc::new(Mutex::new(HostInfo {
         pid: std::process::id(),
         session: ctx.session.clone(),
@@ -80,13 +85,31 @@ pub async fn run(ctx: &Ctx, new_sandbox: bool, transport: Transport) -> Result<(
         kind: "mcp".into(),
     }));
     let _control = ControlServer::listen(info, host.options().stop.clone())?;
+    let display = super::policy::hotkey_display(&ctx, &desktop);
     let _hotkey = super::policy::arm_stop_hotkey(
         "mcp",
-        super::policy::hotkey_display(&ctx, &desktop).as_deref(),
+        display.as_deref(),
         &host.options().settings.stop_hotkey,
     );
+    // What the person sees of the agent: drawn on the desktop it works on, so not
+    // for another device.
+    if !ctx.device.is_remote() {
+        let p = super::presence::open(
+            "mcp",
+            display.as_deref(),
+            host.options().settings.presence,
+            &host.options().stop,
+        );
+        host.set_presence(p);
+    }
+    if teach && host.options().presence.is_none() {
+        eprintln!(
+            "deskpilot mcp: warning: --teach needs the on-screen presence (an X display and `presence` on); teach steps will be refused"
+        );
+    }
     let state_file = host.session().state_path().to_path_buf();
     let server = deskpilot_mcp::Server::new(host);
+    let server = if teach { server.with_teach() } else { server };
     let r = match (&transport, auth) {
         (Transport::Http { addr, .. }, Some(auth)) => {
             deskpilot_mcp::serve_http(server.clone(), *addr, auth).await

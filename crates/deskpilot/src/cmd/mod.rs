@@ -9,6 +9,7 @@ mod driver;
 pub mod eval;
 mod mcp;
 mod policy;
+mod presence;
 mod run;
 mod sandbox;
 mod session;
@@ -67,6 +68,7 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
         Command::Driver => Some("driver"),
         Command::Bench { .. } => Some("bench"),
         Command::Eval(_) => Some("eval"),
+        Command::ClipboardHold { .. } => Some("clipboard-hold"),
         _ => None,
     };
     if let Some(cmd) = local_only.filter(|_| ctx.device.is_remote()) {
@@ -160,10 +162,49 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
         }
         Command::Demo { keep, out } => demo::run(json, keep, out).await,
         Command::Driver => driver::run(sandbox).await,
+        Command::Clipboard { cmd } => {
+            let write = match cmd {
+                crate::ClipboardCmd::Read => None,
+                crate::ClipboardCmd::Write { text } if text == "-" => {
+                    let mut t = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut t).map_err(|e| {
+                        ComputerError::new(ErrorCode::InvalidArgument, format!("stdin: {e}"))
+                    })?;
+                    Some(t)
+                }
+                crate::ClipboardCmd::Write { text } => Some(text),
+            };
+            session::clipboard(&ctx, write).await
+        }
+        Command::ClipboardHold { display } => {
+            // Only deskpilot's own clipboard write starts a holder: run by hand (by
+            // an agent at a shell) it would set the clipboard past the user's
+            // `clipboard` switch.
+            let parent =
+                std::fs::read_link(format!("/proc/{}/exe", std::os::unix::process::parent_id()));
+            let me = std::fs::read_link("/proc/self/exe");
+            if parent.is_err() || parent.ok() != me.ok() {
+                return Err(ComputerError::new(
+                    ErrorCode::InvalidArgument,
+                    "`deskpilot clipboard-hold` is started by `deskpilot clipboard write` only; use that",
+                ));
+            }
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| {
+                ComputerError::new(ErrorCode::InvalidArgument, format!("stdin: {e}"))
+            })?;
+            deskpilot_driver_linux::clipboard::serve(&display, &text, || {
+                use std::io::Write as _;
+                let mut out = std::io::stdout();
+                let _ = writeln!(out, "ready");
+                let _ = out.flush();
+            })
+        }
         Command::Mcp {
             http,
             socket,
             token_file,
+            teach,
         } => {
             let transport = match (http, socket) {
                 (Some(addr), _) => mcp::Transport::Http {
@@ -173,7 +214,7 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
                 (None, Some(path)) => mcp::Transport::Unix(path),
                 (None, None) => mcp::Transport::Stdio,
             };
-            mcp::run(&ctx, new_sandbox, transport).await
+            mcp::run(&ctx, new_sandbox, transport, teach).await
         }
         Command::Run {
             instruction,

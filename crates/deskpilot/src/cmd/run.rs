@@ -60,11 +60,21 @@ pub async fn run(
         kind: "run".into(),
     }));
     let _control = ControlServer::listen(info, host.options().stop.clone())?;
+    let display = super::policy::hotkey_display(&ctx, &desktop);
     let _hotkey = super::policy::arm_stop_hotkey(
         "run",
-        super::policy::hotkey_display(&ctx, &desktop).as_deref(),
+        display.as_deref(),
         &host.options().settings.stop_hotkey,
     );
+    if !ctx.device.is_remote() {
+        let p = super::presence::open(
+            "run",
+            display.as_deref(),
+            host.options().settings.presence,
+            &host.options().stop,
+        );
+        host.set_presence(p);
+    }
     let mut opts = RunOptions::new(instruction);
     opts.max_steps = max_steps;
     opts.observe_only = observe_only;

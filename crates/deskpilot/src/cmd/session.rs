@@ -461,6 +461,16 @@ pub async fn keys(
     Ok(())
 }
 
+/// `deskpilot clipboard read|write`: the clipboard under the policy (its own
+/// switch, `clipboard`; a write spends an action).
+pub async fn clipboard(ctx: &Ctx, write: Option<String>) -> Result<(), ComputerError> {
+    let (mut h, _) = open(ctx, "cli").await?;
+    let out = h.clipboard(write).await?;
+    let text = out.summary();
+    finish(ctx, &h, &out, &text);
+    Ok(())
+}
+
 /// `deskpilot click-at X Y --basis B`: a pointer gesture at window-relative capture
 /// pixels, checked against the basis an observe printed.
 pub async fn click_at(

@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 
 use deskpilot_core::Bounds;
 use deskpilot_protocol::{ComputerError, ErrorCode};
-use x11rb::connection::Connection as _;
+use x11rb::connection::{Connection as _, RequestConnection as _};
 use x11rb::errors::ReplyError;
 use x11rb::protocol::ErrorKind;
 use x11rb::protocol::res::{ClientIdMask, ClientIdSpec, ConnectionExt as _};
+use x11rb::protocol::shape::{ConnectionExt as _, SK};
 use x11rb::protocol::xproto::{
     Atom, AtomEnum, ClientMessageEvent, ConfigureWindowAux, ConnectionExt as _, EventMask,
     GetPropertyReply, InputFocus, MapState, StackMode, Window, WindowClass,
@@ -68,6 +69,10 @@ pub struct Stacked {
     pub popup: bool,
     /// An input-only window: it shows nothing but takes pointer input.
     pub input_only: bool,
+    /// Its input shape (XShape `SK::INPUT`) is empty: pointer input goes through
+    /// it to whatever is below (a drawn overlay such as deskpilot's own agent
+    /// cursor, docs/ARCHITECTURE.md §7.19). False on a server without SHAPE.
+    pub click_through: bool,
 }
 
 impl XInput {
@@ -130,8 +135,9 @@ impl XInput {
 
     /// Every mapped root child (window-manager frames, unmanaged clients,
     /// override-redirect menus and popups, input-only windows alike), bottom to
-    /// top. Requests are pipelined: one round of attributes, one of geometry, one
-    /// X-Resource query for every pid, then the client search of managed frames.
+    /// top. Requests are pipelined: one round of attributes, one of geometry and
+    /// input shapes, one X-Resource query for every pid, then the client search of
+    /// managed frames.
     ///
     /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
     pub fn stacking(&self) -> Result<Vec<Stacked>, ComputerError> {
@@ -163,10 +169,34 @@ impl XInput {
             .iter()
             .map(|(w, _, _)| self.conn.get_geometry(*w).x11("GetGeometry"))
             .collect::<Result<Vec<_>, _>>()?;
+        // The extension's presence is cached by the connection after the first ask.
+        let has_shape = self
+            .conn
+            .extension_information(x11rb::protocol::shape::X11_EXTENSION_NAME)
+            .x11("QueryExtension SHAPE")?
+            .is_some();
+        let shapes = mapped
+            .iter()
+            .map(|(w, _, _)| {
+                has_shape
+                    .then(|| {
+                        self.conn
+                            .shape_get_rectangles(*w, SK::INPUT)
+                            .x11("ShapeGetRectangles")
+                    })
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mut out = Vec::new();
-        for ((w, popup, input_only), cookie) in mapped.into_iter().zip(geoms) {
+        for (((w, popup, input_only), cookie), shape) in mapped.into_iter().zip(geoms).zip(shapes) {
             let Some(g) = gone_is_none(cookie.reply()).x11("GetGeometry")? else {
                 continue;
+            };
+            let click_through = match shape {
+                Some(c) => gone_is_none(c.reply())
+                    .x11("ShapeGetRectangles")?
+                    .is_some_and(|r| r.rectangles.is_empty()),
+                None => false,
             };
             let border = i32::from(g.border_width);
             let bounds = Bounds::new(
@@ -187,6 +217,7 @@ impl XInput {
                 pid: None,
                 popup,
                 input_only,
+                click_through,
             });
         }
         let pids = self.pids_of(&out.iter().map(|s| s.xid).collect::<Vec<_>>())?;
@@ -242,7 +273,10 @@ impl XInput {
     /// The areas of mapped windows of other processes stacked above the top-level
     /// client `xid` (override-redirect menus and popups included; input-only
     /// windows, which show nothing, not), root-window pixels. The app's own popups
-    /// above it are part of what it shows.
+    /// above it are part of what it shows; this process's own click-through
+    /// overlays (the agent cursor and frame, docs/ARCHITECTURE.md §7.19) are not
+    /// part of the app, while another program's click-through window still covers
+    /// what is seen.
     ///
     /// Errors: `ElementNotFound` when `xid` is not a mapped top-level.
     pub fn covering(&self, xid: u32) -> Result<Vec<Bounds>, ComputerError> {
@@ -253,15 +287,20 @@ impl XInput {
         let own = stack[at].pid;
         Ok(stack[at + 1..]
             .iter()
-            .filter(|s| !(s.input_only || s.popup && own.is_some() && s.pid == own))
+            .filter(|s| {
+                !(s.input_only
+                    || s.popup && own.is_some() && s.pid == own
+                    || s.click_through && s.pid == Some(std::process::id()))
+            })
             .map(|s| s.bounds)
             .collect())
     }
 
     /// Succeeds when the topmost mapped window at root point (`x`, `y`) — input-only
-    /// windows included — is the top-level client `xid` (its frame) or a popup of
-    /// its own process above it: synthetic pointer input there reaches that app
-    /// and nothing else.
+    /// windows included, click-through windows (an empty input shape, whoever owns
+    /// them) not, since pointer input goes through them — is the top-level client
+    /// `xid` (its frame) or a popup of its own process above it: synthetic pointer
+    /// input there reaches that app and nothing else.
     ///
     /// Errors: `COMPUTER_SCOPE_VIOLATION` when another window (another app's
     /// window or popup, another top-level of the same app, an invisible input-only
@@ -276,7 +315,10 @@ impl XInput {
             ));
         };
         let own = stack[at].pid;
-        match stack.iter().rposition(|s| inside(&s.bounds)) {
+        match stack
+            .iter()
+            .rposition(|s| !s.click_through && inside(&s.bounds))
+        {
             Some(i) if i == at => Ok(()),
             Some(i)
                 if i > at

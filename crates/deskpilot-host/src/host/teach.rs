@@ -1,0 +1,67 @@
+//! Teach mode (docs/ARCHITECTURE.md §7.19): the agent explains each step in a
+//! bubble pointing at its element, and the step runs only when the person presses
+//! Next. Exit ends teaching for the host's life.
+//!
+//! A step is an ordinary action: it passes the whole pipeline (grant, refusals,
+//! mode, irreversible-action confirmation, budget) before the bubble is shown, so no
+//! confirmation is ever asked behind it, and Next adds nothing to what the action
+//! may do. Teaching grants no clipboard or desktop-shortcut rights: a step is an
+//! element action, nothing else.
+
+use deskpilot_core::Op;
+use deskpilot_protocol::{ComputerError, ErrorCode};
+
+use super::{Host, fail};
+use crate::session::ActOutcome;
+
+impl Host {
+    /// Runs `op` on ref `r` as a teach step explained by `text`.
+    ///
+    /// Errors: `COMPUTER_FEATURE_DISABLED` when this host shows nothing on screen
+    /// (no presence); `COMPUTER_SCOPE_VIOLATION` once the person pressed Exit;
+    /// `COMPUTER_CONFIRMATION_REQUIRED` (detail `{"teach":"exit"}`) when they press
+    /// Exit on this step; otherwise [`Host::act`]'s.
+    pub async fn teach_step(
+        &mut self,
+        r: &str,
+        text: &str,
+        op: Op,
+        value: Option<String>,
+    ) -> Result<ActOutcome, ComputerError> {
+        if self.o.presence.is_none() {
+            return Err(fail(
+                ErrorCode::FeatureDisabled,
+                "teach mode shows a bubble on the desktop, and this server shows nothing there (no X display, or `presence` is off in the config)",
+            ));
+        }
+        if self.teaching_over {
+            return Err(fail(
+                ErrorCode::ScopeViolation,
+                "teaching ended: the person pressed Exit. Work with computer_act, or ask them to start the server again",
+            ));
+        }
+        if text.trim().is_empty() {
+            return Err(fail(
+                ErrorCode::InvalidArgument,
+                "say what the step does, for the person to read before pressing Next",
+            ));
+        }
+        self.teach = Some(deskpilot_core::sanitize::one_line(text));
+        let out = self.act(r, op, value).await;
+        self.teach = None;
+        if let Err(e) = &out
+            && e.detail
+                .as_ref()
+                .and_then(|d| d.get("teach"))
+                .is_some_and(|v| v == "exit")
+        {
+            self.teaching_over = true;
+        }
+        out
+    }
+
+    /// The person pressed Exit on a teach bubble.
+    pub fn teaching_over(&self) -> bool {
+        self.teaching_over
+    }
+}
