@@ -280,6 +280,33 @@ fn the_teach_bubble_answers_next_exit_or_closed() {
     assert!(bubble.bounds.y > target.y, "below the target: {bubble:?}");
     assert!(!bubble.input_rects.is_empty() && bubble.override_redirect);
     let (next, _) = teach_buttons_at(bubble.bounds);
+    // A click the moment the bubble appears is no answer (it was meant for what
+    // was there), and neither is a click another client sends (XSendEvent).
+    click(&xvfb, next.0, next.1);
+    let conn = xvfb.conn();
+    std::thread::sleep(Duration::from_millis(600));
+    let fake = x11rb::protocol::xproto::ButtonPressEvent {
+        response_type: x11rb::protocol::xproto::BUTTON_PRESS_EVENT,
+        detail: 1,
+        sequence: 0,
+        time: x11rb::CURRENT_TIME,
+        root: conn.setup().roots[0].root,
+        event: bubble.xid,
+        child: x11rb::NONE,
+        root_x: next.0 as i16,
+        root_y: next.1 as i16,
+        event_x: (next.0 - bubble.bounds.x) as i16,
+        event_y: (next.1 - bubble.bounds.y) as i16,
+        state: 0u16.into(),
+        same_screen: true,
+    };
+    conn.send_event(false, bubble.xid, EventMask::BUTTON_PRESS, fake)
+        .unwrap();
+    conn.flush().unwrap();
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "an early or synthetic click answered the bubble"
+    );
     click(&xvfb, next.0, next.1);
     assert_eq!(recv(&rx), TeachAnswer::Next);
     hidden(&xvfb, "deskpilot-teach");
@@ -296,6 +323,7 @@ fn the_teach_bubble_answers_next_exit_or_closed() {
     );
     assert!(bubble.bounds.height > 80, "several lines: {bubble:?}");
     let (_, exit) = teach_buttons_at(bubble.bounds);
+    std::thread::sleep(Duration::from_millis(600));
     click(&xvfb, exit.0, exit.1);
     assert_eq!(recv(&rx), TeachAnswer::Exit);
     hidden(&xvfb, "deskpilot-teach");

@@ -45,6 +45,11 @@ pub trait Presence: Send + Sync {
     fn teach(&self, target: Bounds, text: &str) -> Receiver<TeachAnswer>;
     /// Hides the teach bubble; a pending one answers [`TeachAnswer::Closed`].
     fn end_teach(&self);
+    /// When the grant shown idles out if no action comes first (Unix ms): a host
+    /// learns of it only at its next call, so the presence hides itself then.
+    fn expires_at(&self, at_ms: u64) {
+        let _ = at_ms;
+    }
 }
 
 /// A presence shared by a host and whoever else must clear it (the stop hotkey).
@@ -58,20 +63,28 @@ pub fn indicator_text(
     capture: &str,
     device: Option<&str>,
 ) -> String {
+    // The budget, the capture mode and the device first: an app's name (which
+    // its author chose) is cut, never what deskpilot says.
     let app = app
         .map(|a| {
-            deskpilot_core::sanitize::one_line(a)
-                .chars()
-                .take(40)
-                .collect::<String>()
+            let a = deskpilot_core::sanitize::one_line(a);
+            if a.chars().count() > APP_CHARS {
+                format!("{}...", a.chars().take(APP_CHARS - 3).collect::<String>())
+            } else {
+                a
+            }
         })
         .unwrap_or_else(|| "no window yet".into());
-    let mut s = format!("deskpilot: {app} · {actions_left} actions left · {capture}");
+    let mut s = format!("deskpilot · {actions_left} actions left · {capture}");
     if let Some(d) = device {
         s.push_str(&format!(" · {d}"));
     }
+    s.push_str(&format!(" · {app}"));
     s
 }
+
+/// The most characters of an app's name the indicator shows.
+pub const APP_CHARS: usize = 24;
 
 /// The centre of `b`.
 pub fn centre(b: &Bounds) -> (i32, i32) {
@@ -86,12 +99,18 @@ mod tests {
     fn the_indicator_names_app_budget_capture_and_device() {
         assert_eq!(
             indicator_text(Some("mousepad"), 9, "capture tree", None),
-            "deskpilot: mousepad · 9 actions left · capture tree"
+            "deskpilot · 9 actions left · capture tree · mousepad"
         );
         assert_eq!(
             indicator_text(None, 200, "capture tree + pixels", Some("ssh:lab")),
-            "deskpilot: no window yet · 200 actions left · capture tree + pixels · ssh:lab"
+            "deskpilot · 200 actions left · capture tree + pixels · ssh:lab · no window yet"
         );
+        // A long name is cut; what deskpilot says is not.
+        let long = "a".repeat(60);
+        let t = indicator_text(Some(&long), 3, "capture tree", None);
+        let head = "deskpilot · 3 actions left · capture tree · ";
+        assert!(t.starts_with(head), "{t}");
+        assert_eq!(t.chars().count(), head.chars().count() + APP_CHARS, "{t}");
         // A window's hostile name cannot spread over lines.
         assert!(!indicator_text(Some("a\nb"), 1, "x", None).contains('\n'));
     }

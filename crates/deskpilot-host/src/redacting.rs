@@ -262,11 +262,11 @@ impl Driver for Redacting {
     async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
         let mut r = self.inner.clipboard_read().await.map_err(error)?;
         if let Some(t) = &mut r.text {
-            // Whatever was copied — a password, a token — is masked as a value
-            // shown in a window would be.
+            // Whatever was copied — a token, a key, a value deskpilot masked in a
+            // window — is masked as a shown value would be, in place (the text's
+            // lines and spacing are kept).
             masked(t);
             self.hide_seen(t);
-            mask_random_looking(t);
         }
         Ok(r)
     }

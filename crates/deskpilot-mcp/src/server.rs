@@ -817,9 +817,20 @@ impl Server {
                 return failure(&e, &text);
             }
             let op = step.op.unwrap_or(Op::Click);
+            // A cancelled call closes the bubble: the wait ends, nothing runs.
+            let watcher = h.options().presence.clone().map(|p| {
+                let ct = ctx.ct.clone();
+                tokio::spawn(async move {
+                    ct.cancelled().await;
+                    p.end_teach();
+                })
+            });
             let mut result = h
                 .teach_step(&step.ref_, &step.text, op, step.value.clone())
                 .await;
+            if let Some(w) = watcher {
+                w.abort();
+            }
             if let Err(e) = &result {
                 match ask_user(&h, ctx, &self.stop, e).await {
                     Asked::CannotAsk => {}

@@ -413,7 +413,8 @@ fn handshake_tools_and_the_schema_contract() {
                 "computer_keys",
                 "computer_launch",
                 "computer_screenshot",
-                "computer_task"
+                "computer_task",
+                "computer_clipboard"
             ]
         );
         let by = |n: &str| {
@@ -681,6 +682,7 @@ fn every_result_fits_its_published_output_schema() {
             [
                 "computer_act",
                 "computer_apps",
+                "computer_clipboard",
                 "computer_find",
                 "computer_keys",
                 "computer_launch",
@@ -690,6 +692,10 @@ fn every_result_fits_its_published_output_schema() {
                 "computer_wait"
             ]
         );
+        // The clipboard is off by default: the refusal fits the schema too.
+        let r = c.call("computer_clipboard", json!({ "op": "read" })).await;
+        assert_fits(&v, "computer_clipboard", &r, true);
+        assert_error(&r, "COMPUTER_SCOPE_VIOLATION");
 
         // Successes, each with at least the fields its result publishes.
         let r = c.call("computer_apps", json!({})).await;
@@ -1125,7 +1131,7 @@ fn progress_cancellation_and_robustness() {
         big.extend(br#""}}}"#);
         c.send_raw(&big).await;
         let list = c.request("tools/list", json!({})).await;
-        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 10, "{list}");
+        assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 11, "{list}");
     });
 }
 

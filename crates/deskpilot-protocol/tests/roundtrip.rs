@@ -44,6 +44,8 @@ fn result_round_trips(method: Method, v: Value) {
         Method::InputKeys | Method::InputPointer => typed::<InputResult>(method, v),
         Method::ScreenCapture => typed::<CaptureResult>(method, v),
         Method::ScreenOcr => typed::<OcrResult>(method, v),
+        Method::ClipboardRead => typed::<ClipboardContent>(method, v),
+        Method::ClipboardWrite => typed::<ClipboardWritten>(method, v),
         other => panic!("{other} has no result"),
     }
 }

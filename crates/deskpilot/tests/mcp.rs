@@ -228,7 +228,7 @@ fn malformed_input_gets_clean_errors_and_the_server_keeps_serving() {
     let list = s.request("tools/list", json!({}), short);
     assert_eq!(
         list["result"]["tools"].as_array().map(Vec::len),
-        Some(10),
+        Some(11),
         "{list}"
     );
 
@@ -296,7 +296,7 @@ fn malformed_input_gets_clean_errors_and_the_server_keeps_serving() {
     let list = s.request("tools/list", json!({}), short);
     assert_eq!(
         list["result"]["tools"].as_array().map(Vec::len),
-        Some(10),
+        Some(11),
         "{list}"
     );
     let apps = s.request(

@@ -31,6 +31,7 @@ TOOLS = [
     "computer_launch",
     "computer_screenshot",
     "computer_task",
+    "computer_clipboard",
 ]
 READ_ONLY = {
     "computer_apps",

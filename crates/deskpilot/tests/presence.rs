@@ -375,6 +375,8 @@ fn teach_steps_run_on_next_and_exit_ends_teaching() {
 
     step(&mut mcp, "taught by Next");
     let (next, _) = teach_buttons_at(bubble(&desk));
+    // The bubble takes no click for its first 500 ms.
+    std::thread::sleep(Duration::from_millis(600));
     xdotool(
         &desk,
         &[
@@ -403,6 +405,7 @@ fn teach_steps_run_on_next_and_exit_ends_teaching() {
 
     step(&mut mcp, "never typed");
     let (_, exit) = teach_buttons_at(bubble(&desk));
+    std::thread::sleep(Duration::from_millis(600));
     xdotool(
         &desk,
         &[
@@ -563,6 +566,19 @@ fn the_clipboard_needs_its_switch_and_round_trips_with_xclip() {
     assert_eq!(xclip(&desk, &["-o"], None), "from mcp");
     let r = mcp.tool("computer_clipboard", json!({"op": "read"}));
     assert_eq!(r["structuredContent"]["text"], "from mcp", "{r}");
+    drop(mcp);
+    // Plan mode reads, never writes.
+    std::fs::write(
+        desk.config(),
+        "[sandbox]\nmode = \"plan\"\nclipboard = true\n",
+    )
+    .unwrap();
+    desk.ok(&["clipboard", "read"]);
+    desk.fails_with(&["clipboard", "write", "y"], "COMPUTER_SCOPE_VIOLATION");
+    assert_eq!(xclip(&desk, &["-o"], None), "from mcp");
+    let mut c = desk.command();
+    c.arg("mcp");
+    let mut mcp = Mcp::start(c, Stdio::null());
     let bad = mcp.tool("computer_clipboard", json!({"op": "write"}));
     assert_eq!(
         bad["structuredContent"]["code"], "COMPUTER_INVALID_ARGUMENT",

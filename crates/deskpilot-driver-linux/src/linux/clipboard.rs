@@ -123,6 +123,15 @@ impl Clip {
         self.conn.flush().map_err(|e| err(display, "flush", e))?;
         let deadline = Instant::now() + Duration::from_millis(CONVERT_TIMEOUT_MS);
         loop {
+            // Checked on every event, so a flood of others cannot stretch the wait.
+            if Instant::now() >= deadline {
+                return Err(ComputerError::new(
+                    ErrorCode::NotResponding,
+                    format!(
+                        "the clipboard's owner on display {display} did not answer within {CONVERT_TIMEOUT_MS} ms; the app that copied may be frozen"
+                    ),
+                ));
+            }
             match self
                 .conn
                 .poll_for_event()
@@ -135,14 +144,6 @@ impl Clip {
                     break;
                 }
                 Some(_) => continue,
-                None if Instant::now() >= deadline => {
-                    return Err(ComputerError::new(
-                        ErrorCode::NotResponding,
-                        format!(
-                            "the clipboard's owner on display {display} did not answer within {CONVERT_TIMEOUT_MS} ms; the app that copied may be frozen"
-                        ),
-                    ));
-                }
                 None => std::thread::sleep(Duration::from_millis(5)),
             }
         }
@@ -185,6 +186,13 @@ pub fn read(display: &str) -> Result<ClipboardContent, ComputerError> {
         return Ok(ClipboardContent::default());
     }
     if let Some((bytes, more)) = c.convert(display, c.utf8)? {
+        if bytes.is_empty() && more {
+            // Offered only in pieces (INCR): too large to read here.
+            return Ok(ClipboardContent {
+                text: None,
+                truncated: true,
+            });
+        }
         let (text, cut) = cap(
             String::from_utf8_lossy(&bytes).into_owned(),
             CLIPBOARD_MAX_BYTES,
@@ -307,6 +315,12 @@ pub fn write(
     text: &str,
     holder: &std::path::Path,
 ) -> Result<ClipboardWritten, ComputerError> {
+    if text.contains('\0') {
+        return Err(ComputerError::new(
+            ErrorCode::InvalidArgument,
+            "the text holds a NUL character, which no app pastes; remove it",
+        ));
+    }
     if text.len() > CLIPBOARD_MAX_BYTES {
         return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
@@ -350,17 +364,21 @@ pub fn write(
         let _ = tx.send(line);
     });
     let line = rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
-    // Reap the holder whenever it ends, so a long-lived host keeps no zombie.
-    std::thread::spawn(move || {
-        let _ = child.wait();
-    });
     if line.trim() != "ready" {
+        // A holder late to take the selection must not take it after the call
+        // failed.
+        let _ = child.kill();
+        let _ = child.wait();
         return Err(err(
             display,
             "holder",
             format!("pid {pid} did not take the selection within 5 s"),
         ));
     }
+    // Reap the holder whenever it ends, so a long-lived host keeps no zombie.
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
     let back = read(display)?;
     Ok(ClipboardWritten {
         verified: back.text.as_deref() == Some(text),

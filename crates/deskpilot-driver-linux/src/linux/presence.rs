@@ -539,7 +539,13 @@ struct Cursor {
 struct Teach {
     reply: SyncSender<TeachAnswer>,
     lines: Vec<Vec<u8>>,
+    /// When the bubble was shown: its buttons take no click for [`TEACH_ARMING_MS`].
+    shown: Instant,
 }
+
+/// A teach bubble ignores clicks this long after it appears, ms: a click meant for
+/// what was under it, or a program clicking the moment it maps, is no answer.
+const TEACH_ARMING_MS: u64 = 500;
 
 /// The thread's side: the connection, the windows and what they show.
 struct Server {
@@ -939,7 +945,11 @@ impl Server {
                     + TEACH_BUTTON_HEIGHT
                     + TEACH_PAD;
                 let (x, y) = place_bubble(target, (width, height), self.screen);
-                self.teach = Some(Teach { reply, lines });
+                self.teach = Some(Teach {
+                    reply,
+                    lines,
+                    shown: Instant::now(),
+                });
                 self.teach_size = (width, height);
                 self.raise(self.teach_win, Some(Bounds::new(x, y, width, height)))?;
                 self.conn.map_window(self.teach_win)?;
@@ -1014,6 +1024,11 @@ impl Server {
                     self.draw_teach()?;
                 }
             }
+            // A click another client sent (`XSendEvent`: the event's high bit) is
+            // no person's: only the server's own button events count.
+            Event::ButtonPress(b) if b.response_type & 0x80 != 0 => {
+                tracing::debug!("agent presence: a synthetic click was ignored");
+            }
             Event::ButtonPress(b) if (1..=3).contains(&b.detail) => {
                 let (x, y) = (i32::from(b.event_x), i32::from(b.event_y));
                 if b.event == self.indicator_win
@@ -1024,7 +1039,11 @@ impl Server {
                     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(on_stop)).is_err() {
                         tracing::warn!("agent presence: the Stop callback panicked");
                     }
-                } else if b.event == self.teach_win && self.teach.is_some() {
+                } else if b.event == self.teach_win
+                    && self.teach.as_ref().is_some_and(|t| {
+                        t.shown.elapsed() >= Duration::from_millis(TEACH_ARMING_MS)
+                    })
+                {
                     let (next, exit) = teach_rects(self.teach_size.0, self.teach_size.1);
                     if contains(&next, x, y) {
                         self.answer(TeachAnswer::Next);

@@ -320,6 +320,12 @@ impl Host {
         let Some(p) = &self.o.presence else {
             return;
         };
+        // The user turned it off since the host started (the config is re-read
+        // before every call).
+        if !self.o.settings.presence {
+            p.clear();
+            return;
+        }
         let Some(view) = self.grant_view() else {
             p.clear();
             return;
@@ -327,6 +333,9 @@ impl Host {
         let bound = self.bound_handle();
         let frame =
             bound.and_then(|h| self.measured.iter().find(|(m, _)| *m == h).map(|(_, b)| *b));
+        if let Some(g) = self.policy().authority.active() {
+            p.expires_at(g.last_activity_ms.saturating_add(g.idle_expiry_ms));
+        }
         p.frame(frame);
         p.indicator(Some(crate::presence::indicator_text(
             view.app.as_deref(),

@@ -35,6 +35,9 @@ impl ClipboardOutcome {
                     if c.truncated { ", cut at 256 KiB" } else { "" },
                     deskpilot_core::sanitize::multi_line(t)
                 ),
+                None if c.truncated => {
+                    "the clipboard holds a text too large to read (over 256 KiB)".into()
+                }
                 None => "the clipboard holds no text".into(),
             },
             ClipboardOutcome::Written(w) => format!(
@@ -65,12 +68,12 @@ impl Host {
     ) -> Result<ClipboardOutcome, ComputerError> {
         let now = control::now_ms();
         self.preflight(now)?;
-        self.ensure_grant(now)?;
         let op = if write.is_some() {
             "clipboard_write"
         } else {
             "clipboard_read"
         };
+        // Refused before a grant is issued for it.
         if !self.o.settings.clipboard {
             let e = fail(
                 ErrorCode::ScopeViolation,
@@ -78,6 +81,14 @@ impl Host {
             );
             return Err(self.refuse(e, Some(op), None));
         }
+        if write.is_some() && self.o.settings.mode == deskpilot_policy::mode::Mode::Plan {
+            let e = fail(
+                ErrorCode::ScopeViolation,
+                "plan mode is read-only: a clipboard write is an effect. Change it with `deskpilot config set mode default`",
+            );
+            return Err(self.refuse(e, Some(op), None));
+        }
+        self.ensure_grant(now)?;
         let revision = self
             .policy()
             .authority

@@ -267,7 +267,7 @@ pub struct Host {
     measured: Vec<(String, deskpilot_core::Bounds)>,
     /// Teach mode (docs/ARCHITECTURE.md §7.19): the explanation of the step being
     /// dispatched, shown in a bubble at its element before it runs.
-    teach: Option<String>,
+    teach: Option<pipeline::Teach>,
     /// The person pressed Exit: teach steps are refused from now on.
     teaching_over: bool,
 }

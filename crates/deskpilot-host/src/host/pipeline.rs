@@ -230,24 +230,82 @@ struct Judge {
     /// The bound window as enumerated: maps the element's tree pixels to the
     /// device pixels the presence draws in.
     window: WindowInfo,
-    /// Teach mode: the explanation to show at the element before it runs.
-    teach: Option<String>,
+    /// Teach mode: the phase of the step being dispatched.
+    teach: Option<Teach>,
 }
 
 /// How long a teach bubble waits for the person's Next or Exit: 10 min.
 pub const TEACH_WAIT_MS: u64 = 10 * 60 * 1000;
 
+/// Teach mode's phase of the step being dispatched (docs/ARCHITECTURE.md §7.19).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Teach {
+    /// Show the bubble with this explanation and wait for the person.
+    Ask(String),
+    /// The person pressed Next on the effect worded so: dispatch it if it is still
+    /// that.
+    Run(String),
+}
+
+/// The sentinel the ask phase of a teach step ends with when the person pressed
+/// Next on `what`: nothing was sent; [`crate::Host::teach_step`] runs the step
+/// afresh. Never reaches a caller.
+fn teach_next(what: &str) -> ComputerError {
+    fail(ErrorCode::ConfirmationRequired, "the person pressed Next")
+        .with_detail(serde_json::json!({ "teach": "next", "what": what }))
+}
+
+/// The effect the person approved with Next, when `e` is [`teach_next`]'s.
+pub(super) fn teach_next_of(e: &ComputerError) -> Option<String> {
+    let d = e.detail.as_ref()?;
+    (d.get("teach")? == "next").then(|| d.get("what")?.as_str().map(str::to_owned))?
+}
+
 impl Judge {
     /// Once every check passed, just before dispatch: the drawn cursor glides to
     /// the element (its centre, device pixels) and presses (docs/ARCHITECTURE.md
-    /// §7.19). In teach mode the bubble shows the step's explanation beside the
-    /// element first, and the step runs only on the person's Next.
+    /// §7.19). `what` is the effect as deskpilot words it (`click button "Save"`).
     ///
-    /// Errors (teach mode only): `COMPUTER_CONFIRMATION_REQUIRED` when the person
-    /// pressed Exit, `COMPUTER_STOPPED_BY_USER` when the bubble was closed by a
-    /// stop, `COMPUTER_TIMEOUT` after [`TEACH_WAIT_MS`].
-    fn present(&self, el: Option<&Node>, point: Option<(i32, i32)>) -> Result<(), ComputerError> {
-        let Some(p) = &self.o.presence else {
+    /// Teach mode, [`Teach::Ask`]: the bubble shows the step's explanation and
+    /// `what` beside the element, and the dispatch stops here whatever the answer —
+    /// on Next with the sentinel [`teach_next`] error (nothing was sent; the step
+    /// then runs afresh, judged again on the window as it is then). [`Teach::Run`]:
+    /// the element must still be the one the person saw.
+    ///
+    /// Errors (teach mode only): the sentinel; `COMPUTER_CONFIRMATION_REQUIRED`
+    /// (detail `{"teach":"exit"}`) when the person pressed Exit;
+    /// `COMPUTER_STOPPED_BY_USER` when the bubble was closed (a stop, a cancelled
+    /// call); `COMPUTER_TIMEOUT` after [`TEACH_WAIT_MS`];
+    /// `COMPUTER_FEATURE_DISABLED` without a presence; `COMPUTER_STALE_REF` when
+    /// the element changed after Next.
+    fn present(
+        &self,
+        el: Option<&Node>,
+        point: Option<(i32, i32)>,
+        what: &str,
+    ) -> Result<(), ComputerError> {
+        let shown = self
+            .o
+            .presence
+            .as_ref()
+            .filter(|_| self.o.settings.presence);
+        if let Some(Teach::Run(seen)) = &self.teach
+            && seen != what
+        {
+            return Err(fail(
+                ErrorCode::StaleRef,
+                format!(
+                    "the element changed after the person pressed Next: the bubble showed {seen}, it is now {what}; nothing was done. Observe again and teach the step again"
+                ),
+            ));
+        }
+        let Some(p) = shown else {
+            if matches!(self.teach, Some(Teach::Ask(_))) {
+                return Err(fail(
+                    ErrorCode::FeatureDisabled,
+                    "teach mode shows a bubble on the desktop, and nothing can be shown there now (`presence` is off in the config)",
+                ));
+            }
             return Ok(());
         };
         let device = el.and_then(|n| n.bounds).map(|b| {
@@ -264,59 +322,57 @@ impl Judge {
             )
         });
         let aim = point.or_else(|| device.as_ref().map(crate::presence::centre));
-        if let Some(text) = &self.teach {
-            let target = device
-                .or_else(|| aim.map(|(x, y)| deskpilot_core::Bounds::new(x - 8, y - 8, 16, 16)))
-                .ok_or_else(|| {
-                    fail(
-                        ErrorCode::ElementNotActionable,
-                        "the step's element has no position on screen to point the bubble at; observe again, or teach another step",
-                    )
-                })?;
+        let Some(Teach::Ask(text)) = &self.teach else {
             if let Some((x, y)) = aim {
                 p.aim(x, y);
+                p.press();
             }
-            let rx = p.teach(target, text);
-            let wait = || rx.recv_timeout(std::time::Duration::from_millis(TEACH_WAIT_MS));
-            let multi = tokio::runtime::Handle::try_current()
-                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-            let answer = if multi {
-                tokio::task::block_in_place(wait)
-            } else {
-                wait()
-            };
-            match answer {
-                Ok(crate::presence::TeachAnswer::Next) => {}
-                Ok(crate::presence::TeachAnswer::Exit) => {
-                    return Err(fail(
-                        ErrorCode::ConfirmationRequired,
-                        "the person pressed Exit: teaching ended and this step did not run; later teach steps are refused",
-                    )
-                    .with_detail(serde_json::json!({ "teach": "exit" })));
-                }
-                Ok(crate::presence::TeachAnswer::Closed) => {
-                    return Err(fail(
-                        ErrorCode::StoppedByUser,
-                        "the teach bubble was closed (a stop) before Next; the step did not run",
-                    ));
-                }
-                Err(_) => {
-                    p.end_teach();
-                    return Err(fail(
-                        ErrorCode::Timeout,
-                        format!(
-                            "nobody pressed Next or Exit within {} min; the step did not run",
-                            TEACH_WAIT_MS / 60_000
-                        ),
-                    ));
-                }
-            }
-        }
+            return Ok(());
+        };
+        let target = device
+            .or_else(|| aim.map(|(x, y)| deskpilot_core::Bounds::new(x - 8, y - 8, 16, 16)))
+            .ok_or_else(|| {
+                fail(
+                    ErrorCode::ElementNotActionable,
+                    "the step's element has no position on screen to point the bubble at; observe again, or teach another step",
+                )
+            })?;
         if let Some((x, y)) = aim {
             p.aim(x, y);
-            p.press();
         }
-        Ok(())
+        // What Next does, in deskpilot's words: the agent's explanation alone
+        // could say anything.
+        let rx = p.teach(target, &format!("{text} [Next: {what}]"));
+        let wait = || rx.recv_timeout(std::time::Duration::from_millis(TEACH_WAIT_MS));
+        let multi = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let answer = if multi {
+            tokio::task::block_in_place(wait)
+        } else {
+            wait()
+        };
+        Err(match answer {
+            Ok(crate::presence::TeachAnswer::Next) => teach_next(what),
+            Ok(crate::presence::TeachAnswer::Exit) => fail(
+                ErrorCode::ConfirmationRequired,
+                "the person pressed Exit: teaching ended and this step did not run; later teach steps are refused",
+            )
+            .with_detail(serde_json::json!({ "teach": "exit" })),
+            Ok(crate::presence::TeachAnswer::Closed) => fail(
+                ErrorCode::StoppedByUser,
+                "the teach bubble was closed (a stop, or the call was cancelled) before Next; the step did not run",
+            ),
+            Err(_) => {
+                p.end_teach();
+                fail(
+                    ErrorCode::Timeout,
+                    format!(
+                        "nobody pressed Next or Exit within {} min; the step did not run",
+                        TEACH_WAIT_MS / 60_000
+                    ),
+                )
+            }
+        })
     }
 
     /// A click at tree point (`x`, `y`) of a window with a tree where the tree
@@ -794,6 +850,17 @@ impl Host {
                 let sent = self.session.effect_sent();
                 let unknown = self.session.effect_unknown();
                 let refusal = REFUSAL_CODES.contains(&e.code) && !sent && !unknown;
+                // A teach step's Next: nothing was sent, and the step is dispatched
+                // (and audited) next.
+                if teach_next_of(&e).is_some() {
+                    if let Some(id) = note.passed.approval_id.as_deref() {
+                        restore_approval(&self.o.approvals_path, id);
+                    }
+                    if let Err(save) = self.after_call() {
+                        tracing::warn!(error = %save.message, "state not saved after a teach bubble");
+                    }
+                    return Err(e);
+                }
                 if refusal {
                     rec.event = Some(AuditEvent::Refusal);
                 }
@@ -1014,7 +1081,12 @@ impl Host {
                 .session
                 .act_checked(r, *op, value.clone(), |root, el| {
                     judge.run(effect, None, root, Some(el), note)?;
-                    judge.present(Some(el), None)
+                    let what = format!(
+                        "{op} {} \"{}\"",
+                        el.role,
+                        deskpilot_core::redact::display_name_of(el, 60)
+                    );
+                    judge.present(Some(el), None, &what)
                 })
                 .await
                 .map(Outcome::Act);
@@ -1060,8 +1132,9 @@ impl Host {
             (tx.floor() as i32, ty.floor() as i32)
         });
         judge.run(effect, tree_point, &root, None, note)?;
-        if matches!(effect, Effect::Pointer { .. }) {
-            judge.present(None, point)?;
+        if let Effect::Pointer { action, .. } = effect {
+            let what = format!("{action:?} at {point:?}").to_lowercase();
+            judge.present(None, point, &what)?;
         }
         let under = tree_point.and_then(|(x, y)| {
             elements_at(&root, x, y)

@@ -11,6 +11,7 @@
 use deskpilot_core::Op;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
+use super::pipeline::{Teach, teach_next_of};
 use super::{Host, fail};
 use crate::session::ActOutcome;
 
@@ -28,7 +29,7 @@ impl Host {
         op: Op,
         value: Option<String>,
     ) -> Result<ActOutcome, ComputerError> {
-        if self.o.presence.is_none() {
+        if self.o.presence.is_none() || !self.o.settings.presence {
             return Err(fail(
                 ErrorCode::FeatureDisabled,
                 "teach mode shows a bubble on the desktop, and this server shows nothing there (no X display, or `presence` is off in the config)",
@@ -46,17 +47,37 @@ impl Host {
                 "say what the step does, for the person to read before pressing Next",
             ));
         }
-        self.teach = Some(deskpilot_core::sanitize::one_line(text));
+        // Ask: every check runs, the bubble shows, nothing is sent. Next then
+        // dispatches the step afresh: judged again on the window as it is now (a
+        // label that changed while the bubble was up is asked about again, or
+        // refused), and only if the element is still the one the person saw.
+        self.teach = Some(Teach::Ask(deskpilot_core::sanitize::one_line(text)));
+        let asked = self.act(r, op, value.clone()).await;
+        self.teach = None;
+        let seen = match asked {
+            Err(e) => match teach_next_of(&e) {
+                Some(seen) => seen,
+                None => {
+                    if e.detail
+                        .as_ref()
+                        .and_then(|d| d.get("teach"))
+                        .is_some_and(|v| v == "exit")
+                    {
+                        self.teaching_over = true;
+                    }
+                    return Err(e);
+                }
+            },
+            Ok(_) => {
+                return Err(fail(
+                    ErrorCode::Internal,
+                    "a teach step was dispatched without its bubble",
+                ));
+            }
+        };
+        self.teach = Some(Teach::Run(seen));
         let out = self.act(r, op, value).await;
         self.teach = None;
-        if let Err(e) = &out
-            && e.detail
-                .as_ref()
-                .and_then(|d| d.get("teach"))
-                .is_some_and(|v| v == "exit")
-        {
-            self.teaching_over = true;
-        }
         out
     }
 

@@ -243,6 +243,23 @@ pub fn every_call() -> Vec<(Call, Value)> {
                 notes: Vec::new(),
             }),
         ),
+        (
+            Call::ClipboardRead,
+            v(&ClipboardContent {
+                text: Some("copied: é 世界\n".into()),
+                truncated: true,
+            }),
+        ),
+        (
+            Call::ClipboardWrite(ClipboardWriteParams {
+                text: "to paste".into(),
+            }),
+            v(&ClipboardWritten {
+                verified: true,
+                bytes: 8,
+                holder: "a deskpilot clipboard holder, pid 4242".into(),
+            }),
+        ),
     ]
 }
 

@@ -189,6 +189,16 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
                     "`deskpilot clipboard-hold` is started by `deskpilot clipboard write` only; use that",
                 ));
             }
+            // And only while the user's switch allows the clipboard (on this
+            // desktop or in sandboxes): a parent that became deskpilot after
+            // starting this (an `exec`) gains nothing.
+            let config = deskpilot_host::config::Config::load()?;
+            if !config.effective(false).clipboard && !config.effective(true).clipboard {
+                return Err(ComputerError::new(
+                    ErrorCode::ScopeViolation,
+                    "the clipboard is off for agents: `deskpilot config set clipboard true` allows it",
+                ));
+            }
             let mut text = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|e| {
                 ComputerError::new(ErrorCode::InvalidArgument, format!("stdin: {e}"))

@@ -4,6 +4,7 @@
 //! `deskpilot stop` does.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 
 use deskpilot_core::Bounds;
@@ -11,8 +12,9 @@ use deskpilot_driver_linux::presence as x11;
 use deskpilot_host::control::StopSignal;
 use deskpilot_host::presence::{Presence, SharedPresence, TeachAnswer};
 
-/// The X11 overlay as the host's presence.
-struct Overlay(x11::Presence);
+/// The X11 overlay as the host's presence, and when the grant it shows idles out
+/// (Unix ms; 0: nothing shown).
+struct Overlay(x11::Presence, AtomicU64);
 
 impl Presence for Overlay {
     fn frame(&self, bounds: Option<Bounds>) {
@@ -28,6 +30,7 @@ impl Presence for Overlay {
         self.0.press();
     }
     fn clear(&self) {
+        self.1.store(0, Ordering::SeqCst);
         self.0.clear();
     }
     fn teach(&self, target: Bounds, text: &str) -> Receiver<TeachAnswer> {
@@ -45,6 +48,9 @@ impl Presence for Overlay {
     }
     fn end_teach(&self) {
         self.0.end_teach();
+    }
+    fn expires_at(&self, at_ms: u64) {
+        self.1.store(at_ms, Ordering::SeqCst);
     }
 }
 
@@ -67,8 +73,14 @@ pub fn open(
         .or_else(|| std::env::var("DISPLAY").ok())
         .filter(|d| !d.trim().is_empty());
     let Some(display) = display else {
+        let why = match std::env::var("WAYLAND_DISPLAY") {
+            Ok(w) if !w.is_empty() => format!(
+                "this is a Wayland-only session (WAYLAND_DISPLAY={w}), and an overlay above other apps needs X11"
+            ),
+            _ => "no X display (DISPLAY is empty)".into(),
+        };
         eprintln!(
-            "deskpilot {kind}: nothing is drawn on screen: no X display (the agent's cursor and the indicator with Stop need X11; `deskpilot stop` still works)"
+            "deskpilot {kind}: nothing is drawn on screen: {why}; the agent's cursor, the frame and the indicator with Stop are not shown (`deskpilot stop` still works)"
         );
         return None;
     };
@@ -98,9 +110,10 @@ pub fn open(
     };
     match x11::Presence::open(&display, on_stop) {
         Ok(p) => {
-            let p: SharedPresence = Arc::new(Overlay(p));
+            let overlay = Arc::new(Overlay(p, AtomicU64::new(0)));
+            let p: SharedPresence = overlay.clone();
             let _ = cell.set(p.clone());
-            watch_stop(stop.clone(), p.clone());
+            watch(stop.clone(), overlay);
             eprintln!(
                 "deskpilot {kind}: on {display} the agent's cursor, the bound window's frame and an indicator with Stop are drawn while it holds a grant (`deskpilot config set presence false` turns them off)"
             );
@@ -113,15 +126,17 @@ pub fn open(
     }
 }
 
-/// Clears `p` as soon as `stop` is raised (checked every 50 ms), so the overlay goes
-/// with the grant even before the host's next call applies the stop.
-fn watch_stop(stop: StopSignal, p: SharedPresence) {
+/// Clears the overlay as soon as `stop` is raised or the grant it shows idles out
+/// (checked every 50 ms), so it goes with the grant even before the host's next
+/// call applies the stop or the expiry.
+fn watch(stop: StopSignal, p: Arc<Overlay>) {
     tokio::spawn(async move {
         let mut was = false;
         loop {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             let now = stop.is_stopped();
-            if now && !was {
+            let until = p.1.load(Ordering::SeqCst);
+            if (now && !was) || (until != 0 && deskpilot_host::control::now_ms() > until) {
                 p.clear();
             }
             was = now;

@@ -297,8 +297,10 @@ impl XInput {
     }
 
     /// Succeeds when the topmost mapped window at root point (`x`, `y`) — input-only
-    /// windows included, click-through windows (an empty input shape, whoever owns
-    /// them) not, since pointer input goes through them — is the top-level client
+    /// windows included, this process's own click-through overlay (an empty input
+    /// shape) not, since pointer input goes through it; another program's
+    /// click-through window counts, as it could take input back between this check
+    /// and the click — is the top-level client
     /// `xid` (its frame) or a popup of its own process above it: synthetic pointer
     /// input there reaches that app and nothing else.
     ///
@@ -315,10 +317,9 @@ impl XInput {
             ));
         };
         let own = stack[at].pid;
-        match stack
-            .iter()
-            .rposition(|s| !s.click_through && inside(&s.bounds))
-        {
+        match stack.iter().rposition(|s| {
+            !(s.click_through && s.pid == Some(std::process::id())) && inside(&s.bounds)
+        }) {
             Some(i) if i == at => Ok(()),
             Some(i)
                 if i > at
