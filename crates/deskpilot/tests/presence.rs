@@ -66,8 +66,9 @@ fn desktop_shortcuts_need_the_system_keys_switch() {
 
 /// The MCP server grabs Ctrl+Shift+Escape on its desktop and says so; the chord
 /// pressed on that desktop (XTest, through xdotool in the sandbox) stops it like
-/// `deskpilot stop`: the next call fails `COMPUTER_STOPPED_BY_USER`. The time from
-/// the press to the first refused call is printed, not asserted.
+/// `deskpilot stop`, even while the app holds the keyboard grabbed (a menu open):
+/// the next call fails `COMPUTER_STOPPED_BY_USER`. The time from the press to the
+/// first refused call is printed, not asserted.
 #[test]
 fn the_stop_hotkey_stops_the_server_like_deskpilot_stop() {
     let dir = TempDir::new("hotkey");
@@ -89,6 +90,7 @@ fn the_stop_hotkey_stops_the_server_like_deskpilot_stop() {
         "the server says the hotkey is armed: {said}"
     );
 
+    open_a_menu(&mut mcp);
     let pressed = Instant::now();
     desk.ok(&[
         "sandbox",
@@ -303,13 +305,37 @@ fn the_overlay_shows_the_agent_and_lets_clicks_through() {
     });
 }
 
-/// The indicator's Stop, clicked through XTest, does what `deskpilot stop` does:
-/// the next call fails `COMPUTER_STOPPED_BY_USER` and the overlay disappears. The
-/// time from the click to the refusal is printed, not asserted.
+/// Opens mousepad's File menu through the server: GTK grabs the pointer and the
+/// keyboard while a menu is open, as an app that wants to keep the person out
+/// would.
+fn open_a_menu(mcp: &mut Mcp) {
+    let v = mcp.tool("computer_observe", json!({"app": "mousepad"}));
+    let text = v["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.contains("menuitem \"File\""))
+        .unwrap_or_else(|| panic!("no File menu: {v}"));
+    let r = &line[1..line.find(']').unwrap()];
+    let act = mcp.tool(
+        "computer_act",
+        json!({"actions": [{"ref": r, "op": "click"}]}),
+    );
+    assert_ne!(act["isError"], true, "{act}");
+}
+
+/// The indicator's Stop, clicked through XTest, does what `deskpilot stop` does,
+/// even while the app holds the pointer grabbed (a menu open): the next call fails
+/// `COMPUTER_STOPPED_BY_USER` and the overlay disappears. The time from the click
+/// to the refusal is printed, not asserted.
 #[test]
 fn the_indicators_stop_button_stops_the_server() {
     let dir = TempDir::new("indicator");
     let (desk, mut mcp) = served(&dir, SHOWN, &[]);
+    open_a_menu(&mut mcp);
     let ws = overlay_until(&desk, "the indicator", |ws| {
         shown(ws, "deskpilot-indicator").is_some()
     });

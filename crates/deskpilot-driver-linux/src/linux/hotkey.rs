@@ -16,6 +16,7 @@ use std::thread::JoinHandle;
 use deskpilot_protocol::keys::{Keysym, keysym, parse_chords};
 use x11rb::connection::Connection as _;
 use x11rb::protocol::Event;
+use x11rb::protocol::xinput;
 use x11rb::protocol::xproto::{ConnectionExt as _, GrabMode, ModMask};
 use x11rb::rust_connection::RustConnection;
 
@@ -85,14 +86,49 @@ impl StopHotkey {
         on_press: impl Fn() + Send + 'static,
     ) -> Result<StopHotkey, HotkeyError> {
         let (conn, keycode, display) = open_and_grab(display, chord)?;
+        let (mods, _) = split(chord)?;
+        // While another client holds the keyboard grabbed (an open menu), the
+        // passive grab never fires: XI 2.1 raw key events still arrive, and the
+        // chord is recognised from them, modifiers tracked by keycode.
+        let root = conn.setup().roots.first().map(|s| s.root).unwrap_or(0);
+        super::presence::select_raw(
+            &conn,
+            root,
+            xinput::XIEventMask::RAW_KEY_PRESS | xinput::XIEventMask::RAW_KEY_RELEASE,
+        );
+        let modmap = conn
+            .get_modifier_mapping()
+            .ok()
+            .and_then(|c| c.reply().ok())
+            .map(|m| (usize::from(m.keycodes_per_modifier()), m.keycodes))
+            .unwrap_or((0, Vec::new()));
         let watcher = std::thread::Builder::new()
             .name("stop-hotkey".into())
             .spawn(move || {
+                let mut held = std::collections::BTreeSet::new();
+                let mut last: Option<std::time::Instant> = None;
+                let mut fire = || {
+                    // One press arrives twice (the grab's and the raw event).
+                    if last.is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(300)) {
+                        return;
+                    }
+                    last = Some(std::time::Instant::now());
+                    on_press();
+                };
                 while let Ok(ev) = conn.wait_for_event() {
-                    if let Event::KeyPress(k) = ev
-                        && k.detail == keycode
-                    {
-                        on_press();
+                    match ev {
+                        Event::KeyPress(k) if k.detail == keycode => fire(),
+                        Event::XinputRawKeyPress(r) => {
+                            let kc = u8::try_from(r.detail).unwrap_or(0);
+                            if kc == keycode && modifiers_held(mods, &held, &modmap) {
+                                fire();
+                            }
+                            held.insert(kc);
+                        }
+                        Event::XinputRawKeyRelease(r) => {
+                            held.remove(&u8::try_from(r.detail).unwrap_or(0));
+                        }
+                        _ => {}
                     }
                 }
             })
@@ -113,6 +149,30 @@ impl StopHotkey {
     pub fn display(&self) -> &str {
         &self.display
     }
+}
+
+/// Whether every modifier of `mods` has one of its keys in `held` (keycodes), by the
+/// server's modifier map (`keycodes_per_modifier`, then 8 rows of keycodes: Shift,
+/// Lock, Control, Mod1…Mod5).
+fn modifiers_held(
+    mods: ModMask,
+    held: &std::collections::BTreeSet<u8>,
+    (per, keycodes): &(usize, Vec<u8>),
+) -> bool {
+    let rows = [
+        (ModMask::SHIFT, 0),
+        (ModMask::CONTROL, 2),
+        (ModMask::M1, 3),
+        (ModMask::M4, 6),
+    ];
+    rows.iter().all(|&(m, row)| {
+        u16::from(mods) & u16::from(m) == 0
+            || keycodes
+                .iter()
+                .skip(row * per)
+                .take(*per)
+                .any(|k| *k != 0 && held.contains(k))
+    })
 }
 
 /// Connects to the display and grabs `chord` on its root window: the connection,
@@ -201,6 +261,25 @@ pub fn probe(display: Option<&str>, chord: &str) -> Result<(), HotkeyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn modifiers_are_held_by_any_of_their_keys() {
+        // Two keycodes per modifier: Shift 50/62, Lock 66, Control 37/105, Mod1 64.
+        let map = (
+            2,
+            vec![50, 62, 66, 0, 37, 105, 64, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        );
+        let mods = ModMask::CONTROL | ModMask::SHIFT;
+        let held = |ks: &[u8]| {
+            ks.iter()
+                .copied()
+                .collect::<std::collections::BTreeSet<u8>>()
+        };
+        assert!(modifiers_held(mods, &held(&[105, 50]), &map));
+        assert!(!modifiers_held(mods, &held(&[105]), &map));
+        assert!(!modifiers_held(mods, &held(&[50, 64]), &map));
+        assert!(!modifiers_held(ModMask::M1, &held(&[]), &map));
+    }
 
     #[test]
     fn a_hotkey_is_modifiers_and_one_key() {

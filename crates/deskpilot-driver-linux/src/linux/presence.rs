@@ -32,6 +32,7 @@ use x11rb::connection::{Connection as _, RequestConnection as _};
 use x11rb::errors::ConnectionError;
 use x11rb::protocol::Event;
 use x11rb::protocol::shape::{self, ConnectionExt as _, SK, SO};
+use x11rb::protocol::xinput::{self, ConnectionExt as _};
 use x11rb::protocol::xproto::{
     AtomEnum, ChangeGCAux, ClipOrdering, ConfigureWindowAux, ConnectionExt as _, CreateGCAux,
     CreateWindowAux, EventMask, Font, Gcontext, MapState, PropMode, Rectangle, StackMode, Window,
@@ -547,6 +548,38 @@ struct Teach {
 /// what was under it, or a program clicking the moment it maps, is no answer.
 const TEACH_ARMING_MS: u64 = 500;
 
+/// Clicks on the overlay's buttons closer together than this count once, ms (a
+/// click arrives as a raw event and as the window's own).
+const CLICK_ONCE_MS: u64 = 250;
+
+/// Selects XI 2.1 raw events `mask` on `root` for every master device, when the
+/// server has XI 2.1 (raw events reach every client that selected them whatever
+/// grab is active); else nothing, and says so in the log.
+pub(crate) fn select_raw(conn: &RustConnection, root: Window, mask: xinput::XIEventMask) {
+    let ok = conn
+        .xinput_xi_query_version(2, 2)
+        .ok()
+        .and_then(|c| c.reply().ok())
+        .is_some_and(|v| (v.major_version, v.minor_version) >= (2, 1));
+    if !ok {
+        tracing::info!(
+            "no XInput 2.1 on this display: a grab another client holds blocks the overlay and the hotkey"
+        );
+        return;
+    }
+    let sel = [xinput::EventMask {
+        deviceid: xinput::Device::ALL_MASTER.into(),
+        mask: vec![mask],
+    }];
+    let r = match conn.xinput_xi_select_events(root, &sel) {
+        Ok(c) => c.check().map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    if let Err(e) = r {
+        tracing::info!(error = %e, "XInput raw events not selected");
+    }
+}
+
 /// The thread's side: the connection, the windows and what they show.
 struct Server {
     conn: RustConnection,
@@ -565,6 +598,9 @@ struct Server {
     teach: Option<Teach>,
     teach_size: (i32, i32),
     on_stop: Box<dyn Fn() + Send>,
+    /// When a click on a button was last taken: one click arrives twice (the raw
+    /// event and the window's own), and counts once.
+    last_click: Option<Instant>,
 }
 
 type Conn<T = ()> = Result<T, ConnectionError>;
@@ -764,6 +800,10 @@ impl Server {
                 .event_mask(EventMask::STRUCTURE_NOTIFY),
         )
         .map_err(|x| e("ChangeWindowAttributes", &x))?;
+        // Raw button presses reach the overlay even while another client holds the
+        // pointer grabbed (an open menu): XI 2.1 sends raw events regardless of
+        // grabs. Without XI 2.1 only the windows' own ButtonPress events count.
+        select_raw(&conn, root, xinput::XIEventMask::RAW_BUTTON_PRESS);
         // One round trip: every request above reached the server.
         conn.get_input_focus()
             .map_err(|x| e("GetInputFocus", &x))?
@@ -789,6 +829,7 @@ impl Server {
             teach: None,
             teach_size: (1, 1),
             on_stop,
+            last_click: None,
         })
     }
 
@@ -1030,26 +1071,20 @@ impl Server {
                 tracing::debug!("agent presence: a synthetic click was ignored");
             }
             Event::ButtonPress(b) if (1..=3).contains(&b.detail) => {
-                let (x, y) = (i32::from(b.event_x), i32::from(b.event_y));
-                if b.event == self.indicator_win
-                    && let Some((_, (w, h))) = self.indicator
-                    && contains(&stop_rect(w, h), x, y)
+                self.click(b.event, i32::from(b.event_x), i32::from(b.event_y));
+            }
+            // A real (or XTest) button press anywhere, grabs or not: where the
+            // pointer is now says whether it was on a button of ours.
+            Event::XinputRawButtonPress(r) if (1..=3).contains(&r.detail) => {
+                let p = self.conn.query_pointer(self.root)?.reply();
+                if let Ok(p) = p
+                    && (p.child == self.indicator_win || p.child == self.teach_win)
+                    && let Ok(Ok(t)) = self
+                        .conn
+                        .translate_coordinates(self.root, p.child, p.root_x, p.root_y)
+                        .map(|c| c.reply())
                 {
-                    let on_stop = &self.on_stop;
-                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(on_stop)).is_err() {
-                        tracing::warn!("agent presence: the Stop callback panicked");
-                    }
-                } else if b.event == self.teach_win
-                    && self.teach.as_ref().is_some_and(|t| {
-                        t.shown.elapsed() >= Duration::from_millis(TEACH_ARMING_MS)
-                    })
-                {
-                    let (next, exit) = teach_rects(self.teach_size.0, self.teach_size.1);
-                    if contains(&next, x, y) {
-                        self.answer(TeachAnswer::Next);
-                    } else if contains(&exit, x, y) {
-                        self.answer(TeachAnswer::Exit);
-                    }
+                    self.click(p.child, i32::from(t.dst_x), i32::from(t.dst_y));
                 }
             }
             Event::ConfigureNotify(c) if c.window == self.root => {
@@ -1059,6 +1094,42 @@ impl Server {
             _ => {}
         }
         Ok(())
+    }
+
+    /// A person's click at window pixels (`x`, `y`) of `win`: the indicator's Stop
+    /// calls `on_stop`; the bubble's Next or Exit answers, once armed. One click
+    /// (seen twice: raw and core) counts once.
+    fn click(&mut self, win: Window, x: i32, y: i32) {
+        if self
+            .last_click
+            .is_some_and(|t| t.elapsed() < Duration::from_millis(CLICK_ONCE_MS))
+        {
+            return;
+        }
+        if win == self.indicator_win
+            && let Some((_, (w, h))) = self.indicator
+            && contains(&stop_rect(w, h), x, y)
+        {
+            self.last_click = Some(Instant::now());
+            let on_stop = &self.on_stop;
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(on_stop)).is_err() {
+                tracing::warn!("agent presence: the Stop callback panicked");
+            }
+        } else if win == self.teach_win
+            && self
+                .teach
+                .as_ref()
+                .is_some_and(|t| t.shown.elapsed() >= Duration::from_millis(TEACH_ARMING_MS))
+        {
+            let (next, exit) = teach_rects(self.teach_size.0, self.teach_size.1);
+            if contains(&next, x, y) {
+                self.last_click = Some(Instant::now());
+                self.answer(TeachAnswer::Next);
+            } else if contains(&exit, x, y) {
+                self.last_click = Some(Instant::now());
+                self.answer(TeachAnswer::Exit);
+            }
+        }
     }
 
     fn colour(&self, fg: u32, bg: u32) -> Conn {
