@@ -106,22 +106,23 @@ impl StopHotkey {
             .name("stop-hotkey".into())
             .spawn(move || {
                 let mut held = std::collections::BTreeSet::new();
-                let mut last: Option<std::time::Instant> = None;
-                let mut fire = || {
-                    // One press arrives twice (the grab's and the raw event).
-                    if last.is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(300)) {
+                let mut last: Option<u32> = None;
+                let mut fire = |time: u32| {
+                    // One press arrives twice (the grab's and the raw event), with
+                    // one server time.
+                    if last == Some(time) {
                         return;
                     }
-                    last = Some(std::time::Instant::now());
+                    last = Some(time);
                     on_press();
                 };
                 while let Ok(ev) = conn.wait_for_event() {
                     match ev {
-                        Event::KeyPress(k) if k.detail == keycode => fire(),
+                        Event::KeyPress(k) if k.detail == keycode => fire(k.time),
                         Event::XinputRawKeyPress(r) => {
                             let kc = u8::try_from(r.detail).unwrap_or(0);
                             if kc == keycode && modifiers_held(mods, &held, &modmap) {
-                                fire();
+                                fire(r.time);
                             }
                             held.insert(kc);
                         }

@@ -548,10 +548,6 @@ struct Teach {
 /// what was under it, or a program clicking the moment it maps, is no answer.
 const TEACH_ARMING_MS: u64 = 500;
 
-/// Clicks on the overlay's buttons closer together than this count once, ms (a
-/// click arrives as a raw event and as the window's own).
-const CLICK_ONCE_MS: u64 = 250;
-
 /// Selects XI 2.1 raw events `mask` on `root` for every master device, when the
 /// server has XI 2.1 (raw events reach every client that selected them whatever
 /// grab is active); else nothing, and says so in the log.
@@ -598,9 +594,9 @@ struct Server {
     teach: Option<Teach>,
     teach_size: (i32, i32),
     on_stop: Box<dyn Fn() + Send>,
-    /// When a click on a button was last taken: one click arrives twice (the raw
-    /// event and the window's own), and counts once.
-    last_click: Option<Instant>,
+    /// The server time of the last click taken: one click arrives twice (the raw
+    /// event and the window's own, with the same time), and counts once.
+    last_click: Option<u32>,
 }
 
 type Conn<T = ()> = Result<T, ConnectionError>;
@@ -1071,7 +1067,7 @@ impl Server {
                 tracing::debug!("agent presence: a synthetic click was ignored");
             }
             Event::ButtonPress(b) if (1..=3).contains(&b.detail) => {
-                self.click(b.event, i32::from(b.event_x), i32::from(b.event_y));
+                self.click(b.event, i32::from(b.event_x), i32::from(b.event_y), b.time);
             }
             // A real (or XTest) button press anywhere, grabs or not: where the
             // pointer is now says whether it was on a button of ours.
@@ -1084,7 +1080,7 @@ impl Server {
                         .translate_coordinates(self.root, p.child, p.root_x, p.root_y)
                         .map(|c| c.reply())
                 {
-                    self.click(p.child, i32::from(t.dst_x), i32::from(t.dst_y));
+                    self.click(p.child, i32::from(t.dst_x), i32::from(t.dst_y), r.time);
                 }
             }
             Event::ConfigureNotify(c) if c.window == self.root => {
@@ -1098,19 +1094,16 @@ impl Server {
 
     /// A person's click at window pixels (`x`, `y`) of `win`: the indicator's Stop
     /// calls `on_stop`; the bubble's Next or Exit answers, once armed. One click
-    /// (seen twice: raw and core) counts once.
-    fn click(&mut self, win: Window, x: i32, y: i32) {
-        if self
-            .last_click
-            .is_some_and(|t| t.elapsed() < Duration::from_millis(CLICK_ONCE_MS))
-        {
+    /// (seen twice, raw and core, with one server time) counts once.
+    fn click(&mut self, win: Window, x: i32, y: i32, time: u32) {
+        if self.last_click == Some(time) {
             return;
         }
         if win == self.indicator_win
             && let Some((_, (w, h))) = self.indicator
             && contains(&stop_rect(w, h), x, y)
         {
-            self.last_click = Some(Instant::now());
+            self.last_click = Some(time);
             let on_stop = &self.on_stop;
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(on_stop)).is_err() {
                 tracing::warn!("agent presence: the Stop callback panicked");
@@ -1123,10 +1116,10 @@ impl Server {
         {
             let (next, exit) = teach_rects(self.teach_size.0, self.teach_size.1);
             if contains(&next, x, y) {
-                self.last_click = Some(Instant::now());
+                self.last_click = Some(time);
                 self.answer(TeachAnswer::Next);
             } else if contains(&exit, x, y) {
-                self.last_click = Some(Instant::now());
+                self.last_click = Some(time);
                 self.answer(TeachAnswer::Exit);
             }
         }
