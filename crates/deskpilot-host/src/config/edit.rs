@@ -188,6 +188,19 @@ fn load_doc(path: &Path) -> Result<(DocumentMut, bool), ComputerError> {
     }
 }
 
+/// Whether `config set KEY VALUE` would be accepted: the key exists and the value
+/// fits it (nothing is read or written). For asking the user only about edits that
+/// can be made.
+///
+/// Errors: `COMPUTER_INVALID_ARGUMENT` as [`set_key`]'s, for the key and the value.
+pub fn check_key(path: &Path, key: &str, value: &str) -> Result<(), ComputerError> {
+    let (which, bare) = split_key(path, key)?;
+    match which {
+        Table::Model => parse_model_cli_value(path, key, bare, value).map(drop),
+        _ => parse_cli_value(path, key, bare, value).map(drop),
+    }
+}
+
 /// Sets KEY (a top-level key, `sandbox.KEY` or `model.KEY`) to VALUE in the file at `path`,
 /// creating the file (and its directory, mode 0700) if needed and keeping comments
 /// and other keys as they are. VALUE: `true`/`false`; an integer; a mode name
@@ -203,6 +216,7 @@ fn load_doc(path: &Path) -> Result<(DocumentMut, bool), ComputerError> {
 /// file is then left untouched;
 /// `COMPUTER_INTERNAL` when the file cannot be read or written.
 pub fn set_key(path: &Path, key: &str, value: &str) -> Result<(), ComputerError> {
+    check_key(path, key, value)?;
     let (which, bare) = split_key(path, key)?;
     let mut new = match which {
         Table::Model => parse_model_cli_value(path, key, bare, value)?,

@@ -83,7 +83,7 @@ pub mod seal;
 #[cfg(test)]
 mod tests;
 
-pub use edit::{set_key, unset_key};
+pub use edit::{check_key, set_key, unset_key};
 pub use effective::CHANGED_OUTSIDE;
 pub use parse::capture_name;
 

@@ -30,7 +30,7 @@ impl ClipboardOutcome {
         match self {
             ClipboardOutcome::Read(c) => match &c.text {
                 Some(t) => format!(
-                    "clipboard ({} chars{}):\n{}",
+                    "clipboard ({} chars as shown{}):\n{}",
                     t.chars().count(),
                     if c.truncated { ", cut at 256 KiB" } else { "" },
                     deskpilot_core::sanitize::multi_line(t)

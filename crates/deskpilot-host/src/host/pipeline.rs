@@ -1081,11 +1081,22 @@ impl Host {
                 .session
                 .act_checked(r, *op, value.clone(), |root, el| {
                     judge.run(effect, None, root, Some(el), note)?;
-                    let what = format!(
-                        "{op} {} \"{}\"",
-                        el.role,
-                        deskpilot_core::redact::display_name_of(el, 60)
-                    );
+                    let name = deskpilot_core::redact::display_name_of(el, 60);
+                    let mut what = if name.is_empty() {
+                        format!("{op} {}", el.role)
+                    } else {
+                        format!("{op} {} \"{name}\"", el.role)
+                    };
+                    // The value it writes, as the person should see it (secrets
+                    // masked, one line, cut).
+                    if let Some(v) = value {
+                        let v = deskpilot_core::sanitize::one_line(
+                            &deskpilot_core::redact::mask_secrets(v),
+                        );
+                        let cut: String = v.chars().take(60).collect();
+                        let more = if cut.len() < v.len() { "..." } else { "" };
+                        what.push_str(&format!(" to \"{cut}{more}\""));
+                    }
                     judge.present(Some(el), None, &what)
                 })
                 .await

@@ -152,6 +152,8 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), C
             Ok(())
         }
         ConfigCmd::Set { key, value } => {
+            // A typo is said before anything is asked.
+            config::check_key(&path, &key, &value)?;
             super::policy::need_terminal("changing the config")?;
             refuse_if_changed_outside(&path)?;
             confirm(&format!(

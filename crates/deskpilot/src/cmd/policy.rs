@@ -22,7 +22,12 @@ pub fn need_terminal(what: &str) -> Result<(), ComputerError> {
     Err(ComputerError::new(
         ErrorCode::ConfirmationRequired,
         format!(
-            "{what} must come from you at a terminal (stdin is not one): it is how the user, not the agent, says yes"
+            "{what} must come from you at a terminal (stdin is not one): it is how the user, not the agent, says yes{}",
+            if what.contains("config") {
+                "; or edit the config file yourself (`deskpilot config path` names it)"
+            } else {
+                ""
+            }
         ),
     ))
 }

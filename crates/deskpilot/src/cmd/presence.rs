@@ -115,7 +115,7 @@ pub fn open(
             let _ = cell.set(p.clone());
             watch(stop.clone(), overlay);
             eprintln!(
-                "deskpilot {kind}: on {display} the agent's cursor, the bound window's frame and an indicator with Stop are drawn while it holds a grant (`deskpilot config set presence false` turns them off)"
+                "deskpilot {kind}: on {display} the agent's cursor, the bound window's frame and an indicator with Stop are drawn while it holds a grant (`presence = false` in the config turns them off; `sandbox.presence` in a sandbox)"
             );
             Some(p)
         }
