@@ -132,7 +132,7 @@ impl LinkDriver {
                     .map(|l| l.iter().cloned().collect::<Vec<_>>().join(" / "))
                     .unwrap_or_default();
                 return Err(ComputerError::link_lost(format!(
-                    "{}: the link closed before the remote driver answered{}{}; check that `{}` works and that `deskpilot` is installed on the remote machine's PATH (README: Devices)",
+                    "{}: the link closed before the remote driver answered{}{}; check that `{}` works and that `deskpilot` is installed on the remote machine's PATH (README: Another machine or a phone)",
                     self.name,
                     status.map(|s| format!(" ({s})")).unwrap_or_default(),
                     if last.is_empty() {

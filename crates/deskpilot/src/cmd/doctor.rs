@@ -267,7 +267,7 @@ pub async fn remote(ctx: &super::session::Ctx) -> Result<(), ComputerError> {
                 "link",
                 false,
                 e.message,
-                Some("check that `ssh HOST deskpilot --version` works without a password prompt (README: Devices)"),
+                Some("check that `ssh HOST deskpilot --version` works without a password prompt (README: Another machine or a phone)"),
             ));
             return report_as(ctx.json, checks, "the device", ErrorCode::NotResponding);
         }
