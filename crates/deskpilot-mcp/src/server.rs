@@ -126,6 +126,17 @@ impl Server {
 // Results
 // ---------------------------------------------------------------------------------
 
+/// The refusal of a batch of `n` `what` (actions, steps) outside 1 to
+/// [`MAX_ACTIONS`]; `None` when it fits.
+fn batch_size(n: usize, what: &str) -> Option<CallToolResult> {
+    (n == 0 || n > MAX_ACTIONS).then(|| {
+        failure(
+            &ComputerError::invalid(format!("give 1 to {MAX_ACTIONS} {what} (got {n})")),
+            "",
+        )
+    })
+}
+
 /// A successful result: `text` for the model, `data` as structured content.
 pub(crate) fn success<T: Serialize>(text: String, data: &T) -> CallToolResult {
     let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
@@ -500,14 +511,8 @@ impl Server {
     }
 
     async fn act(&self, a: ActArgs, ctx: &RequestContext<RoleServer>) -> CallToolResult {
-        if a.actions.is_empty() || a.actions.len() > MAX_ACTIONS {
-            return failure(
-                &ComputerError::invalid(format!(
-                    "give 1 to {MAX_ACTIONS} actions (got {})",
-                    a.actions.len()
-                )),
-                "",
-            );
+        if let Some(bad) = batch_size(a.actions.len(), "actions") {
+            return bad;
         }
         let (budget, _) = budget(a.max_tokens);
         let Some(mut h) = self.lock(ctx).await else {
@@ -790,14 +795,8 @@ impl Server {
                 "",
             );
         }
-        if a.steps.is_empty() || a.steps.len() > MAX_ACTIONS {
-            return failure(
-                &ComputerError::invalid(format!(
-                    "give 1 to {MAX_ACTIONS} steps (got {})",
-                    a.steps.len()
-                )),
-                "",
-            );
+        if let Some(bad) = batch_size(a.steps.len(), "steps") {
+            return bad;
         }
         let Some(mut h) = self.lock(ctx).await else {
             return cancelled();

@@ -197,6 +197,15 @@ fn xdotool(desk: &Desk<'_>, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Moves the real pointer to (`x`, `y`) of the desk's display and clicks button 1
+/// there (XTest, by xdotool), as a person would.
+fn click_at(desk: &Desk<'_>, x: i32, y: i32) {
+    xdotool(
+        desk,
+        &["mousemove", &x.to_string(), &y.to_string(), "click", "1"],
+    );
+}
+
 /// While the server holds a grant, a frame surrounds the bound window and an
 /// indicator names the app and the budget; during an act the drawn cursor goes to
 /// the element. All of them are override-redirect; the cursor and the frame have an
@@ -342,10 +351,7 @@ fn the_indicators_stop_button_stops_the_server() {
     let ind = shown(&ws, "deskpilot-indicator").unwrap();
     let (x, y) = stop_button_at(ind.bounds);
     let clicked = Instant::now();
-    xdotool(
-        &desk,
-        &["mousemove", &x.to_string(), &y.to_string(), "click", "1"],
-    );
+    click_at(&desk, x, y);
     let stopped = loop {
         let r = mcp.tool("computer_observe", json!({"app": "mousepad"}));
         if r["structuredContent"]["code"] == "COMPUTER_STOPPED_BY_USER" {
@@ -403,16 +409,7 @@ fn teach_steps_run_on_next_and_exit_ends_teaching() {
     let (next, _) = teach_buttons_at(bubble(&desk));
     // The bubble takes no click for its first 500 ms.
     std::thread::sleep(Duration::from_millis(600));
-    xdotool(
-        &desk,
-        &[
-            "mousemove",
-            &next.0.to_string(),
-            &next.1.to_string(),
-            "click",
-            "1",
-        ],
-    );
+    click_at(&desk, next.0, next.1);
     let done = mcp.answer();
     assert_ne!(done["isError"], true, "{done}");
     assert_eq!(
@@ -432,16 +429,7 @@ fn teach_steps_run_on_next_and_exit_ends_teaching() {
     step(&mut mcp, "never typed");
     let (_, exit) = teach_buttons_at(bubble(&desk));
     std::thread::sleep(Duration::from_millis(600));
-    xdotool(
-        &desk,
-        &[
-            "mousemove",
-            &exit.0.to_string(),
-            &exit.1.to_string(),
-            "click",
-            "1",
-        ],
-    );
+    click_at(&desk, exit.0, exit.1);
     let ended = mcp.answer();
     assert_eq!(
         ended["structuredContent"]["code"], "COMPUTER_CONFIRMATION_REQUIRED",

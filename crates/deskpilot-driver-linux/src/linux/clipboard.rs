@@ -337,8 +337,9 @@ pub fn write(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         // Nothing of the caller's: the holder outlives it, and an inherited pipe
-        // would keep whoever reads the caller's output waiting.
-        .stderr(Stdio::null())
+        // would keep whoever reads the caller's output waiting. Its own pipe says
+        // why it failed, and is closed once it holds the selection.
+        .stderr(Stdio::piped())
         .current_dir("/")
         .process_group(0)
         .spawn()
@@ -369,12 +370,25 @@ pub fn write(
         // failed.
         let _ = child.kill();
         let _ = child.wait();
+        let mut said = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut said);
+        }
+        let said = said
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| format!(" ({})", deskpilot_core::sanitize::one_line(l.trim())))
+            .unwrap_or_default();
         return Err(err(
             display,
             "holder",
-            format!("pid {pid} did not take the selection within 5 s"),
+            format!(
+                "pid {pid} did not take the selection within 5 s{said}; check that the display answers (`deskpilot doctor`) and that the config's `clipboard` switch is on"
+            ),
         ));
     }
+    drop(child.stderr.take());
     // Reap the holder whenever it ends, so a long-lived host keeps no zombie.
     std::thread::spawn(move || {
         let _ = child.wait();

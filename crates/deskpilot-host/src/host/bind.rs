@@ -275,12 +275,7 @@ impl Host {
     /// Stamps the refs of `window` with the current revision and fills the grant
     /// view and basis of an observation.
     pub(super) fn stamp(&mut self, window: &WindowInfo, obs: Option<&mut Observation>) {
-        let rev = self
-            .policy()
-            .authority
-            .active()
-            .map(|g| g.revision)
-            .unwrap_or_default();
+        let rev = self.revision();
         if let Some(ws) = self
             .session
             .state_mut()

@@ -89,12 +89,7 @@ impl Host {
             return Err(self.refuse(e, Some(op), None));
         }
         self.ensure_grant(now)?;
-        let revision = self
-            .policy()
-            .authority
-            .active()
-            .map(|g| g.revision)
-            .unwrap_or(0);
+        let revision = self.revision();
         let text_len = write.as_ref().map(|t| t.chars().count());
         if write.is_some() {
             self.check_budget(revision, op, "clipboard")?;

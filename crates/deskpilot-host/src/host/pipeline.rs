@@ -800,12 +800,7 @@ impl Host {
             !matches!(&effect, Effect::Keys { target, .. } if !matches!(target, Target::Current));
         let (window, cand, moved) = self.action_target(&op, aimed).await?;
         let app = cand.facts.app.clone();
-        let revision = self
-            .policy()
-            .authority
-            .active()
-            .map(|g| g.revision)
-            .unwrap_or(0);
+        let revision = self.revision();
         // 2. What the effect was aimed with is current.
         let point = self
             .check_aim(&effect, &op, &window, revision, &app)

@@ -464,7 +464,7 @@ impl Host {
     }
 
     /// The revision of the active grant.
-    fn revision(&self) -> u64 {
+    pub(super) fn revision(&self) -> u64 {
         self.policy()
             .authority
             .active()
