@@ -593,9 +593,21 @@ impl Session {
         Ok(out)
     }
 
-    /// Resolves a target to a window.
+    /// Resolves a target to a window, enumerating the desktop's apps for it.
     pub async fn resolve_window(&mut self, target: &Target) -> Result<WindowInfo, ComputerError> {
         let apps = self.driver.apps().await?;
+        self.resolve_in(&apps, target)
+    }
+
+    /// Resolves a target to a window of `apps`, an enumeration the caller has just
+    /// made (the host enumerates once per call, and a second enumeration would cost
+    /// another round of accessibility and X11 queries: ~5–20 ms each, measured on
+    /// mousepad under Xvfb). Errors as [`Session::resolve_window`].
+    pub fn resolve_in(
+        &self,
+        apps: &[AppInfo],
+        target: &Target,
+    ) -> Result<WindowInfo, ComputerError> {
         let all: Vec<(&AppInfo, &WindowInfo)> = apps
             .iter()
             .flat_map(|a| a.windows.iter().map(move |w| (a, w)))
@@ -988,6 +1000,19 @@ impl Session {
     ) -> Result<Observation, ComputerError> {
         let started = Instant::now();
         let window = self.resolve_window(target).await?;
+        self.observe_window(&window, opts, started).await
+    }
+
+    /// [`Session::observe`] of a window the caller has just resolved (from an
+    /// enumeration of this call); `started` is when the call began, for
+    /// `elapsed_ms`.
+    pub async fn observe_window(
+        &mut self,
+        window: &WindowInfo,
+        opts: &ObserveOptions,
+        started: Instant,
+    ) -> Result<Observation, ComputerError> {
+        let window = window.clone();
         let page = match (&opts.scope, opts.from) {
             (Some(r), Some(from)) => Some((r.as_str(), from)),
             (None, Some(_)) => {
@@ -1042,6 +1067,19 @@ impl Session {
         limit: usize,
     ) -> Result<Found, ComputerError> {
         let window = self.resolve_window(target).await?;
+        self.find_in_window(&window, text, role, limit).await
+    }
+
+    /// [`Session::find`] in a window the caller has just resolved (from an
+    /// enumeration of this call).
+    pub async fn find_in_window(
+        &mut self,
+        window: &WindowInfo,
+        text: &str,
+        role: Option<Role>,
+        limit: usize,
+    ) -> Result<Found, ComputerError> {
+        let window = window.clone();
         // The plain read is what is remembered (the next diff compares like with
         // like); the deep read, refs assigned in the same registry, is searched.
         let (plain, _) = self.read(&window).await?;

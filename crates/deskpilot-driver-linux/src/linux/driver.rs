@@ -89,7 +89,7 @@ impl LinuxDriver {
                 .toplevels()
                 .inspect_err(|e| tracing::warn!(error = %e.message, "top-level windows unreadable"))
                 .unwrap_or_default();
-            let active = x.focused_toplevel().ok().flatten().map(|t| t.xid);
+            let active = x.focused_client().ok().flatten();
             let stack = x.stacking().unwrap_or_default();
             (tops, active, stack)
         })

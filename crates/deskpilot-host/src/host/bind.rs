@@ -225,7 +225,7 @@ impl Host {
                     return Err(self.refuse(e, None, None));
                 }
             },
-            other => self.session.resolve_window(other).await?,
+            other => self.session.resolve_in(&en.apps, other)?,
         };
         let Some((_, cand)) = en.find(window.handle.as_str()) else {
             return Err(fail(
@@ -379,6 +379,7 @@ impl Host {
         target: &Target,
         opts: &ObserveOptions,
     ) -> Result<Observation, ComputerError> {
+        let started = std::time::Instant::now();
         let (en, _) = self.begin().await?;
         let window = self.bind_target(target, &en).await?;
         // A window with no tree is read from pixels when they are allowed; else
@@ -391,10 +392,7 @@ impl Host {
         let mut obs = if window.no_tree && pixels {
             self.observe_pixels(&window).await?
         } else {
-            let mut obs = self
-                .session
-                .observe(&Target::Handle(window.handle.clone()), opts)
-                .await?;
+            let mut obs = self.session.observe_window(&window, opts, started).await?;
             if pixels && opts.scope.is_none() {
                 self.ocr_images(&window, &mut obs).await?;
             }
@@ -436,7 +434,7 @@ impl Host {
         let window = self.bind_target(target, &en).await?;
         let found = self
             .session
-            .find(&Target::Handle(window.handle.clone()), text, role, limit)
+            .find_in_window(&window, text, role, limit)
             .await?;
         self.stamp(&window, None);
         self.after_call()?;

@@ -636,9 +636,10 @@ impl Host {
         let mut marks = Vec::new();
         if mode == ShotMode::Marks && !window.no_tree {
             self.session
-                .observe(
-                    &Target::Handle(window.handle.clone()),
+                .observe_window(
+                    &window,
                     &ObserveOptions::default(),
+                    std::time::Instant::now(),
                 )
                 .await?;
             if let Some(last) = self

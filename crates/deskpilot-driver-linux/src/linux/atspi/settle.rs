@@ -69,11 +69,15 @@ impl Settler {
             last: None,
         }));
         let sink = seen.clone();
+        let subscribed = Instant::now();
         let task = tokio::spawn(async move {
             while let Some(msg) = stream.next().await {
-                if msg.is_err() {
-                    continue;
-                }
+                let Ok(msg) = msg else { continue };
+                tracing::trace!(
+                    after_ms = subscribed.elapsed().as_millis() as u64,
+                    member = ?msg.header().member(),
+                    "settle signal"
+                );
                 let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
                 s.events += 1;
                 s.last = Some(Instant::now());

@@ -94,6 +94,18 @@ impl XInput {
         }
     }
 
+    /// The client window [`XInput::focused_toplevel`] describes, without describing
+    /// it (its pid, title and bounds cost four more round trips): what a caller
+    /// that has just listed the top-levels needs to mark the focused one.
+    ///
+    /// Errors: as [`XInput::focused_toplevel`].
+    pub fn focused_client(&self) -> Result<Option<Window>, ComputerError> {
+        match self.active_window()? {
+            Some(active) => Ok(Some(active)),
+            None => self.input_focus_client(),
+        }
+    }
+
     /// All mapped (viewable) top-level windows that are not override-redirect (menus,
     /// tooltips), as client windows, bottom to top in stacking order.
     ///
@@ -114,7 +126,7 @@ impl XInput {
                     .x11("GetWindowAttributes")
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut out = Vec::new();
+        let mut frames = Vec::new();
         for (&frame, cookie) in tree.children.iter().zip(cookies) {
             let Some(attrs) = gone_is_none(cookie.reply()).x11("GetWindowAttributes")? else {
                 continue;
@@ -125,12 +137,14 @@ impl XInput {
             {
                 continue;
             }
-            let client = self.client_of(frame)?;
-            if let Some(top) = self.describe(client)? {
-                out.push(top);
-            }
+            frames.push(frame);
         }
-        Ok(out)
+        let clients = self.clients_of(&frames)?;
+        Ok(self
+            .describe_many(&clients)?
+            .into_iter()
+            .flatten()
+            .collect())
     }
 
     /// Every mapped root child (window-manager frames, unmanaged clients,
@@ -188,6 +202,7 @@ impl XInput {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let mut out = Vec::new();
+        let mut frames = Vec::new();
         for (((w, popup, input_only), cookie), shape) in mapped.into_iter().zip(geoms).zip(shapes) {
             let Some(g) = gone_is_none(cookie.reply()).x11("GetGeometry")? else {
                 continue;
@@ -205,20 +220,23 @@ impl XInput {
                 i32::from(g.width) + 2 * border,
                 i32::from(g.height) + 2 * border,
             );
-            // A popup or an input-only window is its own client; a frame holds one.
-            let xid = if popup || input_only {
-                w
-            } else {
-                self.client_of(w)?
-            };
+            // A popup or an input-only window is its own client; a frame holds one
+            // (searched for below, all frames at once).
+            if !(popup || input_only) {
+                frames.push((out.len(), w));
+            }
             out.push(Stacked {
-                xid,
+                xid: w,
                 bounds,
                 pid: None,
                 popup,
                 input_only,
                 click_through,
             });
+        }
+        let clients = self.clients_of(&frames.iter().map(|&(_, w)| w).collect::<Vec<_>>())?;
+        for ((at, _), client) in frames.into_iter().zip(clients) {
+            out[at].xid = client;
         }
         let pids = self.pids_of(&out.iter().map(|s| s.xid).collect::<Vec<_>>())?;
         for (s, pid) in out.iter_mut().zip(pids) {
@@ -594,6 +612,114 @@ impl XInput {
             level = next;
         }
         Ok(frame)
+    }
+
+    /// [`XInput::client_of`] of many root children at once: each level of every
+    /// search is one round of pipelined requests (`WM_STATE` and `QueryTree` of
+    /// every window of the level), so the rounds are as many as the deepest search,
+    /// not one per window. Same answer, frame by frame, as `client_of`.
+    fn clients_of(&self, frames: &[Window]) -> Result<Vec<Window>, ComputerError> {
+        let mut out: Vec<Option<Window>> = vec![None; frames.len()];
+        let mut levels: Vec<Vec<Window>> = frames.iter().map(|&f| vec![f]).collect();
+        for _ in 0..=CLIENT_SEARCH_DEPTH {
+            let mut asked = Vec::new();
+            for (i, level) in levels.iter().enumerate() {
+                if out[i].is_some() {
+                    continue;
+                }
+                for &w in level {
+                    let state = self
+                        .conn
+                        .get_property(false, w, self.atoms.WM_STATE, AtomEnum::ANY, 0, 0)
+                        .x11("GetProperty")?;
+                    let tree = self.conn.query_tree(w).x11("QueryTree")?;
+                    asked.push((i, w, state, tree));
+                }
+            }
+            if asked.is_empty() {
+                break;
+            }
+            let mut next: Vec<Vec<Window>> = vec![Vec::new(); frames.len()];
+            for (i, w, state, tree) in asked {
+                let has_state = gone_is_none(state.reply())
+                    .x11("GetProperty")?
+                    .is_some_and(|p| p.type_ != u32::from(AtomEnum::NONE));
+                let children = gone_is_none(tree.reply()).x11("QueryTree")?;
+                if out[i].is_some() {
+                    continue;
+                }
+                if has_state {
+                    out[i] = Some(w);
+                } else if let Some(t) = children {
+                    next[i].extend(t.children);
+                }
+            }
+            levels = next;
+        }
+        Ok(frames
+            .iter()
+            .zip(out)
+            .map(|(&f, c)| c.unwrap_or(f))
+            .collect())
+    }
+
+    /// [`XInput::describe`] of many client windows at once: geometry, origin and
+    /// `_NET_WM_NAME` of all in one round of pipelined requests, the pids in one
+    /// X-Resource request ([`XInput::pids_of`]), and `WM_NAME` for those without a
+    /// `_NET_WM_NAME` in one more round.
+    fn describe_many(&self, xids: &[Window]) -> Result<Vec<Option<TopLevel>>, ComputerError> {
+        let mut asked = Vec::new();
+        for &xid in xids {
+            let geometry = self.conn.get_geometry(xid).x11("GetGeometry")?;
+            let origin = self
+                .conn
+                .translate_coordinates(xid, self.root, 0, 0)
+                .x11("TranslateCoordinates")?;
+            let name = self
+                .conn
+                .get_property(
+                    false,
+                    xid,
+                    self.atoms._NET_WM_NAME,
+                    self.atoms.UTF8_STRING,
+                    0,
+                    TITLE_MAX_LONGS,
+                )
+                .x11("GetProperty")?;
+            asked.push((geometry, origin, name));
+        }
+        let mut found = Vec::new();
+        for (geometry, origin, name) in asked {
+            let geometry = gone_is_none(geometry.reply()).x11("GetGeometry")?;
+            let origin = gone_is_none(origin.reply()).x11("TranslateCoordinates")?;
+            let name = gone_is_none(name.reply())
+                .x11("GetProperty")?
+                .filter(|p| p.type_ == self.atoms.UTF8_STRING)
+                .map(|p| String::from_utf8_lossy(&p.value).into_owned());
+            found.push(geometry.zip(origin).map(|(g, o)| (g, o, name)));
+        }
+        let pids = self.pids_of(xids)?;
+        let mut out = Vec::with_capacity(xids.len());
+        for ((&xid, f), pid) in xids.iter().zip(found).zip(pids) {
+            out.push(match f {
+                Some((geometry, origin, name)) => Some(TopLevel {
+                    xid,
+                    pid,
+                    title: match name {
+                        Some(n) => n,
+                        None => self.title_of(xid)?,
+                    },
+                    bounds: Bounds::new(
+                        i32::from(origin.dst_x),
+                        i32::from(origin.dst_y),
+                        i32::from(geometry.width),
+                        i32::from(geometry.height),
+                    ),
+                }),
+                None => None,
+            });
+        }
+        Ok(out)
     }
 
     /// Pid, title and root-relative bounds of a client window; `None` if it vanished.
