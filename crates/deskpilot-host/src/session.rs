@@ -486,7 +486,16 @@ pub struct Session {
     /// The last acting call's driver call was cut off by a dropped device link
     /// ([`ComputerError::is_link_lost`]): its effect may or may not have happened.
     unknown: bool,
+    /// The windows of an enumeration the caller made just before, and when: the
+    /// next `act_checked` takes them as its "before" list instead of enumerating
+    /// again, if they are younger than [`LISTING_MAX_AGE`] ([`Session::offer_listing`]).
+    listing: Option<(Instant, Vec<Handle>)>,
 }
+
+/// How old an offered enumeration may be for an action to take it as the windows
+/// before it: a call's own enumeration is milliseconds old; one from before a
+/// confirmation prompt, during which windows may have opened, is not used.
+pub const LISTING_MAX_AGE: Duration = Duration::from_millis(500);
 
 fn err(code: ErrorCode, msg: impl Into<String>) -> ComputerError {
     ComputerError::new(code, msg)
@@ -517,6 +526,7 @@ impl Session {
             driver: Arc::new(crate::redacting::Redacting::new(driver)),
             sent: false,
             unknown: false,
+            listing: None,
             store,
             state,
         }
@@ -1374,7 +1384,10 @@ impl Session {
         let started = Instant::now();
         // Unknown or malformed refs fail here, before any platform call.
         let (cur, window) = self.window_of_ref(r)?;
-        let before_windows = self.window_handles().await?;
+        let before_windows = match self.listing.take() {
+            Some((at, handles)) if at.elapsed() < LISTING_MAX_AGE => handles,
+            _ => self.window_handles().await?,
+        };
         if !before_windows.contains(&Handle(cur.clone())) {
             return Err(err(
                 ErrorCode::ElementNotFound,
@@ -1621,6 +1634,19 @@ impl Session {
             .into_iter()
             .map(|w| w.handle)
             .collect())
+    }
+
+    /// Offers `apps`, an enumeration the caller has just made, to the next action as
+    /// the windows before it (saving it one enumeration, ~5–20 ms; see
+    /// [`LISTING_MAX_AGE`]). The windows are those `Driver::windows` lists: of apps
+    /// that answer, and windows without a tree.
+    pub fn offer_listing(&mut self, apps: &[AppInfo]) {
+        let handles = apps
+            .iter()
+            .filter(|a| a.status == AppStatus::Ok || a.windows.iter().all(|w| w.no_tree))
+            .flat_map(|a| a.windows.iter().map(|w| w.handle.clone()))
+            .collect();
+        self.listing = Some((Instant::now(), handles));
     }
 
     /// Sends keys (a chord list or literal text) to the target window through the

@@ -472,3 +472,34 @@ fn two_thousand_mixed_characters_land_exactly_in_mousepad() {
         took.as_millis()
     );
 }
+
+/// A reaction that comes 250 ms after the action (the handler only starts a timer,
+/// as GTK 4 delays every button's "clicked" by 250 ms) is still in the action's
+/// diff: the settle gives an action time to start reacting before it calls the app
+/// quiet (docs/ARCHITECTURE.md §6 "Settling").
+#[test]
+fn a_reaction_250_ms_after_the_action_is_in_its_diff() {
+    let dir = TempDir::new("late-reaction");
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    let script = dir.path().join("late_reaction.py");
+    std::fs::write(&script, include_str!("fixtures/late_reaction.py")).unwrap();
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        script.to_str().unwrap(),
+    ]);
+    desk.wait_for("late-reaction", "button", "Start", 60000);
+    desk.ok(&["observe", "--app", "late-reaction"]);
+    let start = find_ref(&desk, "button", "Start");
+    let v = desk.ok(&["act", &start, "click"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    let diff = v["text"].as_str().unwrap();
+    assert!(
+        diff.contains("\"waiting\" → \"done 250 ms later\""),
+        "the label's late change is in the diff:\n{diff}"
+    );
+    let waited = v["result"]["settle"]["waited_ms"].as_u64().unwrap();
+    assert!(waited >= 250, "the settle outlasted the reaction: {v}");
+}

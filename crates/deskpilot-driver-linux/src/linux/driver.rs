@@ -602,7 +602,11 @@ impl Driver for LinuxDriver {
                 None => d,
             });
         }
-        if let (Some(s), Some(settler)) = (p.settle, settler) {
+        if let (Some(mut s), Some(settler)) = (p.settle, settler) {
+            if method.applied_in_call() {
+                let gap = super::atspi::settle::REACTION_GAP.as_millis() as u64;
+                s.quiet_ms = s.quiet_ms.min(gap);
+            }
             result.settle = Some(settler.finish(s).await);
         }
         // Expand and collapse say where they end: an element that states it can

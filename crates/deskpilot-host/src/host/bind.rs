@@ -46,6 +46,7 @@ impl Host {
     /// Lists windows with their facts, frontmost (active) first.
     pub(super) async fn enumerate(&mut self) -> Result<Enumeration, ComputerError> {
         let apps = self.session.driver().apps().await?;
+        self.session.offer_listing(&apps);
         let mut candidates = Vec::new();
         for app in &apps {
             for w in &app.windows {

@@ -95,6 +95,20 @@ pub enum Method {
 }
 
 impl Method {
+    /// The change is complete when the call returns: the text, value or nothing
+    /// was set through an interface the toolkit applies inside the call (the
+    /// signals arrive while it runs; measured on mousepad: every `TextChanged` of
+    /// a `SetTextContents` within 1 ms of its return). The settle after it then
+    /// waits only for a reaction gap ([`super::settle::REACTION_GAP`]), not for the
+    /// app to start reacting: an action (`DoAction`, whose handler GTK 4 runs 250 ms
+    /// later), a selection or synthetic input may take that long.
+    pub fn applied_in_call(&self) -> bool {
+        matches!(
+            self,
+            Method::SetText(_) | Method::InsertText(_) | Method::SetNumber(_) | Method::Nothing(_)
+        )
+    }
+
     /// `(channel, method text)` for the result.
     pub fn describe(&self) -> (Channel, String) {
         match self {
