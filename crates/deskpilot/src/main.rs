@@ -350,8 +350,14 @@ printed at start and kept in the token file (mode 0600; remove it to rotate).")]
     },
     /// Serve the driver over JSON-RPC 2.0 on stdin/stdout (one message per line).
     Driver,
-    /// Measure observe, tokens, act and find on real apps in a sandbox of its own,
-    /// against a pyatspi walk, screenshots and OSWorld's flat tree (median / p95).
+    /// Measure observe, tokens, act, find, whole CLI processes and the MCP server's
+    /// memory on real apps in a sandbox of its own, against a pyatspi walk,
+    /// screenshots, OSWorld's flat tree and, with --peers, xa11y and cua-driver
+    /// (median / p95; targets reported as met or missed, never asserted).
+    #[command(after_help = "Examples:
+  deskpilot bench                                  # every app, 20 runs per figure
+  deskpilot bench --peers                          # also xa11y and cua-driver, installed pinned into target/peers
+  deskpilot bench --apps mousepad,calculator --runs 5 --json > bench.json")]
     Bench {
         /// Counted runs per figure (after one warm-up run).
         #[arg(long, default_value_t = 20, value_name = "N", value_parser = usage::at_least_one)]
@@ -360,6 +366,11 @@ printed at start and kept in the token file (mode 0600; remove it to rotate).")]
         /// libreoffice, chromium (default: all).
         #[arg(long, value_delimiter = ',', value_name = "APPS", value_parser = cmd::app_key)]
         apps: Vec<String>,
+        /// Also measure the peer drivers, xa11y's CLI and cua-driver, on the same
+        /// apps, whole process and warm through MCP (installs them with
+        /// scripts/bench-peers into target/peers/ first: crates.io and PyPI).
+        #[arg(long)]
+        peers: bool,
     },
     /// Run the evaluation suite: real tasks on real apps, each attempt in a fresh
     /// sandbox, decided by checkers that read state deskpilot did not write.

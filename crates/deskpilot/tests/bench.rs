@@ -144,6 +144,58 @@ fn bench_json_on_mousepad_has_every_figure_and_its_peers() {
         );
     }
 
+    let act_tokens = figure(&doc, "mousepad", "act_tokens");
+    let result_tokens = summary(act_tokens, 2, "act result tokens");
+    assert!(
+        result_tokens > 5.0,
+        "an act result names what it did: {act_tokens:#}"
+    );
+
+    // Whole CLI processes: every command timed with its own peak memory (a few
+    // MiB, not the bench's own tens).
+    let cli: Vec<&Value> = doc["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["app"] == "mousepad" && (f["metric"] == "cli_ms" || f["metric"] == "cli_rss_mb")
+        })
+        .collect();
+    for subject in [
+        "observe --app mousepad",
+        "--version",
+        "apps",
+        "find line 0001 --app mousepad",
+        "act TEXTBOX set_value",
+    ] {
+        for metric in ["cli_ms", "cli_rss_mb"] {
+            let f = cli
+                .iter()
+                .find(|f| f["subject"] == subject && f["metric"] == metric)
+                .unwrap_or_else(|| panic!("no {metric} of {subject:?}: {cli:#?}"));
+            summary(f, 2, metric);
+        }
+    }
+    let version_rss = cli
+        .iter()
+        .find(|f| f["subject"] == "--version" && f["metric"] == "cli_rss_mb")
+        .unwrap()["median"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        version_rss < 20.0,
+        "`--version` is a small process: {version_rss} MiB"
+    );
+
+    let mcp = figure(&doc, "mousepad", "mcp_rss_mb");
+    positive(&mcp["median"], "MCP RSS");
+    assert!(
+        mcp["detail"].as_str().is_some_and(
+            |d| d.contains("after 1000 calls") && d.contains("0 calls answered with isError")
+        ),
+        "{mcp:#}"
+    );
+
     let rss = figure(&doc, "deskpilot", "peak_rss_mb");
     assert_eq!(rss["unit"], "MB");
     summary(rss, 1, "peak RSS");

@@ -18,7 +18,15 @@
 //!    the vision tokens of the marked screenshot next to the snapshot's;
 //! 6. on mousepad, the per-call overhead of a device link: the same reads through
 //!    `deskpilot driver` on a pipe and through a loopback OpenSSH link ([`link`]);
-//! 7. the peak resident memory of this process (`VmHWM`).
+//! 7. the peak resident memory of this process (`VmHWM`);
+//! 8. deskpilot as a user meets it ([`cli`]): whole CLI processes on mousepad
+//!    (`--version`, `apps`, `observe`, `find`, `act`) and LibreOffice (`observe`),
+//!    each timed from fork to reap with its peak memory, and the memory of
+//!    `deskpilot mcp` over 1,000 calls on mousepad;
+//! 9. with `--peers`, the peer drivers on the same apps ([`drivers`]): xa11y's CLI
+//!    and cua-driver (installed pinned into `target/peers/` by
+//!    `scripts/bench-peers`), whole process and warm through MCP, with deskpilot's
+//!    own CLI and MCP server measured the same way.
 //!
 //! Every measurement gets one warm-up run that is not counted, then `runs` counted
 //! runs. Progress goes to stderr; the result is a table, or one JSON document with
@@ -28,8 +36,12 @@
 //! error.
 
 mod apps;
+mod cli;
+mod drivers;
 mod link;
+mod mcp;
 mod peer;
+mod process;
 mod report;
 mod stats;
 
@@ -75,6 +87,9 @@ struct Report {
     targets: Vec<Goal>,
     /// Wall time of the whole bench, seconds.
     total_s: f64,
+    /// The peers' versions and paths, when `--peers` measured them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peers: Option<drivers::Installed>,
 }
 
 fn say(msg: &str) {
@@ -96,7 +111,12 @@ fn summary(samples: &[f64], what: &str) -> Result<Summary, ComputerError> {
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for `--runs 0` or an unknown app key;
 /// `COMPUTER_PLATFORM_UNSUPPORTED` when Xvfb, AT-SPI or `/usr/bin/python3` with
 /// pyatspi is missing; any error of the apps' launch, read or actions.
-pub async fn run(json: bool, runs: usize, apps: Vec<String>) -> Result<(), ComputerError> {
+pub async fn run(
+    json: bool,
+    runs: usize,
+    apps: Vec<String>,
+    peers: bool,
+) -> Result<(), ComputerError> {
     let started = Instant::now();
     if runs == 0 {
         return Err(ComputerError::new(
@@ -105,6 +125,12 @@ pub async fn run(json: bool, runs: usize, apps: Vec<String>) -> Result<(), Compu
         ));
     }
     let specs = apps::select(&apps)?;
+    let installed = if peers {
+        say("installing the peers (scripts/bench-peers)…");
+        Some(drivers::install()?)
+    } else {
+        None
+    };
     if cfg!(debug_assertions) {
         say("this is a debug build; measure with `cargo build --release -p deskpilot`");
     }
@@ -114,7 +140,7 @@ pub async fn run(json: bool, runs: usize, apps: Vec<String>) -> Result<(), Compu
     let (dirs, files) = super::session::own_paths();
     sandbox.hide_from_apps(dirs, files);
     let scratch = Scratch::create()?;
-    let result = run_in(&mut sandbox, &specs, runs, &scratch.0).await;
+    let result = run_in(&mut sandbox, &specs, runs, &scratch.0, installed.as_ref()).await;
     say("stopping the sandbox and every process in it…");
     sandbox.stop();
     drop(scratch);
@@ -143,6 +169,7 @@ pub async fn run(json: bool, runs: usize, apps: Vec<String>) -> Result<(), Compu
         figures,
         targets,
         total_s,
+        peers: installed,
     };
     print_ok(json, &doc, &text);
     Ok(())
@@ -182,6 +209,9 @@ struct Bench<'a> {
     fixtures: Fixtures,
     dir: PathBuf,
     runs: usize,
+    /// The environment of the deskpilot processes it starts ([`cli::env`]).
+    cli_env: std::collections::BTreeMap<String, String>,
+    peers: Option<drivers::Installed>,
 }
 
 /// The bench's own temporary directory (fixtures, the walker script and its log,
@@ -212,6 +242,7 @@ async fn run_in(
     specs: &[AppSpec],
     runs: usize,
     dir: &Path,
+    installed: Option<&drivers::Installed>,
 ) -> Result<Vec<Figure>, ComputerError> {
     let env = sandbox.env();
     let dir = dir.to_path_buf();
@@ -230,6 +261,7 @@ async fn run_in(
     let driver: Arc<dyn Driver> = Arc::new(super::session::connect(&desktop).await?);
     say("starting the pyatspi walker (/usr/bin/python3)…");
     let peer = Peer::start(&dir, &env).await?;
+    let cli_env = cli::env(&dir)?;
     let mut bench = Bench {
         sandbox,
         driver,
@@ -237,6 +269,8 @@ async fn run_in(
         fixtures,
         dir,
         runs,
+        cli_env,
+        peers: installed.cloned(),
     };
     let mut figures = Vec::new();
     let mut failure = None;
@@ -289,11 +323,12 @@ impl Bench<'_> {
                 .await?,
         );
         if let Some(act) = &spec.act {
-            figures.push(self.act(spec, act, &mut session, &target).await?);
+            figures.extend(self.act(spec, act, &mut session, &target).await?);
         }
         if let Some((text, role)) = spec.find {
             figures.push(self.find(spec, text, role, &mut session, &target).await?);
         }
+        figures.extend(self.whole_process(spec, &window).await?);
         if spec.key == "mousepad" {
             figures.extend(
                 link::measure(
@@ -470,14 +505,15 @@ impl Bench<'_> {
         Ok(vec![capture, ocr, shot])
     }
 
-    /// The act round trip: dispatch to diff returned, the settle included.
+    /// The act round trip (dispatch to diff returned, the settle included) and the
+    /// tokens of the result a model reads after it (`act_tokens`).
     async fn act(
         &mut self,
         spec: &AppSpec,
         act: &apps::ActSpec,
         session: &mut Session,
         target: &Target,
-    ) -> Result<Figure, ComputerError> {
+    ) -> Result<Vec<Figure>, ComputerError> {
         let hits = session
             .find(target, act.name.unwrap_or(""), Some(act.role), 500)
             .await?
@@ -548,7 +584,88 @@ impl Bench<'_> {
             "{}: {} {:.0} ms median, {:.0} ms p95",
             spec.key, act.label, f.summary.median, f.summary.p95
         ));
-        Ok(f)
+        let t = Figure::new(spec.key, "act_tokens", "tokens", tokens)
+            .subject(act.label)
+            .detail(
+                "o200k tokens of the whole act result a model reads: its first line and the diff",
+            );
+        Ok(vec![f, t])
+    }
+
+    /// deskpilot's whole processes on this app ([`cli`]), the MCP server's memory
+    /// on mousepad, and with `--peers` the peer drivers ([`drivers`]).
+    async fn whole_process(
+        &mut self,
+        spec: &AppSpec,
+        window: &WindowInfo,
+    ) -> Result<Vec<Figure>, ComputerError> {
+        let display = self.sandbox.state().display;
+        let env = self.cli_env.clone();
+        let runs = self.runs;
+        let key = spec.key;
+        let bus_name = spec.bus_name;
+        let peers = self.peers.clone();
+        let sandbox_env = self.sandbox.env();
+        let window = window.clone();
+        let dir = self.dir.clone();
+        say(&format!("{key}: whole CLI processes, {runs} runs each…"));
+        tokio::task::spawn_blocking(move || -> Result<Vec<Figure>, ComputerError> {
+            let mut figs = Vec::new();
+            let observe = cli::repeat(
+                &cli::argv(display, &["observe", "--app", bus_name])?,
+                &env,
+                runs,
+            )?;
+            let snapshot = observe.last().map(|r| r.stdout.clone()).unwrap_or_default();
+            figs.extend(cli::figures(
+                key,
+                &format!("observe --app {bus_name}"),
+                &observe,
+            )?);
+            if key == "mousepad" {
+                for args in [
+                    vec!["--version"],
+                    vec!["apps"],
+                    vec!["find", "line 0001", "--app", bus_name],
+                ] {
+                    let r = cli::repeat(&cli::argv(display, &args)?, &env, runs)?;
+                    figs.extend(cli::figures(key, &args.join(" "), &r)?);
+                }
+                let textbox = cli::editable_textbox(&snapshot).ok_or_else(|| {
+                    ComputerError::new(
+                        ErrorCode::ElementNotFound,
+                        "the CLI snapshot of mousepad shows no editable textbox",
+                    )
+                })?;
+                let act = cli::repeat(
+                    &cli::argv(display, &["act", &textbox, "set_value", "cli run"])?,
+                    &env,
+                    runs,
+                )?;
+                figs.extend(cli::figures(key, "act TEXTBOX set_value", &act)?);
+                say(&format!(
+                    "{key}: the MCP server over {} calls…",
+                    cli::MCP_CALLS
+                ));
+                figs.push(cli::mcp_memory(display, &env)?);
+            }
+            if let Some(p) = &peers {
+                figs.extend(drivers::measure(
+                    p,
+                    key,
+                    bus_name,
+                    &window,
+                    display,
+                    &env,
+                    &sandbox_env,
+                    runs,
+                    &dir,
+                )?);
+            }
+            Ok(figs)
+        })
+        .await
+        .map_err(|e| ComputerError::new(ErrorCode::Internal, format!("bench task failed: {e}")))?
     }
 
     /// Latency of `find` for one named element.

@@ -231,7 +231,7 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
             max_steps,
             observe_only,
         } => run::run(&ctx, instruction, max_steps, observe_only).await,
-        Command::Bench { runs, apps } => bench::run(cli.json, runs, apps).await,
+        Command::Bench { runs, apps, peers } => bench::run(cli.json, runs, apps, peers).await,
         Command::Eval(args) => eval_command(json, args).await,
     }
 }

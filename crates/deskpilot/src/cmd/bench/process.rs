@@ -52,29 +52,64 @@ impl Run {
     }
 }
 
-/// Runs `argv` with exactly `env` (nothing inherited) and stdin closed, to its end.
+/// Spawns `cmd` with exactly `env` (nothing inherited), stdout piped, and `stdin`
+/// and `stderr` as given; `program` names it in the error.
 ///
-/// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when the program cannot be started;
-/// `COMPUTER_INTERNAL` when it cannot be reaped.
-pub fn run(argv: &[String], env: &BTreeMap<String, String>) -> Result<Run, ComputerError> {
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| ComputerError::new(ErrorCode::InvalidArgument, "an empty command"))?;
-    let started = Instant::now();
-    let mut child = Command::new(program)
-        .args(args)
-        .env_clear()
+/// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when it cannot be started.
+pub fn spawn(
+    mut cmd: Command,
+    env: &BTreeMap<String, String>,
+    stdin: Stdio,
+    stderr: Stdio,
+    program: &str,
+) -> Result<std::process::Child, ComputerError> {
+    cmd.env_clear()
         .envs(env)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .spawn()
         .map_err(|e| {
             ComputerError::new(
                 ErrorCode::PlatformUnsupported,
                 format!("cannot start {program}: {e}"),
             )
-        })?;
+        })
+}
+
+/// GNU time, which `scripts/install-deps` installs (Debian package `time`).
+pub const GNU_TIME: &str = "/usr/bin/time";
+
+/// Runs `argv` with exactly `env` (nothing inherited) and stdin closed, to its end,
+/// under [`GNU_TIME`] (a program that cannot be started exits 127, as GNU time
+/// reports it).
+///
+/// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when GNU time or the program cannot be
+/// started; `COMPUTER_INTERNAL` when it cannot be reaped or GNU time reports no
+/// memory.
+pub fn run(argv: &[String], env: &BTreeMap<String, String>) -> Result<Run, ComputerError> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let program = argv
+        .first()
+        .ok_or_else(|| ComputerError::new(ErrorCode::InvalidArgument, "an empty command"))?;
+    if !std::path::Path::new(GNU_TIME).exists() {
+        return Err(ComputerError::new(
+            ErrorCode::PlatformUnsupported,
+            format!("{GNU_TIME} (GNU time) is missing; run scripts/install-deps"),
+        ));
+    }
+    let report = std::env::temp_dir().join(format!(
+        "deskpilot-bench-time-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    let started = Instant::now();
+    let mut time = Command::new(GNU_TIME);
+    time.args(["-f", "%M", "-o"])
+        .arg(&report)
+        .arg("--")
+        .args(argv);
+    let mut child = spawn(time, env, Stdio::null(), Stdio::piped(), program)?;
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -84,30 +119,28 @@ pub fn run(argv: &[String], env: &BTreeMap<String, String>) -> Result<Run, Compu
     };
     let out = drain(Box::new(child.stdout.take().expect("stdout is piped")));
     let err = drain(Box::new(child.stderr.take().expect("stderr is piped")));
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is this process's own unreaped child; both pointers are valid
-    // for the call.
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let status = child.wait().map_err(|e| {
+        ComputerError::new(ErrorCode::Internal, format!("cannot reap {program}: {e}"))
+    })?;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    if reaped != pid {
-        return Err(ComputerError::new(
-            ErrorCode::Internal,
-            format!(
-                "cannot reap {program}: {}",
-                std::io::Error::last_os_error()
-            ),
-        ));
-    }
-    // The child is reaped: `Child`'s drop neither waits nor kills.
-    drop(child);
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    // GNU time's last line is `%M`, KiB (a line saying the command failed or was
+    // signalled may come first).
+    let text = std::fs::read_to_string(&report).unwrap_or_default();
+    let _ = std::fs::remove_file(&report);
+    let kib: f64 = text
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| {
+            ComputerError::new(
+                ErrorCode::Internal,
+                format!("GNU time reported no memory for {program}: {text:?}"),
+            )
+        })?;
     Ok(Run {
         ms,
-        peak_rss_mib: usage.ru_maxrss as f64 / 1024.0,
-        code,
+        peak_rss_mib: kib / 1024.0,
+        code: status.code(),
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
     })
@@ -128,7 +161,8 @@ mod tests {
         assert!(r.ms > 0.0);
         assert!(r.peak_rss_mib > 0.1, "{r:?}");
         assert!(!r.ok());
-        let missing = run(&["/nonexistent/x".to_string()], &env).unwrap_err();
-        assert_eq!(missing.code, ErrorCode::PlatformUnsupported);
+        // GNU time says it could not run the program, and exits 127.
+        let missing = run(&["/nonexistent/x".to_string()], &env).unwrap();
+        assert_eq!(missing.code, Some(127));
     }
 }
