@@ -127,7 +127,7 @@ pub fn editable_textbox(text: &str) -> Option<String> {
 /// memory after the last call, with the first sample and the peak in the detail)
 /// and the median call times.
 pub fn mcp_memory(display: u32, env: &BTreeMap<String, String>) -> Result<Figure, ComputerError> {
-    let mut client = mcp::Client::start(&argv(display, &["mcp"])?, env)?;
+    let mut client = mcp::Client::start(&argv(display, &["mcp"])?, env, process::OWN_LIMIT)?;
     let observe = json!({ "app": "mousepad" });
     let first = client.call("computer_observe", observe.clone())?;
     if first.is_error {

@@ -236,21 +236,34 @@ pub fn measure(
         pid.to_string(),
     ];
     let cua_argv = call("get_window_state", &cua_args);
-    let (mut ours, mut theirs_x, mut theirs_c) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut out_ours, mut out_x, mut out_c) = (String::new(), String::new(), String::new());
+    let mut ours = Timed::default();
+    let (mut tx, mut tc) = (Timed::default(), Timed::default());
     for i in 0..=runs {
-        let a = ok(process::run(&ours_argv, ours_env)?, "deskpilot observe")?;
-        let b = ok(process::run(&xa11y_argv, &env)?, "xa11y tree")?;
-        let c = ok(
-            process::run(&cua_argv, &env)?,
-            "cua-driver call get_window_state",
-        )?;
-        if i > 0 {
-            ours.push(a.ms);
-            theirs_x.push(b.ms);
-            theirs_c.push(c.ms);
+        ours.take(
+            i,
+            Some(ok(
+                process::run(&ours_argv, ours_env)?,
+                "deskpilot observe",
+            )?),
+        );
+        if !tx.timed_out {
+            tx.take(
+                i,
+                checked(
+                    process::run_within(&xa11y_argv, &env, PEER_LIMIT)?,
+                    "xa11y tree",
+                )?,
+            );
         }
-        (out_ours, out_x, out_c) = (a.stdout, b.stdout, c.stdout);
+        if !tc.timed_out {
+            tc.take(
+                i,
+                checked(
+                    process::run_within(&cua_argv, &env, PEER_LIMIT)?,
+                    "cua-driver call",
+                )?,
+            );
+        }
     }
     let bwrap_ms = {
         let mut v = Vec::new();
@@ -259,101 +272,198 @@ pub fn measure(
         }
         Summary::of(&v).map_or(0.0, |s| s.median)
     };
-    let whole = Figure::new(key, "whole_process_ms", "ms", summary(&ours, "deskpilot observe")?)
+    let whole = Figure::new(key, "whole_process_ms", "ms", summary(&ours.ms, "deskpilot observe")?)
         .with_peer(
             "xa11y_cli",
-            &format!("xa11y {} `tree --pid {pid}`, fork to reap; {} bytes", p.xa11y_version, out_x.len()),
-            summary(&theirs_x, "xa11y tree")?,
+            &tx.method(&format!("xa11y {} `tree --pid {pid}`, fork to reap", p.xa11y_version)),
+            tx.summary()?,
         )
         .with_peer(
             "cua_driver_cli",
-            &format!(
-                "cua-driver {} `call get_window_state` (tree only) to its warm daemon, fork to reap, under bwrap --unshare-net (which alone takes {bwrap_ms:.1} ms); {} bytes",
-                p.cua_driver_version,
-                out_c.len()
-            ),
-            summary(&theirs_c, "cua-driver call")?,
+            &tc.method(&format!(
+                "cua-driver {} `call get_window_state` (tree only) to its warm daemon, fork to reap, under bwrap --unshare-net (which alone takes {bwrap_ms:.1} ms)",
+                p.cua_driver_version
+            )),
+            tc.summary()?,
         )
         .detail(format!(
             "`deskpilot observe --app {bus_name}`, fork to reap; {} bytes; the three run in turn, {runs} runs after one warm-up",
-            out_ours.len()
+            ours.out.len()
         ));
 
     // Warm, through one MCP client: each server started once, then called in turn.
-    let mut d = mcp::Client::start(&cli::argv(display, &["mcp"])?, ours_env)?;
-    let mut x = mcp::Client::start(&[xa11y.clone(), "mcp".into()], &env)?;
-    let mut c = mcp::Client::start(&offline(vec![cua.clone(), "mcp".into()]), &env)?;
+    let mut d = mcp::Client::start(&cli::argv(display, &["mcp"])?, ours_env, process::OWN_LIMIT)?;
+    let mut x = Some(mcp::Client::start(
+        &[xa11y.clone(), "mcp".into()],
+        &env,
+        PEER_LIMIT,
+    )?);
+    let mut c = Some(mcp::Client::start(
+        &offline(vec![cua.clone(), "mcp".into()]),
+        &env,
+        PEER_LIMIT,
+    )?);
     let ours_args = json!({ "app": bus_name });
     let x_args = json!({ "pid": pid });
-    let (mut wo, mut wx, mut wc) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut text_o, mut text_x, mut text_c) = (String::new(), String::new(), String::new());
+    let (mut wo, mut wx, mut wc) = (Timed::default(), Timed::default(), Timed::default());
     for i in 0..=runs {
-        let a = d.call("computer_observe", ours_args.clone())?;
-        let b = x.call("tree", x_args.clone())?;
-        let e = c.call("get_window_state", cua_args.clone())?;
-        for (name, ans) in [
-            ("computer_observe", &a),
-            ("xa11y tree", &b),
-            ("cua-driver get_window_state", &e),
-        ] {
-            if ans.is_error {
-                return Err(err(format!(
-                    "{name} on {key} failed: {}",
-                    deskpilot_core::sanitize::one_line(&ans.text)
-                )));
+        let a = answered(
+            d.call("computer_observe", ours_args.clone()),
+            "computer_observe",
+            key,
+        )?
+        .ok_or_else(|| err(format!("deskpilot's computer_observe on {key} timed out")))?;
+        wo.take_answer(i, Some(a));
+        if let Some(client) = &mut x {
+            let b = answered(client.call("tree", x_args.clone()), "xa11y tree", key)?;
+            if b.is_none() {
+                x = None; // timed out: the server is stopped with the client
             }
+            wx.take_answer(i, b);
         }
-        if i > 0 {
-            wo.push(a.ms);
-            wx.push(b.ms);
-            wc.push(e.ms);
-        }
-        // What a model is given: the text content, else the structured result.
-        let shown = |ans: &mcp::Answer| {
-            if ans.text.is_empty() {
-                ans.result
-                    .get("structuredContent")
-                    .map(Value::to_string)
-                    .unwrap_or_default()
-            } else {
-                ans.text.clone()
+        if let Some(client) = &mut c {
+            let e = answered(
+                client.call("get_window_state", cua_args.clone()),
+                "cua-driver get_window_state",
+                key,
+            )?;
+            if e.is_none() {
+                c = None;
             }
-        };
-        (text_o, text_x, text_c) = (shown(&a), shown(&b), shown(&e));
+            wc.take_answer(i, e);
+        }
     }
-    let warm = Figure::new(key, "warm_mcp_ms", "ms", summary(&wo, "computer_observe")?)
+    let warm = Figure::new(key, "warm_mcp_ms", "ms", summary(&wo.ms, "computer_observe")?)
         .with_peer(
             "xa11y_mcp",
-            &format!("xa11y {} MCP `tree {{pid}}`, request to response", p.xa11y_version),
-            summary(&wx, "xa11y tree")?,
+            &wx.method(&format!("xa11y {} MCP `tree {{pid}}`, request to response", p.xa11y_version)),
+            wx.summary()?,
         )
         .with_peer(
             "cua_driver_mcp",
-            &format!(
+            &wc.method(&format!(
                 "cua-driver {} MCP `get_window_state {{pid, window_id, include_screenshot: false}}`, request to response",
                 p.cua_driver_version
-            ),
-            summary(&wc, "cua-driver get_window_state")?,
+            )),
+            wc.summary()?,
         )
         .detail("deskpilot MCP `computer_observe {app}`, request to response; the three servers started once and called in turn");
-    let size = Figure::new(
+    let mut size = Figure::new(
         key,
         "output_tokens",
         "tokens",
-        Summary::once(tokens(&text_o)),
-    )
-    .with_peer(
-        "xa11y_mcp",
-        "o200k tokens of xa11y's MCP tree result",
-        Summary::once(tokens(&text_x)),
-    )
-    .with_peer(
-        "cua_driver_mcp",
-        "o200k tokens of cua-driver's MCP get_window_state result (tree only)",
-        Summary::once(tokens(&text_c)),
-    )
-    .detail("o200k tokens of the text each MCP server returns for one read of the window");
+        Summary::once(tokens(&wo.out)),
+    );
+    for (name, t, what) in [
+        ("xa11y_mcp", &wx, "xa11y's MCP tree result"),
+        (
+            "cua_driver_mcp",
+            &wc,
+            "cua-driver's MCP get_window_state result (tree only)",
+        ),
+    ] {
+        if !t.out.is_empty() {
+            size = size.with_peer(
+                name,
+                &format!("o200k tokens of {what}"),
+                Summary::once(tokens(&t.out)),
+            );
+        }
+    }
+    let size = size.detail(
+        "o200k tokens of the text each MCP server returns for one read of the window (a peer that timed out is left out)",
+    );
     Ok(vec![whole, warm, size])
+}
+
+/// Longest one read of a peer may take before it is killed and the figure says so.
+pub const PEER_LIMIT: Duration = Duration::from_secs(30);
+
+/// One side's samples: counted times, its last output, and whether it hit
+/// [`PEER_LIMIT`] (then its one sample is the limit: a lower bound).
+#[derive(Default)]
+struct Timed {
+    ms: Vec<f64>,
+    out: String,
+    timed_out: bool,
+}
+
+impl Timed {
+    /// Run `i` (0 is the warm-up): its time, or the limit when it was killed.
+    fn take(&mut self, i: usize, run: Option<Run>) {
+        match run {
+            Some(r) => {
+                if i > 0 {
+                    self.ms.push(r.ms);
+                }
+                self.out = r.stdout;
+            }
+            None => self.time_out(),
+        }
+    }
+
+    fn take_answer(&mut self, i: usize, a: Option<mcp::Answer>) {
+        match a {
+            Some(a) => {
+                if i > 0 {
+                    self.ms.push(a.ms);
+                }
+                // What a model is given: the text content, else the structured result.
+                self.out = if a.text.is_empty() {
+                    a.result
+                        .get("structuredContent")
+                        .map(Value::to_string)
+                        .unwrap_or_default()
+                } else {
+                    a.text
+                };
+            }
+            None => self.time_out(),
+        }
+    }
+
+    fn time_out(&mut self) {
+        self.timed_out = true;
+        self.ms = vec![PEER_LIMIT.as_secs_f64() * 1000.0];
+        self.out.clear();
+    }
+
+    fn method(&self, base: &str) -> String {
+        if self.timed_out {
+            format!(
+                "{base}; did not finish within {} s and was killed: the figure is that limit, a lower bound",
+                PEER_LIMIT.as_secs()
+            )
+        } else {
+            format!("{base}; {} bytes", self.out.len())
+        }
+    }
+
+    fn summary(&self) -> Result<Summary, ComputerError> {
+        summary(&self.ms, "a peer")
+    }
+}
+
+/// A finished run that must have succeeded; `None` (killed at its limit) passes.
+fn checked(run: Option<Run>, what: &str) -> Result<Option<Run>, ComputerError> {
+    run.map(|r| ok(r, what)).transpose()
+}
+
+/// A tool call's answer: `None` when it timed out, an error when it failed.
+fn answered(
+    a: Result<mcp::Answer, ComputerError>,
+    name: &str,
+    key: &str,
+) -> Result<Option<mcp::Answer>, ComputerError> {
+    match a {
+        Ok(a) if a.is_error => Err(err(format!(
+            "{name} on {key} failed: {}",
+            deskpilot_core::sanitize::one_line(&a.text)
+        ))),
+        Ok(a) => Ok(Some(a)),
+        Err(e) if e.code == ErrorCode::Timeout => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

@@ -9,8 +9,9 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::Instant;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde_json::{Value, json};
@@ -32,9 +33,13 @@ pub struct Answer {
 pub struct Client {
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    /// The server's stdout, line by line, from a reader thread (so a call can
+    /// give up on a server that never answers).
+    lines: Receiver<String>,
     next_id: u64,
     what: String,
+    /// Longest a request may wait for its response.
+    limit: Duration,
 }
 
 fn fail(what: &str, msg: impl std::fmt::Display) -> ComputerError {
@@ -43,11 +48,16 @@ fn fail(what: &str, msg: impl std::fmt::Display) -> ComputerError {
 
 impl Client {
     /// Starts `argv` with exactly `env` (stderr discarded: servers log there) and
-    /// completes the `initialize` handshake.
+    /// completes the `initialize` handshake; every request may wait `limit` for its
+    /// response.
     ///
     /// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when it cannot be started;
     /// `COMPUTER_INTERNAL` when the handshake fails.
-    pub fn start(argv: &[String], env: &BTreeMap<String, String>) -> Result<Client, ComputerError> {
+    pub fn start(
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+        limit: Duration,
+    ) -> Result<Client, ComputerError> {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| ComputerError::new(ErrorCode::InvalidArgument, "an empty command"))?;
@@ -56,12 +66,22 @@ impl Client {
         let mut child = super::process::spawn(cmd, env, Stdio::piped(), Stdio::null(), program)?;
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
         let mut c = Client {
             child,
             stdin,
-            stdout,
+            lines,
             next_id: 1,
             what: argv.join(" "),
+            limit,
         };
         c.request(
             "initialize",
@@ -89,18 +109,30 @@ impl Client {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))?;
+        let deadline = Instant::now() + self.limit;
         loop {
-            let mut line = String::new();
-            let n = self
-                .stdout
-                .read_line(&mut line)
-                .map_err(|e| fail(&self.what, format!("cannot read from the server: {e}")))?;
-            if n == 0 {
-                return Err(fail(
-                    &self.what,
-                    format!("the server exited during {method}"),
-                ));
-            }
+            let line = match self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(l) => l,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(ComputerError::new(
+                        ErrorCode::Timeout,
+                        format!(
+                            "{}: {method} got no response within {} s",
+                            self.what,
+                            self.limit.as_secs()
+                        ),
+                    ));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(fail(
+                        &self.what,
+                        format!("the server exited during {method}"),
+                    ));
+                }
+            };
             let Ok(v) = serde_json::from_str::<Value>(&line) else {
                 continue;
             };

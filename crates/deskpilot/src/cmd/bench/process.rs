@@ -88,6 +88,29 @@ pub const GNU_TIME: &str = "/usr/bin/time";
 /// started; `COMPUTER_INTERNAL` when it cannot be reaped or GNU time reports no
 /// memory.
 pub fn run(argv: &[String], env: &BTreeMap<String, String>) -> Result<Run, ComputerError> {
+    run_within(argv, env, OWN_LIMIT)?.ok_or_else(|| {
+        ComputerError::new(
+            ErrorCode::Timeout,
+            format!(
+                "{} did not finish within {} s",
+                argv.join(" "),
+                OWN_LIMIT.as_secs()
+            ),
+        )
+    })
+}
+
+/// Longest a process of [`run`] may take (any of deskpilot's own commands on the
+/// bench apps takes well under a second).
+pub const OWN_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// [`run`], killed (its whole process group) once it has run for `limit`: `None`
+/// then. A peer's read of a huge tree (every cell of a spreadsheet) may never end.
+pub fn run_within(
+    argv: &[String],
+    env: &BTreeMap<String, String>,
+    limit: std::time::Duration,
+) -> Result<Option<Run>, ComputerError> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let program = argv
         .first()
@@ -109,7 +132,20 @@ pub fn run(argv: &[String], env: &BTreeMap<String, String>) -> Result<Run, Compu
         .arg(&report)
         .arg("--")
         .args(argv);
+    // A group of its own, so a watchdog can end it with everything it started.
+    std::os::unix::process::CommandExt::process_group(&mut time, 0);
     let mut child = spawn(time, env, Stdio::null(), Stdio::piped(), program)?;
+    let group = child.id();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if finished.recv_timeout(limit).is_err() {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{group}")])
+                .status();
+            return true;
+        }
+        false
+    });
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -123,6 +159,11 @@ pub fn run(argv: &[String], env: &BTreeMap<String, String>) -> Result<Run, Compu
         ComputerError::new(ErrorCode::Internal, format!("cannot reap {program}: {e}"))
     })?;
     let ms = started.elapsed().as_secs_f64() * 1000.0;
+    let _ = done.send(());
+    if watchdog.join().unwrap_or(false) {
+        let _ = std::fs::remove_file(&report);
+        return Ok(None);
+    }
     // GNU time's last line is `%M`, KiB (a line saying the command failed or was
     // signalled may come first).
     let text = std::fs::read_to_string(&report).unwrap_or_default();
@@ -137,13 +178,13 @@ pub fn run(argv: &[String], env: &BTreeMap<String, String>) -> Result<Run, Compu
                 format!("GNU time reported no memory for {program}: {text:?}"),
             )
         })?;
-    Ok(Run {
+    Ok(Some(Run {
         ms,
         peak_rss_mib: kib / 1024.0,
         code: status.code(),
         stdout: out.join().unwrap_or_default(),
         stderr: err.join().unwrap_or_default(),
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -164,5 +205,10 @@ mod tests {
         // GNU time says it could not run the program, and exits 127.
         let missing = run(&["/nonexistent/x".to_string()], &env).unwrap();
         assert_eq!(missing.code, Some(127));
+        let sleep = ["/bin/sh", "-c", "sleep 30"].map(String::from);
+        let t = Instant::now();
+        let killed = run_within(&sleep, &env, std::time::Duration::from_millis(300)).unwrap();
+        assert!(killed.is_none(), "killed at its limit");
+        assert!(t.elapsed() < std::time::Duration::from_secs(10));
     }
 }
