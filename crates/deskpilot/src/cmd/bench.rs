@@ -650,7 +650,8 @@ impl Bench<'_> {
                 figs.push(cli::mcp_memory(display, &env)?);
             }
             if let Some(p) = &peers {
-                figs.extend(drivers::measure(
+                say(&format!("{key}: the peers, whole process and warm…"));
+                match drivers::measure(
                     p,
                     key,
                     bus_name,
@@ -660,7 +661,24 @@ impl Bench<'_> {
                     &sandbox_env,
                     runs,
                     &dir,
-                )?);
+                ) {
+                    Ok(f) => figs.extend(f),
+                    // One app's peers failing does not lose the rest of the run;
+                    // the report says which were not measured and why.
+                    Err(e) => {
+                        say(&format!(
+                            "{key}: the peers were not measured: {}",
+                            e.message
+                        ));
+                        figs.push(
+                            Figure::new(key, "peers_not_measured", "ms", Summary::once(0.0))
+                                .detail(format!(
+                                    "the peers were not measured on {key}: {}",
+                                    e.message
+                                )),
+                        );
+                    }
+                }
             }
             Ok(figs)
         })

@@ -246,23 +246,18 @@ pub fn measure(
                 "deskpilot observe",
             )?),
         );
-        if !tx.timed_out {
-            tx.take(
-                i,
-                checked(
-                    process::run_within(&xa11y_argv, &env, PEER_LIMIT)?,
-                    "xa11y tree",
-                )?,
-            );
-        }
-        if !tc.timed_out {
-            tc.take(
-                i,
-                checked(
-                    process::run_within(&cua_argv, &env, PEER_LIMIT)?,
-                    "cua-driver call",
-                )?,
-            );
+        for (t, argv, what) in [
+            (&mut tx, &xa11y_argv, "xa11y tree"),
+            (&mut tc, &cua_argv, "cua-driver call"),
+        ] {
+            if t.timed_out {
+                continue;
+            }
+            let r = checked(process::run_within(argv, &env, PEER_LIMIT)?, what)?;
+            if r.is_none() {
+                recover(&ours_argv, ours_env, key)?;
+            }
+            t.take(i, r);
         }
     }
     let bwrap_ms = {
@@ -318,6 +313,7 @@ pub fn measure(
             let b = answered(client.call("tree", x_args.clone()), "xa11y tree", key)?;
             if b.is_none() {
                 x = None; // timed out: the server is stopped with the client
+                recover(&ours_argv, ours_env, key)?;
             }
             wx.take_answer(i, b);
         }
@@ -329,6 +325,7 @@ pub fn measure(
             )?;
             if e.is_none() {
                 c = None;
+                recover(&ours_argv, ours_env, key)?;
             }
             wc.take_answer(i, e);
         }
@@ -443,6 +440,32 @@ impl Timed {
         summary(&self.ms, "a peer")
     }
 }
+
+/// After a peer was killed mid-read, waits (up to [`RECOVER_LIMIT`], not counted)
+/// until the app answers a read again: it may still be working through the
+/// thousands of requests the peer queued.
+fn recover(
+    observe: &[String],
+    env: &BTreeMap<String, String>,
+    key: &str,
+) -> Result<(), ComputerError> {
+    let started = Instant::now();
+    loop {
+        if process::run(observe, env)?.ok() {
+            return Ok(());
+        }
+        if started.elapsed() > RECOVER_LIMIT {
+            return Err(err(format!(
+                "{key} still did not answer {} s after a peer was stopped mid-read",
+                RECOVER_LIMIT.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Longest [`recover`] waits for the app.
+const RECOVER_LIMIT: Duration = Duration::from_secs(180);
 
 /// A finished run that must have succeeded; `None` (killed at its limit) passes.
 fn checked(run: Option<Run>, what: &str) -> Result<Option<Run>, ComputerError> {

@@ -50,7 +50,8 @@ pub struct Figure {
     /// `observe_ms`, `snapshot_tokens`, `act_ms`, `act_tokens`, `find_ms`,
     /// `capture_ms`, `ocr_ms`, `marked_screenshot_tokens`, `link_overhead_ms`,
     /// `peak_rss_mb`, `cli_ms`, `cli_rss_mb`, `mcp_rss_mb`, or with `--peers`
-    /// `whole_process_ms`, `warm_mcp_ms`, `output_tokens`.
+    /// `whole_process_ms`, `warm_mcp_ms`, `output_tokens`, and `peers_not_measured`
+    /// (value 0; its detail says why) for an app whose peers failed.
     pub metric: &'static str,
     /// `ms`, `tokens` or `MB` (MiB).
     pub unit: &'static str,
@@ -271,6 +272,11 @@ pub fn targets(figs: &[Figure]) -> Vec<Target> {
             });
         }
     }
+    let unmeasured: Vec<&str> = figs
+        .iter()
+        .filter(|f| f.metric == "peers_not_measured")
+        .map(|f| f.app.as_str())
+        .collect();
     for (metric, goal) in [
         (
             "whole_process_ms",
@@ -281,19 +287,29 @@ pub fn targets(figs: &[Figure]) -> Vec<Target> {
             "faster than xa11y and cua-driver warm (MCP) on every app",
         ),
     ] {
-        out.extend(every(
-            figs,
-            metric,
-            goal,
-            |f| !f.peers.is_empty() && f.peers.iter().all(|p| p.ratio > 1.0),
-            |f| {
-                f.peers
-                    .iter()
-                    .map(|p| format!("{} {:.1}×", p.name, p.ratio))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            },
-        ));
+        out.extend(
+            every(
+                figs,
+                metric,
+                goal,
+                |f| !f.peers.is_empty() && f.peers.iter().all(|p| p.ratio > 1.0),
+                |f| {
+                    f.peers
+                        .iter()
+                        .map(|p| format!("{} {:.1}×", p.name, p.ratio))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                },
+            )
+            .map(|mut t| {
+                if !unmeasured.is_empty() {
+                    t.met = false;
+                    t.measured
+                        .push_str(&format!("; not measured on {}", unmeasured.join(", ")));
+                }
+                t
+            }),
+        );
     }
     out
 }
@@ -333,6 +349,7 @@ fn metric_label(f: &Figure) -> String {
         "whole_process_ms" => "whole process",
         "warm_mcp_ms" => "warm MCP",
         "output_tokens" => "output tokens",
+        "peers_not_measured" => "peers not measured",
         other => other,
     };
     if f.subject.is_empty() {
