@@ -488,7 +488,8 @@ pub struct Session {
     unknown: bool,
     /// The windows of an enumeration the caller made just before, and when: the
     /// next `act_checked` takes them as its "before" list instead of enumerating
-    /// again, if they are younger than [`LISTING_MAX_AGE`] ([`Session::offer_listing`]).
+    /// again, if they are younger than [`LISTING_MAX_AGE`] and no keys or pointer
+    /// gesture was sent since ([`Session::offer_listing`]).
     listing: Option<(Instant, Vec<Handle>)>,
 }
 
@@ -1678,6 +1679,9 @@ impl Session {
     ) -> Result<KeysOutcome, ComputerError> {
         self.sent = false;
         self.unknown = false;
+        // An enumeration offered before these keys predates their effect: no later
+        // action may take it as its "before" windows.
+        self.listing = None;
         let started = Instant::now();
         let window = self.resolve_window(target).await?;
         let has_base = self
@@ -1819,6 +1823,8 @@ impl Session {
     ) -> Result<KeysOutcome, ComputerError> {
         self.sent = false;
         self.unknown = false;
+        // As in `keys_checked`: the offered enumeration predates this gesture.
+        self.listing = None;
         let started = Instant::now();
         if !window.no_tree
             && self
