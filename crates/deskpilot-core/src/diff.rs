@@ -341,8 +341,8 @@ fn change_line(
         };
         clauses.push(format!("{} → {}", marker(b), marker(a)));
     }
-    let bs = view::state_words(b.node, !b.children.is_empty());
-    let as_ = view::state_words(a.node, !a.children.is_empty());
+    let bs = view::state_words(b.node, b.parent, !b.children.is_empty());
+    let as_ = view::state_words(a.node, a.parent, !a.children.is_empty());
     if let Some(c) = states_clause(&bs, &as_) {
         clauses.push(c);
     }

@@ -68,7 +68,30 @@ pub(crate) fn is_unnamed(n: &Node) -> bool {
 }
 
 fn has_value(n: &Node) -> bool {
-    n.value.as_deref().is_some_and(|v| !v.is_empty())
+    n.value.as_deref().is_some_and(|v| !v.is_empty()) && !value_is_noise(n)
+}
+
+/// A value that is not the element's content: a number that parses to zero on a
+/// role whose content is its name or state. LibreOffice gives every toolbar item and
+/// toolbar group an AT-SPI Value of 0 (measured on Calc 7.4: 80 of its 85 toolbar
+/// lines said `value="0"`); a toggle's state is its `checked` word. Such a value is
+/// never printed on a line; a diff still reports it changing.
+fn value_is_noise(n: &Node) -> bool {
+    matches!(
+        n.role,
+        Role::Button
+            | Role::Menuitem
+            | Role::Group
+            | Role::Toolbar
+            | Role::Tab
+            | Role::Link
+            | Role::Checkbox
+            | Role::Radio
+    ) && n
+        .value
+        .as_deref()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .is_some_and(|x| x == 0.0)
 }
 
 /// States that make an element worth a line even with no name and no children.
@@ -110,17 +133,61 @@ fn is_decorative_leaf(n: &Node) -> bool {
 fn echoes_parent(n: &Node, parent: &Node) -> bool {
     // Its own actions do not count: GTK 4 gives every label clipboard and
     // selection actions.
+    if !matches!(n.role, Role::Label | Role::Text) || has_meaningful_state(n) {
+        return false;
+    }
+    let parent_name = parent.name.trim();
+    if is_unnamed(n) {
+        // A fieldset's legend, which Chromium exposes as an unnamed label whose
+        // value is the group's name.
+        !parent_name.is_empty()
+            && !redact::is_secret_field(n)
+            && n.value.as_deref().map(str::trim) == Some(parent_name)
+    } else {
+        !has_value(n) && n.name.trim() == parent_name
+    }
+}
+
+/// A plain label or text leaf that says exactly the name of the interactive
+/// element beside it: the text a field was named from (`<label>Email <input>`
+/// gives `text "Email"` then `textbox "Email"`). The field's line says it.
+fn echoes_sibling(n: &Node, sibling: Option<&Node>) -> bool {
     matches!(n.role, Role::Label | Role::Text)
         && !has_value(n)
         && !has_meaningful_state(n)
         && !is_unnamed(n)
-        && n.name.trim() == parent.name.trim()
+        && sibling.is_some_and(|s| is_interactive(s) && s.name.trim() == n.name.trim())
+}
+
+/// A container that only repeats the name of the one interactive element it holds
+/// (Chromium's `cell "Order #8"` around `link "Order #8"`): it stands aside for
+/// the element, as an unnamed container does. It has no action, value or notable
+/// state of its own.
+fn echoed_by_child(n: &Node, child: &Node) -> bool {
+    matches!(
+        n.role,
+        Role::Cell
+            | Role::Label
+            | Role::Group
+            | Role::Section
+            | Role::Paragraph
+            | Role::Unknown
+            | Role::Listitem
+    ) && n.actions.is_empty()
+        && !has_value(n)
+        && !has_meaningful_state(n)
+        && n.table.is_none()
+        && n.child_count <= n.children.len() as u64
+        && !is_unnamed(n)
+        && is_interactive(child)
+        && child.name.trim() == n.name.trim()
 }
 
 /// An unnamed, value-less, non-interactive container (group, section, paragraph,
 /// unknown, application) that may be replaced by its only child.
 fn is_foldable(n: &Node) -> bool {
-    n.role.is_container()
+    // An unnamed label is a wrapper too (`<label>Email <input></label>`).
+    (n.role.is_container() || n.role == Role::Label)
         && is_unnamed(n)
         && !has_value(n)
         && !is_interactive(n)
@@ -142,7 +209,9 @@ fn matches_query(n: &Node, parent: Option<&Node>, q: &str) -> bool {
 /// Children of a list-like `n` that are read but hidden (off screen or with no
 /// area) and not on the focus path: the render leaves them out and says how many.
 fn offscreen_items(n: &Node, focus_path: &HashSet<usize>) -> u64 {
-    if !n.role.is_list_like() || n.table.is_some() {
+    // A closed combo box's popup is off screen because it is closed, not scrolled
+    // away: its line says `▸` instead (see [`state_words`]).
+    if !n.role.is_list_like() || n.role == Role::Combobox || n.table.is_some() {
         return 0;
     }
     n.children
@@ -275,10 +344,20 @@ fn build_node<'a>(
     if walk.opts.query.is_none() {
         // A label that only repeats this element's name (directly or through
         // folded containers) says nothing the element's line does not.
+        // So does a label beside the field it names.
         let before = children.len();
-        children.retain(|c| {
-            !(c.children.is_empty() && !c.focus && c.more == 0 && echoes_parent(c.node, n))
-        });
+        let leaf = |c: &View<'_>| c.children.is_empty() && !c.focus && c.more == 0;
+        let echoes: Vec<bool> = (0..children.len())
+            .map(|i| {
+                let c = &children[i];
+                leaf(c)
+                    && (echoes_parent(c.node, n)
+                        || echoes_sibling(c.node, i.checked_sub(1).map(|j| children[j].node))
+                        || echoes_sibling(c.node, children.get(i + 1).map(|s| s.node)))
+            })
+            .collect();
+        let mut echo = echoes.into_iter();
+        children.retain(|_| !echo.next().unwrap_or(false));
         walk.stats.folded += before - children.len();
     }
     let focused = n.has(State::Focused);
@@ -299,7 +378,11 @@ fn build_node<'a>(
     if children.is_empty() && !focus && more == 0 && is_decorative_leaf(n) {
         return None;
     }
-    if children.len() == 1 && !focused && !matched && is_foldable(n) {
+    if children.len() == 1
+        && !focused
+        && !matched
+        && (is_foldable(n) || echoed_by_child(n, children[0].node))
+    {
         walk.stats.folded += 1;
         // The child stands where the container stood; its redaction context stays
         // its real parent.
@@ -470,7 +553,11 @@ pub(crate) fn is_range(role: Role) -> bool {
 /// The state words of a line, in display order. `shows_children` tells whether any
 /// child of the element is on display: a menu item with a hidden submenu gets `▸`.
 /// Offscreen, focusable and manages-descendants are never shown.
-pub(crate) fn state_words(n: &Node, shows_children: bool) -> Vec<&'static str> {
+pub(crate) fn state_words(
+    n: &Node,
+    parent: Option<&Node>,
+    shows_children: bool,
+) -> Vec<&'static str> {
     const ORDER: [(State, &str); 9] = [
         (State::Modal, "modal"),
         (State::Disabled, "disabled"),
@@ -482,16 +569,24 @@ pub(crate) fn state_words(n: &Node, shows_children: bool) -> Vec<&'static str> {
         (State::Multiselectable, "multiselectable"),
         (State::Focused, "focused"),
     ];
+    // A cell says only what its table does not: LibreOffice marks each of a sheet's
+    // cells editable and multiselectable, as the sheet is.
+    let inherited = |s: State| {
+        n.role == Role::Cell
+            && (s == State::Multiselectable
+                || (s == State::Editable && parent.is_some_and(|p| p.has(State::Editable))))
+    };
     let mut words: Vec<&'static str> = ORDER
         .iter()
-        .filter(|(s, _)| n.has(*s))
+        .filter(|(s, _)| n.has(*s) && !inherited(*s))
         .map(|(_, w)| *w)
         .collect();
-    let hidden_submenu = matches!(n.role, Role::Menuitem | Role::Menu)
+    let hidden_submenu = matches!(n.role, Role::Menuitem | Role::Menu | Role::Combobox)
         && n.child_count > 0
         && !shows_children
         && !redact::is_secret_field(n);
-    if is_range(n.role) {
+    // A progress bar's orientation changes nothing a user does.
+    if is_range(n.role) && n.role != Role::Progressbar {
         if n.has(State::Horizontal) {
             words.push("horizontal");
         } else if n.has(State::Vertical) {
@@ -514,6 +609,9 @@ pub(crate) fn shown_name(n: &Node, max_chars: usize) -> Option<String> {
 }
 
 pub(crate) fn shown_value(n: &Node, parent: Option<&Node>, max_chars: usize) -> Option<String> {
+    if value_is_noise(n) {
+        return None;
+    }
     let v = redact::display_value(n, parent, max_chars)?;
     // A value equal to the name (list items often repeat it) says nothing new.
     if v.is_empty() || (n.value.as_deref() == Some(n.name.as_str()) && !redact::is_secret_field(n))
@@ -559,7 +657,7 @@ pub(crate) fn element_line(
     }
     // A cell of a selection summarised on its table's line does not repeat it.
     let summarised = n.role == Role::Cell && parent.is_some_and(|p| table_selection(p).is_some());
-    for w in state_words(n, shows_children) {
+    for w in state_words(n, parent, shows_children) {
         if summarised && w == "selected" {
             continue;
         }
@@ -629,6 +727,144 @@ mod tests {
         let one = table(&["B2"]);
         assert!(!element_line(&one, None, true, 80).contains("selected"));
         assert!(element_line(&one.children[3], Some(&one), false, 80).ends_with("selected"));
+    }
+
+    /// The lines of `root`'s visible tree, refs left out, two spaces per depth.
+    fn lines(root: &Node) -> Vec<String> {
+        fn walk(v: &View<'_>, depth: usize, out: &mut Vec<String>) {
+            out.push(format!(
+                "{}{}",
+                "  ".repeat(depth),
+                element_line(v.node, v.parent, !v.children.is_empty(), 80)
+            ));
+            for c in &v.children {
+                walk(c, depth + 1, out);
+            }
+        }
+        let opts = ViewOptions {
+            max_list_items: 20,
+            query: None,
+        };
+        let mut stats = ViewStats::default();
+        let v = build(root, None, &opts, &mut stats);
+        let mut out = Vec::new();
+        walk(&v, 0, &mut out);
+        out
+    }
+
+    #[test]
+    fn a_zero_value_on_a_toolbar_button_is_not_printed_but_a_textbox_zero_is() {
+        let w = Node::new("h:w", Role::Window, "w").children(vec![
+            Node::new("h:t", Role::Toolbar, "Standard").children(vec![
+                Node::new("h:b", Role::Button, "Save").value("0"),
+                Node::new("h:g", Role::Group, "Font")
+                    .value("0.0")
+                    .children(vec![
+                        Node::new("h:e", Role::Textbox, "")
+                            .value("0")
+                            .state(State::Editable),
+                    ]),
+                Node::new("h:c", Role::Group, "").value("Unsupported flag"),
+            ]),
+        ]);
+        assert_eq!(
+            lines(&w),
+            [
+                "window \"w\"",
+                "  toolbar \"Standard\"",
+                "    button \"Save\"",
+                "    group \"Font\"",
+                "      textbox value=\"0\" editable",
+                "    group value=\"Unsupported flag\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_cell_does_not_repeat_its_tables_states() {
+        let cell = |h: &str, name: &str| {
+            Node::new(h, Role::Cell, name)
+                .state(State::Editable)
+                .state(State::Multiselectable)
+        };
+        let mut sheet = Node::new("h:t", Role::Table, "Sheet1")
+            .state(State::Editable)
+            .state(State::Multiselectable)
+            .children(vec![
+                cell("h:a", "A1").state(State::Focused),
+                cell("h:b", "B1"),
+            ]);
+        sheet.table = Some(TableInfo {
+            rows: 1,
+            columns: 2,
+            visible_rows: Some((0, 0)),
+            visible_columns: Some((0, 1)),
+            a1: true,
+        });
+        let l = lines(&sheet);
+        assert_eq!(l[1], "  cell \"A1\" focused");
+        assert_eq!(l[2], "  cell \"B1\"");
+        // Outside an editable table a cell's editable state is its own.
+        let alone = Node::new("h:x", Role::Row, "").children(vec![cell("h:c", "C1")]);
+        assert_eq!(lines(&alone)[1], "  cell \"C1\" editable");
+    }
+
+    #[test]
+    fn labels_and_cells_that_repeat_a_fields_name_stand_aside() {
+        let w = Node::new("h:w", Role::Window, "w").children(vec![
+            Node::new("h:g", Role::Group, "New order").children(vec![
+                // The legend: an unnamed label whose value is the group's name.
+                Node::new("h:l", Role::Label, "").value("New order"),
+                Node::new("h:wrap", Role::Label, "").children(vec![
+                    Node::new("h:t", Role::Text, "Email"),
+                    Node::new("h:e", Role::Textbox, "Email").state(State::Editable),
+                ]),
+                // A label naming something else stays.
+                Node::new("h:n", Role::Label, "Notes"),
+                Node::new("h:e2", Role::Textbox, "Comments").state(State::Editable),
+            ]),
+            Node::new("h:row", Role::Row, "").children(vec![
+                Node::new("h:c1", Role::Cell, "Order #8").children(vec![
+                    Node::new("h:a", Role::Link, "Order #8").actions(&["jump"]),
+                ]),
+                // A cell whose link says something else is kept.
+                Node::new("h:c2", Role::Cell, "Edit order").children(vec![
+                    Node::new("h:b", Role::Link, "Edit").actions(&["jump"]),
+                ]),
+            ]),
+        ]);
+        assert_eq!(
+            lines(&w),
+            [
+                "window \"w\"",
+                "  group \"New order\"",
+                "    textbox \"Email\" editable",
+                "    label \"Notes\"",
+                "    textbox \"Comments\" editable",
+                "  row",
+                "    link \"Order #8\"",
+                "    cell \"Edit order\"",
+                "      link \"Edit\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_closed_combo_box_says_it_has_a_popup_not_that_items_are_off_screen() {
+        let popup = Node::new("h:m", Role::Menu, "")
+            .state(State::Offscreen)
+            .children(vec![Node::new("h:i", Role::Menuitem, "Left")]);
+        let mut combo = Node::new("h:c", Role::Combobox, "Left").children(vec![popup]);
+        combo.child_count = 1;
+        let w = Node::new("h:w", Role::Window, "w").children(vec![combo]);
+        let mut stats = ViewStats::default();
+        let opts = ViewOptions {
+            max_list_items: 20,
+            query: None,
+        };
+        let v = build(&w, None, &opts, &mut stats);
+        assert_eq!(v.children[0].offscreen, 0);
+        assert_eq!(lines(&w), ["window \"w\"", "  combobox \"Left\" ▸"]);
     }
 
     #[test]

@@ -61,7 +61,6 @@ const FULL: &str = r#"app editor pid=4242 · window "notes.txt - Editor" [active
     [e40] listitem "recent-020.txt"
     … 280 more items, use observe scope=e20
   [e321] group "Sign in"
-    [e322] label "Password"
     [e323] textbox "Password" value="••••" editable password
     [e324] label "Verification code"
     [e325] textbox value="[masked code, 6 digits]" editable
@@ -73,18 +72,18 @@ const FULL: &str = r#"app editor pid=4242 · window "notes.txt - Editor" [active
     [e334] button "Save"
     [e335] button "Don't Save"
     [e336] button "Cancel"
-(folded 2 unnamed containers)"#;
+(folded 3 unnamed containers)"#;
 
 #[test]
 fn full_render() {
     let r = render(&fixture(), &header_opts());
     assert_eq!(r.text, FULL);
     assert_eq!(r.tokens, tokens::count(FULL));
-    assert_eq!(r.tokens, 633);
-    assert_eq!(r.shown, 44);
+    assert_eq!(r.tokens, 624);
+    assert_eq!(r.shown, 43);
     // 280 list items beyond the cap of 20.
     assert_eq!(r.omitted, 280);
-    assert_eq!(r.cut, vec!["folded 2 unnamed containers".to_string()]);
+    assert_eq!(r.cut, vec!["folded 3 unnamed containers".to_string()]);
 }
 
 #[test]
@@ -205,12 +204,12 @@ fn budget_cut_at_150_tokens() {
     [e10] menuitem "Edit" ▸
   [e19] textbox "Body" value="Dear team,\nthe deploy key is [masked secret, 40 chars], rotate it after use.\nThe quick brown fox jumps over the lazy dog…(5k chars)" editable focused
   [e321] group "Sign in"
-(folded 2 unnamed containers · cut 38 elements to fit 150 tokens, use observe scope=e20 or query=)"#;
+(folded 3 unnamed containers · cut 37 elements to fit 150 tokens, use observe scope=e20 or query=)"#;
     assert_eq!(r.text, expected);
     assert_eq!(r.tokens, tokens::count(expected));
     assert!(r.tokens <= 150);
     assert_eq!(r.shown, 6);
-    assert_eq!(r.omitted, 38 + 280);
+    assert_eq!(r.omitted, 37 + 280);
 }
 
 #[test]
@@ -229,16 +228,16 @@ fn tiny_budgets_keep_the_note_and_the_ceiling() {
     assert_eq!(
         r.text,
         format!(
-            "{HEADER}\n(folded 2 unnamed containers · cut 44 elements to fit 50 tokens, use observe query=)"
+            "{HEADER}\n(folded 3 unnamed containers · cut 43 elements to fit 50 tokens, use observe query=)"
         )
     );
     assert!(r.tokens <= 50);
     // Too little room for the whole header: its head is kept, marked with `…`.
     assert_eq!(
         at(20).text,
-        "app editor pid=4242 · window…\n(cut 44 elements to fit 20 tokens)"
+        "app editor pid=4242 · window…\n(cut 43 elements to fit 20 tokens)"
     );
-    assert_eq!(at(5).text, "(cut 44)");
+    assert_eq!(at(5).text, "(cut 43)");
     assert_eq!(at(0).text, "");
     for b in 0..80 {
         let r = at(b);

@@ -946,15 +946,20 @@ impl Session {
         Ok(root)
     }
 
-    fn header(window: &WindowInfo, apps_pid: Option<u32>) -> String {
+    /// The snapshot's first line: `app mousepad pid=812 · window "Untitled 1" [active]`.
+    /// With `titled` false the window's part is left out (`app mousepad pid=812
+    /// [active]`): the snapshot's next line is that window, title and all.
+    fn header(window: &WindowInfo, apps_pid: Option<u32>, titled: bool) -> String {
         // The app name is window text too: escaped, so it cannot forge the fields
         // after it (a name holding `pid=1 · window "…"` shows its quotes escaped).
         let mut h = format!("app {}", deskpilot_core::sanitize::one_line(&window.app));
         if let Some(pid) = apps_pid.or(window.pid) {
             h.push_str(&format!(" pid={pid}"));
         }
-        let title = deskpilot_core::sanitize::one_line(&window.title);
-        h.push_str(&format!(" · {} \"{}\"", window.role, title));
+        if titled {
+            let title = deskpilot_core::sanitize::one_line(&window.title);
+            h.push_str(&format!(" · {} \"{}\"", window.role, title));
+        }
         if window.active {
             h.push_str(" [active]");
         }
@@ -985,7 +990,13 @@ impl Session {
                 max_tokens: opts.max_tokens,
                 scope: opts.scope.clone(),
                 query: opts.query.clone(),
-                header: Some(Self::header(window, None)),
+                // Unscoped, the first element line is the window itself, saying
+                // its title: the header does not repeat it.
+                header: Some(Self::header(
+                    window,
+                    None,
+                    opts.scope.is_some() || root.name.trim() != window.title.trim(),
+                )),
                 ..RenderOptions::default()
             },
         );
@@ -2149,7 +2160,7 @@ mod header_tests {
             bounds: None,
         };
         assert_eq!(
-            Session::header(&w, None),
+            Session::header(&w, None, true),
             r#"app x\" · window \"Bank\n pid=7 · window "Real""#
         );
     }

@@ -69,10 +69,7 @@ fn observe_renders_the_window_with_a_header_and_refs() {
         let mut s = env.session();
         let obs = observe_editor(&mut s).await;
         let mut lines = obs.text.lines();
-        assert_eq!(
-            lines.next().unwrap(),
-            "app editor pid=812 · window \"notes.txt - Editor\" [active]"
-        );
+        assert_eq!(lines.next().unwrap(), "app editor pid=812 [active]");
         assert_eq!(lines.next().unwrap(), "[w1] window \"notes.txt - Editor\"");
         assert_eq!(obs.window_ref, "w1");
         assert!(obs.text.contains("textbox \"Body\""));

@@ -144,6 +144,21 @@ fn bench_json_on_mousepad_has_every_figure_and_its_peers() {
         );
     }
 
+    // Every on-screen operable object (menus of the menu bar, the tab, the text
+    // view; a pyatspi count by D-Bus path) has a line in the snapshot.
+    let shown = figure(&doc, "mousepad", "interactive_shown");
+    assert_eq!(summary(shown, 1, "interactive shown"), 100.0, "{shown:#}");
+    let detail = shown["detail"].as_str().unwrap_or_default();
+    let of: Vec<u64> = detail
+        .split_whitespace()
+        .take(3)
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(
+        of.len() == 2 && of[0] == of[1] && of[0] >= 8,
+        "the menu bar's six menus, the tab and the text view are counted: {detail}"
+    );
+
     let act_tokens = figure(&doc, "mousepad", "act_tokens");
     let result_tokens = summary(act_tokens, 2, "act result tokens");
     assert!(

@@ -373,6 +373,7 @@ impl Bench<'_> {
         let (mut tokens, mut shots, mut tsv_tokens) = (Vec::new(), Vec::new(), Vec::new());
         let (mut objects, mut walked, mut rows, mut quirk) = (0, 0, 0, false);
         let mut size = (0, 0);
+        let mut last = None;
         for _ in 0..self.runs {
             let t = Instant::now();
             let obs = session.observe(target, &opts).await?;
@@ -388,6 +389,7 @@ impl Bench<'_> {
             let tsv = w.tsv.unwrap_or_default();
             tsv_tokens.push(deskpilot_core::tokens::count(&tsv) as f64);
             (walked, rows, quirk) = (w.objects, w.tsv_rows, w.visible_as_showing);
+            last = Some(obs);
         }
         let observe = Figure::new(spec.key, "observe_ms", "ms", summary(&ours, "observe")?)
             .with_peer(
@@ -436,7 +438,119 @@ impl Bench<'_> {
             tokens.peers[0].summary.median,
             tokens.peers[1].summary.median
         ));
-        Ok(vec![observe, tokens])
+        let mut figures = vec![observe, tokens];
+        if let Some(obs) = last {
+            figures.push(self.coverage(spec, session, &obs, bus).await?);
+        }
+        Ok(figures)
+    }
+
+    /// `interactive_shown`: of the objects of an interactive role that the pyatspi
+    /// walk finds on screen inside the window, the share whose line the snapshot
+    /// `obs` prints: the element's own ref, or the ref of the one child that stands
+    /// for it (a cell that only repeats its link's name). Names the first missing.
+    async fn coverage(
+        &mut self,
+        spec: &AppSpec,
+        session: &Session,
+        obs: &deskpilot_host::Observation,
+        bus: &str,
+    ) -> Result<Figure, ComputerError> {
+        let b = obs.window.bounds.unwrap_or_default();
+        let rect = [
+            i64::from(b.x),
+            i64::from(b.y),
+            i64::from(b.width),
+            i64::from(b.height),
+        ];
+        let operable = self.peer.interactive(bus, rect).await?.interactive;
+        let shown_refs: std::collections::HashSet<&str> = obs
+            .text
+            .split('[')
+            .skip(1)
+            .filter_map(|s| s.split_once(']').map(|(r, _)| r))
+            .collect();
+        // Each element of the tree the snapshot was rendered from: whether its
+        // line, or its stand-in's, is printed.
+        // A closed combo box's selected option is its printed value.
+        let mut printed = std::collections::HashMap::new();
+        if let Some(root) = session
+            .state()
+            .per_window
+            .get(&obs.window.handle.0)
+            .and_then(|w| w.last.as_ref())
+        {
+            let own = |n: &deskpilot_core::Node| {
+                n.ref_.as_deref().is_some_and(|r| shown_refs.contains(r))
+            };
+            let mut stack: Vec<(&deskpilot_core::Node, Option<&str>)> = vec![(root, None)];
+            while let Some((n, combo_value)) = stack.pop() {
+                let stand_in = n.children.len() == 1 && own(&n.children[0]);
+                let as_value = combo_value.is_some_and(|v| !n.name.is_empty() && v == n.name);
+                printed.insert(n.handle.0.as_str(), own(n) || stand_in || as_value);
+                let value = if n.role == deskpilot_core::Role::Combobox && own(n) {
+                    n.value.as_deref()
+                } else {
+                    combo_value
+                };
+                stack.extend(n.children.iter().map(|c| (c, value)));
+            }
+        }
+        let (mut shown, mut missing) = (0usize, Vec::new());
+        let mut by_role: std::collections::BTreeMap<&str, usize> = Default::default();
+        for o in &operable {
+            let handle = format!("{bus}|{}", o.path);
+            if printed.get(handle.as_str()).copied().unwrap_or(false) {
+                shown += 1;
+            } else {
+                *by_role.entry(o.role.as_str()).or_default() += 1;
+                missing.push(format!(
+                    "{} {:?}",
+                    o.role,
+                    deskpilot_core::sanitize::truncate_value(&o.name, 30)
+                ));
+            }
+        }
+        let tally = by_role
+            .iter()
+            .map(|(r, k)| format!("{k} {r}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let total = operable.len();
+        let pct = if total == 0 {
+            100.0
+        } else {
+            100.0 * shown as f64 / total as f64
+        };
+        let listed = missing
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        say(&format!(
+            "{}: {shown} of {total} on-screen interactive elements have a line ({pct:.1} %){}",
+            spec.key,
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!("; missing {tally}, e.g. {listed}")
+            }
+        ));
+        Ok(Figure::new(
+            spec.key,
+            "interactive_shown",
+            "%",
+            summary(&[pct], "interactive elements shown")?,
+        )
+        .detail(format!(
+            "{shown} of {total} objects of an interactive AT-SPI role, SHOWING and VISIBLE with an area inside the window (a pyatspi walk), have a line in the snapshot (their ref, or the one child standing for them){}",
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!("; not shown: {tally}, e.g. {listed}")
+            }
+        )))
     }
 
     /// The pixel rung on the window: capture latency (GetImage, downscale to the

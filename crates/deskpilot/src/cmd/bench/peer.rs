@@ -51,6 +51,21 @@ pub struct Walk {
     /// was read as on screen, as deskpilot's driver does for such toolkits.
     #[serde(default)]
     pub visible_as_showing: bool,
+    /// The on-screen objects of an interactive role inside the asked rectangle,
+    /// when asked for ([`Peer::interactive`]).
+    #[serde(default)]
+    pub interactive: Vec<Operable>,
+}
+
+/// One object a user could operate, as the pyatspi walk found it on screen.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Operable {
+    /// Its D-Bus object path on the application's bus.
+    pub path: String,
+    /// Its AT-SPI role name (`push button`).
+    pub role: String,
+    /// Its accessible name.
+    pub name: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -187,7 +202,23 @@ impl Peer {
     /// Errors: `COMPUTER_INTERNAL` when the walker fails, exits or takes longer than
     /// two minutes.
     pub async fn walk(&mut self, bus: &str, tsv: bool) -> Result<Walk, ComputerError> {
-        let mut req = serde_json::to_string(&serde_json::json!({ "bus": bus, "tsv": tsv }))
+        self.ask(serde_json::json!({ "bus": bus, "tsv": tsv }))
+            .await
+    }
+
+    /// A walk of the application on `bus` that also lists the objects of an
+    /// interactive role SHOWING and VISIBLE inside `rect` (x, y, width, height in
+    /// screen pixels), in [`Walk::interactive`]. Slower than [`Peer::walk`] (it reads
+    /// every object's path): never timed.
+    ///
+    /// Errors: as [`Peer::walk`].
+    pub async fn interactive(&mut self, bus: &str, rect: [i64; 4]) -> Result<Walk, ComputerError> {
+        self.ask(serde_json::json!({ "bus": bus, "interactive": rect }))
+            .await
+    }
+
+    async fn ask(&mut self, request: serde_json::Value) -> Result<Walk, ComputerError> {
+        let mut req = serde_json::to_string(&request)
             .map_err(|e| failed(format!("cannot encode a walk request: {e}")))?;
         req.push('\n');
         self.stdin

@@ -10,6 +10,11 @@ measured. Protocol: one JSON object per line on stdin, one per line on stdout.
                 -> {"ok": true, "ms": 812.4, "objects": 1234, "visible_as_showing": false}
   {"bus": ":1.4", "tsv": true}
                 -> the same plus "tsv": "<the linearized tree>", "tsv_rows": 57
+  {"bus": ":1.4", "interactive": [x, y, w, h]}
+                -> the same plus "interactive": [{"path", "role", "name"}, ...], the
+                   objects a user could operate that are on screen inside that
+                   rectangle (screen pixels), see on_screen_interactive; this walk
+                   also reads each object's path, so it is never the timed one
   any failure   -> {"ok": false, "error": "..."}
 
 The walk is the method OSWorld's tree collection uses (desktop_env/server/main.py,
@@ -96,14 +101,18 @@ def showing_on_toplevels_only(app):
     return False
 
 
-def read_node(node, visible_as_showing):
-    """One object as OSWorld reads it, as a record."""
+def read_node(node, visible_as_showing, with_path=False):
+    """One object as OSWorld reads it, as a record (with its D-Bus object path and
+    editable state when `with_path`)."""
     rec = {"tag": "unknown", "name": "", "text": "", "description": "", "class": ""}
+    if with_path:
+        rec["path"] = node.path
     rec["name"] = node.name or ""
     states = node.getState().getStates()
     names = set(state_name(s) for s in states)
     rec["visible"] = "visible" in names
     rec["showing"] = "showing" in names or (visible_as_showing and rec["visible"])
+    rec["editable"] = "editable" in names
     attrs = node.get_attributes() or {}
     rec["class"] = attrs.get("class", "")
     rec["description"] = node.description or ""
@@ -151,14 +160,14 @@ def calc_cells(table):
     return out
 
 
-def walk(app, visible_as_showing):
+def walk(app, visible_as_showing, with_path=False):
     """Every object under `app`, depth first, as records."""
     records = []
     stack = [(app, 0, False)]
     while stack:
         node, depth, calc = stack.pop()
         try:
-            rec = read_node(node, visible_as_showing)
+            rec = read_node(node, visible_as_showing, with_path)
         except Exception:
             # OSWorld skips an object that fails mid-read (it vanished).
             continue
@@ -234,6 +243,37 @@ def linearize(records):
     return "\n".join(lines)
 
 
+# AT-SPI roles a user operates directly: the counterparts of deskpilot's interactive
+# roles (Role::is_interactive), by their AT-SPI role names. Text and paragraph
+# objects count when they are editable.
+INTERACTIVE_ROLES = {
+    "push button", "toggle button", "push button menu", "check box", "radio button",
+    "combo box", "entry", "password text", "spin button", "slider", "scroll bar",
+    "link", "page tab", "menu", "menu item", "check menu item", "radio menu item", "list item",
+    "tree item", "table cell", "column header", "document web", "document text",
+    "document spreadsheet", "document frame",
+}
+EDITABLE_ROLES = {"text", "paragraph"}
+
+
+def on_screen_interactive(records, rect):
+    """Objects of an interactive role that are SHOWING and VISIBLE, with an area
+    that overlaps `rect` ([x, y, w, h], screen pixels)."""
+    rx, ry, rw, rh = rect
+    out = []
+    for rec in records:
+        role = rec["raw_role"]
+        if role not in INTERACTIVE_ROLES and not (role in EDITABLE_ROLES and rec["editable"]):
+            continue
+        if not (rec["showing"] and rec["visible"]) or "size" not in rec:
+            continue
+        (x, y), (w, h) = rec["pos"], rec["size"]
+        if w <= 0 or h <= 0 or x >= rx + rw or y >= ry + rh or x + w <= rx or y + h <= ry:
+            continue
+        out.append({"path": rec["path"], "role": role, "name": rec["name"]})
+    return out
+
+
 def find_app(bus):
     desktop = pyatspi.Registry.getDesktop(0)
     for app in desktop:
@@ -259,13 +299,16 @@ def serve():
                 continue
             quirk = showing_on_toplevels_only(app)
             t0 = time.perf_counter()
-            records = walk(app, quirk)
+            rect = req.get("interactive")
+            records = walk(app, quirk, rect is not None)
             ms = (time.perf_counter() - t0) * 1000.0
             out = {"ok": True, "ms": ms, "objects": len(records), "visible_as_showing": quirk}
             if req.get("tsv"):
                 tsv = linearize(records)
                 out["tsv"] = tsv
                 out["tsv_rows"] = tsv.count("\n")
+            if rect is not None:
+                out["interactive"] = on_screen_interactive(records, rect)
             reply(out)
         except Exception as e:
             reply({"ok": False, "error": "%s: %s" % (type(e).__name__, e)})

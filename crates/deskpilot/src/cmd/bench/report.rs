@@ -212,6 +212,13 @@ pub fn targets(figs: &[Figure]) -> Vec<Target> {
     ));
     out.extend(every(
         figs,
+        "interactive_shown",
+        "every on-screen interactive element has a line (against a pyatspi count)",
+        |f| f.summary.median >= 100.0,
+        |f| format!("{:.1} %", f.summary.median),
+    ));
+    out.extend(every(
+        figs,
         "snapshot_tokens",
         "every snapshot ≤ 2,000 tokens while OSWorld's flat TSV is larger",
         |f| {
@@ -318,7 +325,7 @@ fn num(v: f64, unit: &str) -> String {
     match unit {
         "ms" if v < 10.0 => format!("{v:.2}"),
         "ms" => format!("{v:.1}"),
-        "MB" => format!("{v:.1}"),
+        "MB" | "%" => format!("{v:.1}"),
         _ => format!("{v:.0}"),
     }
 }
@@ -343,6 +350,7 @@ fn metric_label(f: &Figure) -> String {
         "marked_screenshot_tokens" => "marked shot tokens",
         "link_overhead_ms" => "link overhead",
         "act_tokens" => "act tokens",
+        "interactive_shown" => "interactive shown",
         "cli_ms" => "cli",
         "cli_rss_mb" => "cli peak RSS",
         "mcp_rss_mb" => "mcp RSS",
