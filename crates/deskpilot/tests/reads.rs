@@ -519,6 +519,16 @@ fn chromium_without_accessibility_is_listed_with_the_flag() {
     assert!(doctor.to_lowercase().contains("chromium"), "{doctor}");
 }
 
+/// The `line` of each match of a `find --json` result.
+fn match_lines(found: &serde_json::Value) -> Vec<&str> {
+    found["matches"]
+        .as_array()
+        .expect("matches is an array")
+        .iter()
+        .filter_map(|m| m["line"].as_str())
+        .collect()
+}
+
 /// Range controls say their bounds and, where it decides the arrow keys, their
 /// orientation: gtk3-widget-factory's scales show `range=MIN–MAX` and
 /// `horizontal`/`vertical` in text and `--json` states; its progress bars show the
@@ -537,12 +547,7 @@ fn ranges_show_orientation_and_bounds() {
         "--role",
         "slider",
     ]);
-    let lines: Vec<&str> = found["matches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["line"].as_str())
-        .collect();
+    let lines = match_lines(&found);
     assert!(
         lines
             .iter()
@@ -571,12 +576,7 @@ fn ranges_show_orientation_and_bounds() {
     ]);
     // A progress bar's orientation changes nothing a user does: its line leaves
     // it out, its states keep it.
-    let bar_lines: Vec<&str> = bars["matches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["line"].as_str())
-        .collect();
+    let bar_lines = match_lines(&bars);
     assert!(
         bar_lines
             .iter()

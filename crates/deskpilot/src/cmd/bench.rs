@@ -485,7 +485,10 @@ impl Bench<'_> {
             };
             let mut stack: Vec<(&deskpilot_core::Node, Option<&str>)> = vec![(root, None)];
             while let Some((n, combo_value)) = stack.pop() {
-                let stand_in = n.children.len() == 1 && own(&n.children[0]);
+                // The render lets a child stand in only when it has the same name.
+                let stand_in = n.children.len() == 1
+                    && own(&n.children[0])
+                    && n.children[0].name.trim() == n.name.trim();
                 let as_value = combo_value.is_some_and(|v| !n.name.is_empty() && v == n.name);
                 printed.insert(n.handle.0.as_str(), own(n) || stand_in || as_value);
                 let value = if n.role == deskpilot_core::Role::Combobox && own(n) {
