@@ -375,10 +375,15 @@ struct Adds<'m, 'a> {
 }
 
 impl Adds<'_, '_> {
+    /// True for an element new in this tree. An empty spreadsheet cell
+    /// ([`View::quiet`]) is never: a snapshot does not list it, and scrolling a sheet
+    /// brings in hundreds.
     fn is_added(&self, v: &View<'_>) -> bool {
-        self.keys
-            .get(&(std::ptr::from_ref(v) as usize))
-            .is_some_and(|k| !self.before.contains_key(k))
+        !v.quiet
+            && self
+                .keys
+                .get(&(std::ptr::from_ref(v) as usize))
+                .is_some_and(|k| !self.before.contains_key(k))
     }
 
     /// Emits `v` (added) and its added descendants; returns how many elements.

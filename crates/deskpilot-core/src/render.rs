@@ -271,6 +271,25 @@ fn flatten(
         (None, Some(o)) => Some(format!("{indent}  {o}")),
         (g, None) => g,
     };
+    let mut quiet = v.children.iter().filter(|c| c.quiet);
+    let glued = match (quiet.next(), glued) {
+        (None, g) => g,
+        (Some(first), g) => {
+            let n = 1 + quiet.count();
+            let example = sanitize::one_line(&sanitize::truncate_value(
+                first.node.name.trim(),
+                opts.max_value_chars,
+            ));
+            let cells = if n == 1 { "cell" } else { "cells" };
+            let note = format!(
+                "… {n} empty {cells} not listed; find one by its name (\"{example}\") for its ref"
+            );
+            Some(match g {
+                Some(g) => format!("{g}; {note}"),
+                None => format!("{indent}  {note}"),
+            })
+        }
+    };
     let me = out.len();
     out.push(Line {
         text,
@@ -279,7 +298,7 @@ fn flatten(
         class: view::priority(v, is_top),
         hint: element_ref.filter(|_| !is_top).map(sanitize::one_line),
     });
-    for c in &v.children {
+    for c in v.children.iter().filter(|c| !c.quiet) {
         flatten(c, Some(me), depth + 1, false, opts, out);
     }
 }

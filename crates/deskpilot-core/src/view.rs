@@ -33,6 +33,9 @@ pub(crate) struct View<'a> {
     pub offscreen: u64,
     /// This element is focused or has a focused descendant.
     pub focus: bool,
+    /// An empty cell of a spreadsheet ([`is_empty_cell`]): in the view, so a diff
+    /// sees it change, but not printed; its table's line counts such cells.
+    pub quiet: bool,
 }
 
 /// How to build a [`View`].
@@ -183,6 +186,35 @@ fn echoed_by_child(n: &Node, child: &Node) -> bool {
         && child.name.trim() == n.name.trim()
 }
 
+/// An empty cell of a spreadsheet (a table whose cells are named in A1 notation):
+/// named by its own address, with no text, no children on display, and nothing of
+/// note — not focused, not checked or expanded, and selected only as part of a
+/// selection its table's line states. LibreOffice Calc shows about 400 cells on a
+/// 1280×800 screen, nearly all empty on a new sheet: listed, they crowded out the
+/// cells that hold something. Its table's line counts them; each still exists for
+/// find, refs and the diff.
+fn is_empty_cell(c: &View<'_>, selection_summarised: bool) -> bool {
+    let n = c.node;
+    n.role == Role::Cell
+        && c.children.is_empty()
+        && !c.focus
+        && c.more == 0
+        && a1(n.name.trim()).is_some()
+        && n.value.as_deref().is_none_or(|v| v.trim().is_empty())
+        && n.value_length.is_none_or(|l| l == 0)
+        && !redact::is_secret_field(n)
+        && [
+            State::Checked,
+            State::Expanded,
+            State::Collapsed,
+            State::Busy,
+            State::Modal,
+        ]
+        .into_iter()
+        .all(|s| !n.has(s))
+        && (!n.has(State::Selected) || selection_summarised)
+}
+
 /// An unnamed, value-less, non-interactive container (group, section, paragraph,
 /// unknown, application) that may be replaced by its only child.
 fn is_foldable(n: &Node) -> bool {
@@ -294,6 +326,7 @@ pub(crate) fn build<'a>(
         more,
         offscreen,
         focus,
+        quiet: false,
     }
 }
 
@@ -388,16 +421,30 @@ fn build_node<'a>(
         // its real parent.
         return children.pop();
     }
+    if walk.opts.query.is_none() && n.table.as_ref().is_some_and(|t| t.a1) {
+        let summarised = table_selection(n).is_some();
+        for c in &mut children {
+            c.quiet = is_empty_cell(c, summarised);
+        }
+    }
     let mut more = more;
     let cap = walk.opts.max_list_items;
-    if n.role.is_list_like() && children.len() > cap {
-        let mut kept = Vec::with_capacity(cap.saturating_add(1).min(children.len()));
-        for (i, c) in children.into_iter().enumerate() {
+    // Empty cells are not listed, so they do not count towards the cap either.
+    let listed = children.iter().filter(|c| !c.quiet).count();
+    if n.role.is_list_like() && listed > cap {
+        let mut kept = Vec::with_capacity(children.len());
+        let mut i = 0;
+        for c in children {
+            if c.quiet {
+                kept.push(c);
+                continue;
+            }
             if i < cap || c.focus {
                 kept.push(c);
             } else {
                 more = more.saturating_add(1);
             }
+            i += 1;
         }
         children = kept;
     }
@@ -410,6 +457,7 @@ fn build_node<'a>(
         more,
         offscreen,
         focus,
+        quiet: false,
     })
 }
 

@@ -454,6 +454,93 @@ fn spreadsheet_grid_marker_and_more_items() {
     assert_eq!(r.omitted, 11);
 }
 
+/// A sheet of `cols` × `rows` cells from A`first_row`, each empty unless `values`
+/// gives it text; `focused` has the cursor.
+fn sheet(cols: u64, first_row: u64, rows: u64, values: &[(&str, &str)], focused: &str) -> Node {
+    let mut cells = Vec::new();
+    for r in first_row..first_row + rows {
+        for c in 0..cols {
+            let name = format!("{}{}", (b'A' + c as u8) as char, r);
+            let mut cell = Node::new(format!("h:{name}"), Role::Cell, name.as_str());
+            if let Some((_, v)) = values.iter().find(|(n, _)| *n == name) {
+                cell = cell.value(*v);
+            }
+            if name == focused {
+                cell = cell.state(State::Focused);
+            }
+            cells.push(cell);
+        }
+    }
+    let mut grid = Node::new("h:grid", Role::Table, "Sheet Sheet1")
+        .state(State::ManagesDescendants)
+        .children(cells);
+    grid.child_count = 2_147_483_647;
+    grid.table = Some(TableInfo {
+        rows: 1_048_576,
+        columns: 16_384,
+        visible_rows: Some((first_row - 1, first_row + rows - 2)),
+        visible_columns: Some((0, cols - 1)),
+        a1: true,
+    });
+    Node::new("h:w", Role::Window, "Budget.ods - LibreOffice Calc").children(vec![grid])
+}
+
+#[test]
+fn a_sheet_lists_the_cells_that_hold_something_and_counts_the_empty_ones() {
+    // 30 cells: the cursor's, two with text (J3 is the 30th, past the 20-item list
+    // cap that empty cells used to fill), and 27 empty ones.
+    let w = with_refs(
+        sheet(10, 1, 3, &[("C1", "Total"), ("J3", "42")], "A1"),
+        &mut RefRegistry::new(),
+    );
+    let r = render(&w, &RenderOptions::default());
+    assert_eq!(
+        r.text,
+        r#"[w1] window "Budget.ods - LibreOffice Calc"
+  [e1] table "Sheet Sheet1" 1048576×16384, showing A1:J3
+    [e2] cell "A1" focused
+    [e4] cell "C1" value="Total"
+    [e31] cell "J3" value="42"
+    … 27 empty cells not listed; find one by its name ("B1") for its ref"#
+    );
+    assert_eq!(r.shown, 5);
+    assert_eq!(r.omitted, 0, "nothing a larger budget would show");
+    // Scoped to the sheet, every cell read is listed: that is what was asked for.
+    let scoped = render(
+        &w,
+        &RenderOptions {
+            scope: Some("e1".into()),
+            ..RenderOptions::default()
+        },
+    );
+    assert_eq!(scoped.shown, 31, "{}", scoped.text);
+    // A query finds an empty cell by its name.
+    let q = render(
+        &w,
+        &RenderOptions {
+            query: Some("B2".into()),
+            ..RenderOptions::default()
+        },
+    );
+    assert!(q.text.contains("[e13] cell \"B2\""), "{}", q.text);
+}
+
+#[test]
+fn a_diff_of_a_sheet_says_what_cells_got_not_which_empty_ones_scrolled_in() {
+    let mut reg = RefRegistry::new();
+    let before = with_refs(sheet(3, 1, 3, &[("A1", "Name")], "B2"), &mut reg);
+    // Scrolled down a row (A4:C4 come in empty, A1:C1 go), and B2 now holds 7.
+    let after = with_refs(sheet(3, 2, 3, &[("B2", "7")], "B2"), &mut reg);
+    let d = diff(&before, &after, &DiffOptions::default());
+    assert_eq!(
+        d.text,
+        r#"- [e2] cell "A1" value="Name"
+~ [e1] table "Sheet Sheet1" 1048576×16384, showing A1:C3 → 1048576×16384, showing A2:C4
+~ [e6] cell "B2" value "" → "7""#
+    );
+    assert_eq!((d.added, d.removed, d.changed), (0, 1, 2));
+}
+
 #[test]
 fn the_inside_of_a_password_field_is_never_shown() {
     let field = Node::new("h:2", Role::Textbox, "PIN")

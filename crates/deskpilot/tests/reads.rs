@@ -652,6 +652,24 @@ fn editing_a_calc_cell_changes_only_that_cell_in_the_diff() {
     for a in ["A1", "A2", "A5", "A6"] {
         assert!(found.contains(&format!("\"{a}\"")), "{a} holds 1: {found}");
     }
+    // Observe lists the cells that hold something and counts the empty ones.
+    let obs = desk.ok(&["observe", "--app", "soffice"]);
+    let text = obs["text"].as_str().unwrap();
+    for a in ["A1", "A2", "A3", "A4", "A5", "A6"] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(&format!("] cell \"{a}\" value=\"1\""))),
+            "{a} is listed with its value:\n{text}"
+        );
+    }
+    assert!(
+        !text.contains("] cell \"B1\""),
+        "an empty cell is not listed:\n{text}"
+    );
+    assert!(
+        text.contains("empty cells not listed; find one by its name (\"B1\")"),
+        "{text}"
+    );
     // A7 is being edited: the diff shows the edit and leaves A1–A6 alone.
     let v = desk.ok(&["keys", "--text", "42"]);
     let diff = v["text"].as_str().unwrap();

@@ -414,6 +414,18 @@ impl Bus {
             })
     }
 
+    /// Every property of `iface` on `obj` in one call (`Properties.GetAll`).
+    ///
+    /// Errors: as [`Bus::call`]; a bridge that does not implement `GetAll` answers
+    /// `Unsupported` (or a generic failure, which the caller treats alike).
+    pub async fn props_all(
+        &self,
+        obj: &ObjRef,
+        iface: &str,
+    ) -> Result<std::collections::HashMap<String, OwnedValue>, CallError> {
+        self.call(obj, iface::PROPERTIES, "GetAll", &(iface,)).await
+    }
+
     /// Reads a property and converts it.
     pub async fn prop<R>(&self, obj: &ObjRef, iface: &str, name: &str) -> Result<R, CallError>
     where

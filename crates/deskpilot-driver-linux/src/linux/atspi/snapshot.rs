@@ -83,6 +83,7 @@ pub async fn read(
             (None, false)
         }
     };
+    let t_cache = started.elapsed();
     let cached_objects = items.as_ref().map(|v| v.len() as u64).unwrap_or(0);
     let app_label = items.as_ref().and_then(|v| {
         v.iter()
@@ -102,6 +103,7 @@ pub async fn read(
         hidden: p.hidden,
     };
     let mut w = walk(bus, &root, items, &limits).await?;
+    let t_walk = started.elapsed();
     if !w.parts.infos.contains_key(&root) || w.parts.vanished.contains(&root) {
         return Err(not_found(&root));
     }
@@ -118,6 +120,7 @@ pub async fn read(
         limits.hidden,
     )
     .await?;
+    let t_details = started.elapsed();
     let left = u64::from(limits.max_nodes).saturating_sub(w.parts.infos.len() as u64);
     let viewport = w.parts.details.get(&window).and_then(|d| d.bounds);
     let cells = read_tables(
@@ -133,6 +136,7 @@ pub async fn read(
         viewport,
     )
     .await?;
+    let t_tables = started.elapsed();
     let mut node = assemble(&root, &w.parts).ok_or_else(|| not_found(&root))?;
     // Class names and doubled labels are not names (GTK 4): tidied once, here, so
     // every read (observe, find, diff) sees the same names.
@@ -198,6 +202,10 @@ pub async fn read(
         nodes = node.count(),
         objects = stats.objects,
         ms = stats.elapsed_ms,
+        cache_ms = t_cache.as_millis() as u64,
+        walk_ms = (t_walk - t_cache).as_millis() as u64,
+        details_ms = (t_details - t_walk).as_millis() as u64,
+        tables_ms = (t_tables - t_details).as_millis() as u64,
         "snapshot read"
     );
     Ok(Read {

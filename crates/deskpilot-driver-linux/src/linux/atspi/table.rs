@@ -168,43 +168,76 @@ struct Cell {
 /// and a text renderer inside a file chooser's Name cell): 4 at most.
 const CELL_PARTS: i32 = 4;
 
+/// What [`name_and_text`] read of one object.
+struct Said {
+    name: String,
+    states: RawStates,
+    text: String,
+    text_length: Option<u64>,
+    /// Whether it implements `Text`.
+    has_text: bool,
+}
+
 /// The name and text of `obj`: its `Name`, and the head of its text when it
-/// implements `Text` (asked first with `GetInterfaces`: a text call on an object
-/// without `Text` makes GTK print `ATK_IS_TEXT` criticals).
+/// implements `Text`. Without `known_text` that is asked first with
+/// `GetInterfaces` (a text call on an object without `Text` makes GTK print
+/// `ATK_IS_TEXT` criticals); with it, the text is read beside the name and state,
+/// one round trip fewer.
 async fn name_and_text(
     bus: &Bus,
     obj: &ObjRef,
     text_cap: usize,
-) -> Result<(String, RawStates, String, Option<u64>, i32), CallError> {
-    let (name, states, ifaces, children) = tokio::try_join!(
-        bus.prop::<String>(obj, iface::ACCESSIBLE, "Name"),
-        bus.call::<_, Vec<u32>>(obj, iface::ACCESSIBLE, "GetState", &()),
-        bus.call::<_, Vec<String>>(obj, iface::ACCESSIBLE, "GetInterfaces", &()),
-        bus.prop::<i32>(obj, iface::ACCESSIBLE, "ChildCount"),
-    )?;
-    let (text, text_length) = if Ifaces::from_names(ifaces).has(Ifaces::TEXT) {
-        match text_head(bus, obj, text_cap).await {
-            Err(e) if e.is_unsupported() => (String::new(), None),
-            other => other?,
+    known_text: Option<bool>,
+) -> Result<Said, CallError> {
+    let head = |has: bool| async move {
+        if !has {
+            return Ok((String::new(), None));
         }
-    } else {
-        (String::new(), None)
+        match text_head(bus, obj, text_cap).await {
+            Err(e) if e.is_unsupported() => Ok((String::new(), None)),
+            other => other,
+        }
     };
-    Ok((
+    let (name, states, has_text, (text, text_length)) = match known_text {
+        Some(has) => {
+            let (name, states, text) = tokio::try_join!(
+                bus.prop::<String>(obj, iface::ACCESSIBLE, "Name"),
+                bus.call::<_, Vec<u32>>(obj, iface::ACCESSIBLE, "GetState", &()),
+                head(has),
+            )?;
+            (name, states, has, text)
+        }
+        None => {
+            let (name, states, ifaces) = tokio::try_join!(
+                bus.prop::<String>(obj, iface::ACCESSIBLE, "Name"),
+                bus.call::<_, Vec<u32>>(obj, iface::ACCESSIBLE, "GetState", &()),
+                bus.call::<_, Vec<String>>(obj, iface::ACCESSIBLE, "GetInterfaces", &()),
+            )?;
+            let has = Ifaces::from_names(ifaces).has(Ifaces::TEXT);
+            (name, states, has, head(has).await?)
+        }
+    };
+    Ok(Said {
         name,
-        RawStates::from_words(&states),
+        states: RawStates::from_words(&states),
         text,
         text_length,
-        children,
-    ))
+        has_text,
+    })
 }
+
+/// Whether the cells of each column implement `Text`, learnt from the first cell
+/// of the column read: a grid's column holds one kind of cell (all of a
+/// LibreOffice sheet's are text, a GTK tree view's toggle column has none), so the
+/// other cells of the column skip `GetInterfaces`.
+type ColumnTexts = std::sync::Mutex<std::collections::HashMap<u64, bool>>;
 
 async fn read_cell(
     bus: &Bus,
     table: &ObjRef,
-    row: u64,
-    col: u64,
+    (row, col): (u64, u64),
     text_cap: usize,
+    columns: &ColumnTexts,
 ) -> Result<Cell, CallError> {
     let (r, c) = (
         i32::try_from(row).unwrap_or(i32::MAX),
@@ -214,10 +247,34 @@ async fn read_cell(
         .call(table, iface::TABLE, "GetAccessibleAt", &(r, c))
         .await?;
     let obj = obj_from_wire(wire);
-    let (mut name, states, text, text_length, children) =
-        name_and_text(bus, &obj, text_cap).await?;
-    if name.trim().is_empty() && text.trim().is_empty() && children > 0 {
-        // A composite cell: its parts say what it shows.
+    let known = columns
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&col)
+        .copied();
+    let said = name_and_text(bus, &obj, text_cap, known).await?;
+    if known.is_none() {
+        columns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(col, said.has_text);
+    }
+    let Said {
+        mut name,
+        states,
+        text,
+        text_length,
+        ..
+    } = said;
+    // A cell with neither name nor text may be a composite: its parts say what it
+    // shows. (Only such a cell is asked for its children.)
+    let children = if name.trim().is_empty() && text.trim().is_empty() {
+        bus.prop::<i32>(&obj, iface::ACCESSIBLE, "ChildCount")
+            .await?
+    } else {
+        0
+    };
+    if children > 0 {
         let mut said = Vec::new();
         for i in 0..children.min(CELL_PARTS) {
             let Ok(wire) = bus
@@ -232,8 +289,12 @@ async fn read_cell(
                 continue;
             };
             let part = obj_from_wire(wire);
-            if let Ok((n, _, t, _, _)) = name_and_text(bus, &part, text_cap).await {
-                let shown = if n.trim().is_empty() { t } else { n };
+            if let Ok(p) = name_and_text(bus, &part, text_cap, None).await {
+                let shown = if p.name.trim().is_empty() {
+                    p.text
+                } else {
+                    p.name
+                };
                 let shown = shown.trim();
                 if !shown.is_empty() && !said.iter().any(|s: &String| s == shown) {
                     said.push(shown.to_owned());
@@ -344,8 +405,15 @@ async fn read_table(
         .flat_map(|r| (c0..=c1).map(move |c| (r, c)))
         .take(usize::try_from(max_cells).unwrap_or(usize::MAX))
         .collect();
+    let columns = ColumnTexts::default();
+    let columns = &columns;
     let cells: Vec<((u64, u64), Result<Cell, CallError>)> = stream::iter(coords)
-        .map(|(r, c)| async move { ((r, c), read_cell(bus, table, r, c, text_cap).await) })
+        .map(|(r, c)| async move {
+            (
+                (r, c),
+                read_cell(bus, table, (r, c), text_cap, columns).await,
+            )
+        })
         .buffered(concurrency.max(1))
         .collect()
         .await;

@@ -227,7 +227,10 @@ pub fn measure(
         .ok_or_else(|| err(format!("cua-driver lists no window of pid {pid} ({key})")))?;
     let cua_args = json!({ "pid": pid, "window_id": window_id, "include_screenshot": false });
 
-    // Whole process, in turn: deskpilot's CLI, xa11y's CLI, cua-driver's CLI.
+    // Whole process, in turn: deskpilot's CLI and cua-driver's CLI, then xa11y's
+    // (below). xa11y goes last on every app: a read of a large tree that it does not
+    // finish within the limit leaves the app working through its queued requests
+    // for minutes, and nothing read after it would be a fair figure.
     let ours_argv = cli::argv(display, &["observe", "--app", bus_name])?;
     let xa11y_argv = vec![
         xa11y.clone(),
@@ -246,60 +249,26 @@ pub fn measure(
                 "deskpilot observe",
             )?),
         );
-        for (t, argv, what) in [
-            (&mut tx, &xa11y_argv, "xa11y tree"),
-            (&mut tc, &cua_argv, "cua-driver call"),
-        ] {
-            if t.timed_out {
-                continue;
-            }
-            let r = checked(process::run_within(argv, &env, PEER_LIMIT)?, what)?;
+        if !tc.timed_out {
+            let r = checked(
+                process::run_within(&cua_argv, &env, PEER_LIMIT)?,
+                "cua-driver call",
+            )?;
             if r.is_none() {
                 recover(&ours_argv, ours_env, key)?;
             }
-            t.take(i, r);
+            tc.take(i, r);
         }
     }
-    let bwrap_ms = {
-        let mut v = Vec::new();
-        for _ in 0..5 {
-            v.push(process::run(&offline(vec!["/bin/true".into()]), &env)?.ms);
-        }
-        Summary::of(&v).map_or(0.0, |s| s.median)
-    };
-    let whole = Figure::new(key, "whole_process_ms", "ms", summary(&ours.ms, "deskpilot observe")?)
-        .with_peer(
-            "xa11y_cli",
-            &tx.method(&format!("xa11y {} `tree --pid {pid}`, fork to reap", p.xa11y_version)),
-            tx.summary()?,
-        )
-        .with_peer(
-            "cua_driver_cli",
-            &tc.method(&format!(
-                "cua-driver {} `call get_window_state` (tree only) to its warm daemon, fork to reap, under bwrap --unshare-net (which alone takes {bwrap_ms:.1} ms)",
-                p.cua_driver_version
-            )),
-            tc.summary()?,
-        )
-        .detail(format!(
-            "`deskpilot observe --app {bus_name}`, fork to reap; {} bytes; the three run in turn, {runs} runs after one warm-up",
-            ours.out.len()
-        ));
 
     // Warm, through one MCP client: each server started once, then called in turn.
     let mut d = mcp::Client::start(&cli::argv(display, &["mcp"])?, ours_env, process::OWN_LIMIT)?;
-    let mut x = Some(mcp::Client::start(
-        &[xa11y.clone(), "mcp".into()],
-        &env,
-        PEER_LIMIT,
-    )?);
     let mut c = Some(mcp::Client::start(
         &offline(vec![cua.clone(), "mcp".into()]),
         &env,
         PEER_LIMIT,
     )?);
     let ours_args = json!({ "app": bus_name });
-    let x_args = json!({ "pid": pid });
     let (mut wo, mut wx, mut wc) = (Timed::default(), Timed::default(), Timed::default());
     for i in 0..=runs {
         let a = answered(
@@ -309,14 +278,6 @@ pub fn measure(
         )?
         .ok_or_else(|| err(format!("deskpilot's computer_observe on {key} timed out")))?;
         wo.take_answer(i, Some(a));
-        if let Some(client) = &mut x {
-            let b = answered(client.call("tree", x_args.clone()), "xa11y tree", key)?;
-            if b.is_none() {
-                x = None; // timed out: the server is stopped with the client
-                recover(&ours_argv, ours_env, key)?;
-            }
-            wx.take_answer(i, b);
-        }
         if let Some(client) = &mut c {
             let e = answered(
                 client.call("get_window_state", cua_args.clone()),
@@ -330,12 +291,95 @@ pub fn measure(
             wc.take_answer(i, e);
         }
     }
-    let warm = Figure::new(key, "warm_mcp_ms", "ms", summary(&wo.ms, "computer_observe")?)
+    drop(d);
+    drop(c);
+
+    // xa11y: its CLI, then (if that finished) its MCP server, each run after one
+    // warm-up. After a read killed at the limit the app is given time to answer
+    // again; if it does not, the figures so far stand and say so.
+    let mut stuck = None;
+    for i in 0..=runs {
+        let r = checked(
+            process::run_within(&xa11y_argv, &env, PEER_LIMIT)?,
+            "xa11y tree",
+        )?;
+        let killed = r.is_none();
+        tx.take(i, r);
+        if killed {
+            stuck = recover(&ours_argv, ours_env, key).err();
+            break;
+        }
+    }
+    if !tx.timed_out {
+        let mut x = mcp::Client::start(&[xa11y.clone(), "mcp".into()], &env, PEER_LIMIT)?;
+        let x_args = json!({ "pid": pid });
+        for i in 0..=runs {
+            let b = answered(x.call("tree", x_args.clone()), "xa11y tree", key)?;
+            let killed = b.is_none();
+            wx.take_answer(i, b);
+            if killed {
+                drop(x);
+                stuck = recover(&ours_argv, ours_env, key).err();
+                break;
+            }
+        }
+    }
+    let after = stuck.map_or(String::new(), |e| format!("; afterwards {}", e.message));
+
+    let bwrap_ms = {
+        let mut v = Vec::new();
+        for _ in 0..5 {
+            v.push(process::run(&offline(vec!["/bin/true".into()]), &env)?.ms);
+        }
+        Summary::of(&v).map_or(0.0, |s| s.median)
+    };
+    let whole = Figure::new(key, "whole_process_ms", "ms", summary(&ours.ms, "deskpilot observe")?)
         .with_peer(
-            "xa11y_mcp",
-            &wx.method(&format!("xa11y {} MCP `tree {{pid}}`, request to response", p.xa11y_version)),
-            wx.summary()?,
+            "xa11y_cli",
+            &format!(
+                "{}{after}",
+                tx.method(&format!("xa11y {} `tree --pid {pid}`, fork to reap, run after the others", p.xa11y_version))
+            ),
+            tx.summary()?,
         )
+        .with_peer(
+            "cua_driver_cli",
+            &tc.method(&format!(
+                "cua-driver {} `call get_window_state` (tree only) to its warm daemon, fork to reap, under bwrap --unshare-net (which alone takes {bwrap_ms:.1} ms)",
+                p.cua_driver_version
+            )),
+            tc.summary()?,
+        )
+        .detail(format!(
+            "`deskpilot observe --app {bus_name}`, fork to reap; {} bytes; deskpilot and cua-driver in turn, then xa11y; {runs} runs after one warm-up",
+            ours.out.len()
+        ));
+    let mut warm = Figure::new(
+        key,
+        "warm_mcp_ms",
+        "ms",
+        summary(&wo.ms, "computer_observe")?,
+    );
+    let warm_detail = if tx.timed_out && wx.ms.is_empty() {
+        format!(
+            "deskpilot MCP `computer_observe {{app}}`, request to response; deskpilot's and cua-driver's servers started once and called in turn; xa11y's MCP server was not run: its CLI read of {key} did not finish within {} s{after}",
+            PEER_LIMIT.as_secs()
+        )
+    } else {
+        warm = warm.with_peer(
+            "xa11y_mcp",
+            &format!(
+                "{}{after}",
+                wx.method(&format!(
+                    "xa11y {} MCP `tree {{pid}}`, request to response, run after the others",
+                    p.xa11y_version
+                ))
+            ),
+            wx.summary()?,
+        );
+        "deskpilot MCP `computer_observe {app}`, request to response; deskpilot's and cua-driver's servers started once and called in turn, then xa11y's".to_string()
+    };
+    let warm = warm
         .with_peer(
             "cua_driver_mcp",
             &wc.method(&format!(
@@ -344,7 +388,7 @@ pub fn measure(
             )),
             wc.summary()?,
         )
-        .detail("deskpilot MCP `computer_observe {app}`, request to response; the three servers started once and called in turn");
+        .detail(warm_detail);
     let mut size = Figure::new(
         key,
         "output_tokens",

@@ -163,14 +163,20 @@ def calc_cells(table):
 def walk(app, visible_as_showing, with_path=False):
     """Every object under `app`, depth first, as records."""
     records = []
-    stack = [(app, 0, False)]
+    # `boxed`: an ancestor is laid out with no area, so nothing under it is drawn
+    # (LibreOffice keeps its own menu bar so, 0 px high, under the GTK one).
+    stack = [(app, 0, False, False)]
     while stack:
-        node, depth, calc = stack.pop()
+        node, depth, calc, boxed = stack.pop()
         try:
             rec = read_node(node, visible_as_showing, with_path)
         except Exception:
             # OSWorld skips an object that fails mid-read (it vanished).
             continue
+        rec["under_no_area"] = boxed
+        # Negative extents are unknown ones, not an empty box.
+        if depth > 0 and "size" in rec and 0 in rec["size"] and min(rec["size"]) >= 0:
+            boxed = True
         records.append(rec)
         if depth >= MAX_DEPTH:
             continue
@@ -189,7 +195,7 @@ def walk(app, visible_as_showing, with_path=False):
             pass
         for ch in reversed(kids):
             if ch is not None:
-                stack.append((ch, depth + 1, calc))
+                stack.append((ch, depth + 1, calc, boxed))
     return records
 
 
@@ -258,14 +264,15 @@ EDITABLE_ROLES = {"text", "paragraph"}
 
 def on_screen_interactive(records, rect):
     """Objects of an interactive role that are SHOWING and VISIBLE, with an area
-    that overlaps `rect` ([x, y, w, h], screen pixels)."""
+    that overlaps `rect` ([x, y, w, h], screen pixels), and no ancestor laid out
+    with no area."""
     rx, ry, rw, rh = rect
     out = []
     for rec in records:
         role = rec["raw_role"]
         if role not in INTERACTIVE_ROLES and not (role in EDITABLE_ROLES and rec["editable"]):
             continue
-        if not (rec["showing"] and rec["visible"]) or "size" not in rec:
+        if not (rec["showing"] and rec["visible"]) or "size" not in rec or rec["under_no_area"]:
             continue
         (x, y), (w, h) = rec["pos"], rec["size"]
         if w <= 0 or h <= 0 or x >= rx + rw or y >= ry + rh or x + w <= rx or y + h <= ry:
