@@ -106,6 +106,11 @@ pub struct TableInfo {
     /// Name the visible range in spreadsheet A1 notation (`A1:K40`) rather than by
     /// row and column numbers.
     pub a1: bool,
+    /// The cells read, as `(rows, columns)`, when fewer than the visible ones (a
+    /// read takes at most a bounded block: the Linux driver's is 40 rows × 16
+    /// columns); `None` when every visible cell was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<((u64, u64), (u64, u64))>,
 }
 
 /// One accessible element and the children that were read.

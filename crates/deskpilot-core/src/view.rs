@@ -489,20 +489,17 @@ pub(crate) fn column_name(mut i: u64) -> String {
     String::from_utf8(s).expect("ASCII letters")
 }
 
-/// `1048576×16384, showing A1:K40` (or `showing rows 1-40, columns 1-11`).
+/// `1048576×16384, showing A1:K40` (or `showing rows 1-40, columns 1-11`), then
+/// `, cells read A1:P40` when a read took fewer cells than are on screen.
 pub(crate) fn table_marker(t: &TableInfo) -> String {
-    let mut s = format!("{}×{}", t.rows, t.columns);
-    match (t.visible_rows, t.visible_columns, t.a1) {
-        (Some((r0, r1)), Some((c0, c1)), true) => {
-            let _ = write!(
-                s,
-                ", showing {}{}:{}{}",
-                column_name(c0),
-                u128::from(r0) + 1,
-                column_name(c1),
-                u128::from(r1) + 1
-            );
-        }
+    let range = |rows: Option<(u64, u64)>, cols: Option<(u64, u64)>| match (rows, cols, t.a1) {
+        (Some((r0, r1)), Some((c0, c1)), true) => Some(format!(
+            "{}{}:{}{}",
+            column_name(c0),
+            u128::from(r0) + 1,
+            column_name(c1),
+            u128::from(r1) + 1
+        )),
         (rows, cols, _) => {
             let mut parts = Vec::new();
             if let Some((r0, r1)) = rows {
@@ -519,10 +516,17 @@ pub(crate) fn table_marker(t: &TableInfo) -> String {
                     u128::from(c1) + 1
                 ));
             }
-            if !parts.is_empty() {
-                let _ = write!(s, ", showing {}", parts.join(", "));
-            }
+            (!parts.is_empty()).then(|| parts.join(", "))
         }
+    };
+    let mut s = format!("{}×{}", t.rows, t.columns);
+    if let Some(shown) = range(t.visible_rows, t.visible_columns) {
+        let _ = write!(s, ", showing {shown}");
+    }
+    if let Some((rows, cols)) = t.read
+        && let Some(read) = range(Some(rows), Some(cols))
+    {
+        let _ = write!(s, ", cells read {read}");
     }
     s
 }
@@ -758,6 +762,7 @@ mod tests {
                 visible_rows: Some((0, 1)),
                 visible_columns: Some((0, 1)),
                 a1: true,
+                read: None,
             });
             t
         };
@@ -848,6 +853,7 @@ mod tests {
             visible_rows: Some((0, 0)),
             visible_columns: Some((0, 1)),
             a1: true,
+            read: None,
         });
         let l = lines(&sheet);
         assert_eq!(l[1], "  cell \"A1\" focused");
@@ -934,6 +940,7 @@ mod tests {
             visible_rows: Some((0, 39)),
             visible_columns: Some((0, 10)),
             a1: true,
+            read: None,
         };
         assert_eq!(table_marker(&t), "1048576×16384, showing A1:K40");
         let t = TableInfo { a1: false, ..t };
@@ -947,5 +954,17 @@ mod tests {
             ..t
         };
         assert_eq!(table_marker(&t), "1048576×16384");
+        // A view wider than a read says which cells were read.
+        let wide = TableInfo {
+            visible_rows: Some((0, 49)),
+            visible_columns: Some((0, 25)),
+            a1: true,
+            read: Some(((0, 39), (0, 15))),
+            ..t
+        };
+        assert_eq!(
+            table_marker(&wide),
+            "1048576×16384, showing A1:Z50, cells read A1:P40"
+        );
     }
 }

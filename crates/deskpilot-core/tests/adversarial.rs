@@ -363,6 +363,7 @@ fn counters_saturate_instead_of_overflowing() {
         visible_rows: Some((u64::MAX - 1, u64::MAX)),
         visible_columns: Some((0, u64::MAX)),
         a1: true,
+        read: None,
     });
     let mut grid2 = grid.clone();
     grid2.handle = Handle::new("h:5");

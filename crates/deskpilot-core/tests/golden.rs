@@ -433,6 +433,7 @@ fn spreadsheet_grid_marker_and_more_items() {
         visible_rows: Some((0, 39)),
         visible_columns: Some((0, 10)),
         a1: true,
+        read: None,
     });
     let mut tree = Node::new("h:5", Role::Tree, "Outline");
     tree = tree.children(vec![Node::new("h:6", Role::Treeitem, "Chapter 1")]);
@@ -481,6 +482,7 @@ fn sheet(cols: u64, first_row: u64, rows: u64, values: &[(&str, &str)], focused:
         visible_rows: Some((first_row - 1, first_row + rows - 2)),
         visible_columns: Some((0, cols - 1)),
         a1: true,
+        read: None,
     });
     Node::new("h:w", Role::Window, "Budget.ods - LibreOffice Calc").children(vec![grid])
 }

@@ -124,6 +124,7 @@ fn build(s: &Spec, next: &mut usize) -> Node {
             visible_rows: Some((0, 39)),
             visible_columns: Some((0, 10)),
             a1: i.is_multiple_of(2),
+            read: None,
         });
     }
     n.children = s.children.iter().map(|c| build(c, next)).collect();

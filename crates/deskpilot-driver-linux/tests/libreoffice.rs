@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{desk, dump};
 use deskpilot_core::{Op, Role, State};
+use deskpilot_driver_linux::atspi::table::{MAX_COLUMNS, MAX_ROWS};
 use deskpilot_protocol::Driver;
 use deskpilot_protocol::types::{ActParams, ActStatus, Channel, Settle};
 
@@ -63,11 +64,17 @@ async fn calc_sheet_reads_by_visible_range_and_a_cell_takes_a_number() {
     assert_eq!(info.visible_rows.map(|r| r.0), Some(0));
     assert_eq!(info.visible_columns.map(|c| c.0), Some(0));
     assert!(sheet.has(State::ManagesDescendants));
+    // Every visible cell up to the read's block: on 1280×800, A1:O33.
+    let (rows, cols) = (info.visible_rows.unwrap(), info.visible_columns.unwrap());
+    let visible = (rows.1 - rows.0 + 1) * (cols.1 - cols.0 + 1);
     assert!(
-        sheet.children.len() <= 40 * 12 && sheet.children.len() >= 20,
-        "visible cells only: {}",
+        sheet.children.len() as u64 == visible.min(MAX_ROWS * MAX_COLUMNS)
+            && sheet.children.len() >= 20,
+        "visible cells only: {} of {visible} visible",
         sheet.children.len()
     );
+    assert!(cols.1 >= 13, "columns A to N are on screen: {info:?}");
+    assert_eq!(info.read, None, "every visible cell was read: {info:?}");
     assert_eq!(sheet.child_count, 1_048_576 * 16_384);
     let b2 = sheet
         .children

@@ -475,6 +475,14 @@ impl Bench<'_> {
         // A closed combo box's selected option is its printed value.
         let mut printed = std::collections::HashMap::new();
         let mut stated = std::collections::HashSet::new();
+        // LibreOffice makes a new object for a cell each time a client asks for
+        // one, so a sheet's cells are matched by their A1 name (with one sheet on
+        // screen), not by path.
+        let (mut sheets, mut printed_cells, mut stated_cells) = (
+            0usize,
+            std::collections::HashSet::new(),
+            std::collections::HashSet::new(),
+        );
         if let Some(root) = session
             .state()
             .per_window
@@ -498,9 +506,15 @@ impl Bench<'_> {
             };
             let mut stack: Vec<(&deskpilot_core::Node, Option<&str>)> = vec![(root, None)];
             while let Some((n, combo_value)) = stack.pop() {
+                if n.table.as_ref().is_some_and(|t| t.a1) {
+                    sheets += 1;
+                }
                 for c in &n.children {
                     if !own(c) && empty_cell(c, n) {
                         stated.insert(c.handle.0.as_str());
+                        stated_cells.insert(c.name.trim());
+                    } else if own(c) && n.table.as_ref().is_some_and(|t| t.a1) {
+                        printed_cells.insert(c.name.trim());
                     }
                 }
                 // The render lets a child stand in only when it has the same name.
@@ -521,9 +535,15 @@ impl Bench<'_> {
         let mut by_role: std::collections::BTreeMap<&str, usize> = Default::default();
         for o in &operable {
             let handle = format!("{bus}|{}", o.path);
-            if printed.get(handle.as_str()).copied().unwrap_or(false) {
+            let sheet_cell = sheets == 1 && o.role == "table cell";
+            let name = o.name.trim();
+            if printed.get(handle.as_str()).copied().unwrap_or(false)
+                || (sheet_cell && printed_cells.contains(name))
+            {
                 shown += 1;
-            } else if stated.contains(handle.as_str()) {
+            } else if stated.contains(handle.as_str())
+                || (sheet_cell && stated_cells.contains(name))
+            {
                 counted += 1;
             } else {
                 *by_role.entry(o.role.as_str()).or_default() += 1;

@@ -23,9 +23,11 @@ use super::tree::{Details, Parts};
 /// Rows of cells read at most: 40 fills a 1280×800 screen of spreadsheet rows
 /// (LibreOffice shows 33 at its default zoom there).
 pub const MAX_ROWS: u64 = 40;
-/// Columns of cells read at most: 12 keeps a snapshot of 480 cells at most; a
-/// spreadsheet's default columns are ~80 px wide, so 12 cover ~1,000 px.
-pub const MAX_COLUMNS: u64 = 12;
+/// Columns of cells read at most: a spreadsheet's default columns are ~82 px wide,
+/// so 16 cover ~1,300 px (LibreOffice shows A to O on 1280×800, O in part), and a
+/// read takes 640 cells at most. A wider view says which cells were read
+/// ([`TableInfo::read`]).
+pub const MAX_COLUMNS: u64 = 16;
 
 /// Spreadsheet column letters for a 0-based column (`0` → `A`, `26` → `AA`).
 pub fn column_letters(mut col: u64) -> String {
@@ -94,6 +96,26 @@ pub fn read_range(
     let r1 = r1.max(r0).min(rows - 1).min(r0 + MAX_ROWS - 1);
     let c1 = c1.max(c0).min(columns - 1).min(c0 + MAX_COLUMNS - 1);
     Some(((r0, r1), (c0, c1)))
+}
+
+/// What is on screen, as `(rows, columns)`: from the read's first cell to the
+/// bottom-right corner's, which may lie past what a read takes ([`MAX_ROWS`] ×
+/// [`MAX_COLUMNS`]); the `read` range itself when that corner is unknown or
+/// before it.
+pub fn visible_range(
+    rows: u64,
+    columns: u64,
+    bottom_right: Option<(u64, u64)>,
+    read: ((u64, u64), (u64, u64)),
+) -> ((u64, u64), (u64, u64)) {
+    let ((r0, r1), (c0, c1)) = read;
+    match bottom_right {
+        Some((br, bc)) if br >= r0 && bc >= c0 => (
+            (r0, br.max(r1).min(rows.saturating_sub(1))),
+            (c0, bc.max(c1).min(columns.saturating_sub(1))),
+        ),
+        _ => read,
+    }
 }
 
 /// A child count past which a table is read only through `Table`: 100,000. Below it
@@ -385,16 +407,21 @@ async fn read_table(
         visible_rows: None,
         visible_columns: None,
         a1: false,
+        read: None,
     };
     let Some(((r0, r1), (c0, c1))) = read_range(rows, cols, tl, br) else {
         parts.details.entry(table.clone()).or_default().table = Some(info);
         return Ok(());
     };
-    info.visible_rows = Some((r0, r1));
-    info.visible_columns = Some((c0, c1));
+    let (vr, vc) = visible_range(rows, cols, br, ((r0, r1), (c0, c1)));
+    info.visible_rows = Some(vr);
+    info.visible_columns = Some(vc);
+    if (vr, vc) != ((r0, r1), (c0, c1)) {
+        info.read = Some(((r0, r1), (c0, c1)));
+    }
     // A search reads a table whole when it fits the read's budget; the cells out
     // of view come back without `SHOWING`, so they are known to be off screen.
-    let in_view = |r: u64, c: u64| (r0..=r1).contains(&r) && (c0..=c1).contains(&c);
+    let in_view = |r: u64, c: u64| (vr.0..=vr.1).contains(&r) && (vc.0..=vc.1).contains(&c);
     let ((r0, r1), (c0, c1)) = if whole && rows.saturating_mul(cols) <= max_cells {
         ((0, rows - 1), (0, cols - 1))
     } else {
@@ -554,13 +581,27 @@ mod tests {
         // LibreOffice at its default zoom on 1280×800: A1 to O33.
         assert_eq!(
             read_range(1_048_576, 16_384, Some((0, 0)), Some((32, 14))),
-            Some(((0, 32), (0, 11)))
+            Some(((0, 32), (0, 14)))
         );
         // Unknown bottom-right: the caps.
         assert_eq!(
             read_range(1_048_576, 16_384, Some((100, 3)), None),
-            Some(((100, 139), (3, 14)))
+            Some(((100, 139), (3, 18)))
         );
+        // A wide view (A to Z) is read up to the column cap, and says so.
+        let read = read_range(1_048_576, 16_384, Some((0, 0)), Some((49, 25))).unwrap();
+        assert_eq!(read, ((0, 39), (0, 15)));
+        assert_eq!(
+            visible_range(1_048_576, 16_384, Some((49, 25)), read),
+            ((0, 49), (0, 25))
+        );
+        // Within the caps the two agree; an unknown corner leaves the read range.
+        let small = ((0, 32), (0, 14));
+        assert_eq!(
+            visible_range(1_048_576, 16_384, Some((32, 14)), small),
+            small
+        );
+        assert_eq!(visible_range(1_048_576, 16_384, None, small), small);
         // A small table: its own size.
         assert_eq!(read_range(3, 2, None, None), Some(((0, 2), (0, 1))));
         assert_eq!(read_range(0, 5, None, None), None);

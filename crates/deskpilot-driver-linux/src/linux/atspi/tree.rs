@@ -364,6 +364,7 @@ mod tests {
                     visible_rows: Some((0, 32)),
                     visible_columns: Some((0, 14)),
                     a1: true,
+                    read: None,
                 }),
                 ..Details::default()
             },
