@@ -90,3 +90,52 @@ fn unknown_program_is_a_clear_error() {
     assert_eq!(err.code, deskpilot_protocol::ErrorCode::InvalidArgument);
     assert!(err.message.contains("no-such-program-xyz"));
 }
+
+/// Ending one app ends what it started in a session of its own too (as `bwrap
+/// --new-session` starts a confined app), and nothing that ran before it.
+#[test]
+fn ending_an_app_ends_what_it_left_in_another_session() {
+    let mut sb = Sandbox::start(SandboxOptions::default()).expect("sandbox starts");
+    let before = sb.marked();
+    assert!(!before.is_empty(), "the sandbox's daemons carry the marker");
+    let mut app = sb
+        .spawn(&[
+            "sh".to_string(),
+            "-c".to_string(),
+            "setsid sleep 300 & exec sleep 301".to_string(),
+        ])
+        .expect("the app starts");
+    // The escaped process: a `sleep 300` of the sandbox in a session of its own.
+    let mut escaped = None;
+    for _ in 0..200 {
+        escaped = sb.marked().into_iter().find(|&p| {
+            !before.contains(&p)
+                && p != app.id()
+                && std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c == b"sleep\x00300\x00")
+        });
+        if escaped.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let escaped = escaped.expect("the app's child is running");
+    let sid = |p: u32| {
+        std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.to_string()))
+            .and_then(|r| r.split_whitespace().nth(3).map(str::to_string))
+    };
+    assert_ne!(sid(escaped), sid(app.id()), "it left the app's session");
+    let app_pid = app.id();
+    sb.end_since(&mut app, &before);
+    assert!(!alive(app_pid), "the app is ended");
+    assert!(!alive(escaped), "what it left behind is ended");
+    for pid in &before {
+        assert!(
+            alive(*pid),
+            "pid {pid}, running before the app, is untouched"
+        );
+    }
+    assert!(sb.is_alive());
+}

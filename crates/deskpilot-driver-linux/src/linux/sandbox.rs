@@ -645,6 +645,35 @@ impl Sandbox {
             .map_err(|e| ComputerError::internal(format!("cannot write {}: {e}", path.display())))
     }
 
+    /// The processes now carrying this sandbox's marker (see the module
+    /// documentation), for [`Sandbox::end_since`].
+    pub fn marked(&self) -> Vec<u32> {
+        marked_processes(&self.state.dir.display().to_string())
+    }
+
+    /// Ends an app started with [`Sandbox::spawn`] at once (SIGKILL), with every
+    /// process of the sandbox that was not running in `before` (a
+    /// [`Sandbox::marked`] list taken just before the spawn), and waits up to 2 s
+    /// for them to go. Ending the child's process group alone is not enough: under
+    /// confinement the child is `bwrap`, which starts the app in a session of its
+    /// own (`--new-session`), so the app outlived it (measured: LibreOffice went on
+    /// using a core for minutes after its `bwrap` was killed).
+    pub fn end_since(&mut self, child: &mut Child, before: &[u32]) {
+        let mut targets = vec![child.id()];
+        targets.extend(self.marked().into_iter().filter(|p| !before.contains(p)));
+        for &pid in &targets {
+            deskpilot_os::signal_group_or_pid(pid, Signal::Kill);
+        }
+        let _ = child.wait();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline && targets.iter().any(|&p| pid_alive(p)) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for &pid in &targets {
+            deskpilot_os::reap_if_exited(pid);
+        }
+    }
+
     /// Ends every process of the sandbox (SIGTERM, then SIGKILL after 2 s) and removes
     /// its directory. Safe to call twice.
     pub fn stop(&mut self) {

@@ -304,6 +304,7 @@ impl Bench<'_> {
     async fn app(&mut self, spec: &AppSpec) -> Result<Vec<Figure>, ComputerError> {
         let argv = (spec.launch)(&self.fixtures);
         say(&format!("{}: launching {}…", spec.key, argv.join(" ")));
+        let before = self.sandbox.marked();
         let mut child = self.sandbox.spawn(&argv)?;
         let store = StateStore::open_in(&self.dir, &format!("bench-{}", spec.key))?;
         let mut session = Session::new(self.driver.clone(), store);
@@ -342,13 +343,10 @@ impl Bench<'_> {
                 .await?,
             );
         }
-        // Ended before the next app is measured: an app still working through a
-        // peer's queued requests would load the machine under the next one. The
-        // sandbox started it as the leader of its own process group.
-        let _ = std::process::Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", child.id())])
-            .status();
-        let _ = child.wait();
+        // Ended before the next app is measured, with whatever it started: an app
+        // still working through a peer's queued requests would load the machine
+        // under the next one.
+        self.sandbox.end_since(&mut child, &before);
         Ok(figures)
     }
 
