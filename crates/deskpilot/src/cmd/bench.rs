@@ -473,6 +473,10 @@ impl Bench<'_> {
         // A closed combo box's selected option is its printed value.
         let mut printed = std::collections::HashMap::new();
         let mut stated = std::collections::HashSet::new();
+        // A closed combo box's options are not read at all (they are off screen),
+        // so an option the walk sees is matched through its combo box: shown when
+        // the combo box is printed with that option as its value.
+        let mut combo_values = std::collections::HashMap::new();
         // LibreOffice makes a new object for a cell each time a client asks for
         // one, so a sheet's cells are matched by their A1 name (with one sheet on
         // screen), not by path.
@@ -522,6 +526,9 @@ impl Bench<'_> {
                 let as_value = combo_value.is_some_and(|v| !n.name.is_empty() && v == n.name);
                 printed.insert(n.handle.0.as_str(), own(n) || stand_in || as_value);
                 let value = if n.role == deskpilot_core::Role::Combobox && own(n) {
+                    if let Some(v) = n.value.as_deref() {
+                        combo_values.insert(n.handle.0.as_str(), v);
+                    }
                     n.value.as_deref()
                 } else {
                     combo_value
@@ -535,7 +542,12 @@ impl Bench<'_> {
             let handle = format!("{bus}|{}", o.path);
             let sheet_cell = sheets == 1 && o.role == "table cell";
             let name = o.name.trim();
+            let chosen = o
+                .combo
+                .as_ref()
+                .is_some_and(|c| combo_values.get(format!("{bus}|{c}").as_str()) == Some(&name));
             if printed.get(handle.as_str()).copied().unwrap_or(false)
+                || chosen
                 || (sheet_cell && printed_cells.contains(name))
             {
                 shown += 1;

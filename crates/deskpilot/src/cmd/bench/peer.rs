@@ -66,6 +66,10 @@ pub struct Operable {
     pub role: String,
     /// Its accessible name.
     pub name: String,
+    /// The D-Bus path of the nearest combo box above it, if any: a closed combo
+    /// box stands for its options by printing the selected one as its value.
+    #[serde(default)]
+    pub combo: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -165,15 +165,19 @@ def walk(app, visible_as_showing, with_path=False):
     records = []
     # `boxed`: an ancestor is laid out with no area, so nothing under it is drawn
     # (LibreOffice keeps its own menu bar so, 0 px high, under the GTK one).
-    stack = [(app, 0, False, False)]
+    # `combo`: the path of the nearest combo box above (its options' stand-in).
+    stack = [(app, 0, False, False, None)]
     while stack:
-        node, depth, calc, boxed = stack.pop()
+        node, depth, calc, boxed, combo = stack.pop()
         try:
             rec = read_node(node, visible_as_showing, with_path)
         except Exception:
             # OSWorld skips an object that fails mid-read (it vanished).
             continue
         rec["under_no_area"] = boxed
+        rec["combo"] = combo
+        if with_path and rec["raw_role"] == "combo box":
+            combo = rec["path"]
         # Negative extents are unknown ones, not an empty box.
         if depth > 0 and "size" in rec and 0 in rec["size"] and min(rec["size"]) >= 0:
             boxed = True
@@ -195,7 +199,7 @@ def walk(app, visible_as_showing, with_path=False):
             pass
         for ch in reversed(kids):
             if ch is not None:
-                stack.append((ch, depth + 1, calc, boxed))
+                stack.append((ch, depth + 1, calc, boxed, combo))
     return records
 
 
@@ -277,7 +281,7 @@ def on_screen_interactive(records, rect):
         (x, y), (w, h) = rec["pos"], rec["size"]
         if w <= 0 or h <= 0 or x >= rx + rw or y >= ry + rh or x + w <= rx or y + h <= ry:
             continue
-        out.append({"path": rec["path"], "role": role, "name": rec["name"]})
+        out.append({"path": rec["path"], "role": role, "name": rec["name"], "combo": rec["combo"]})
     return out
 
 
