@@ -193,15 +193,20 @@ pub const SELECTION_SUMMARY_MIN: usize = 3;
 /// A cell before and after a change.
 type CellChange<'v, 'a> = (&'v View<'a>, &'v View<'a>);
 
-/// `Some(now selected)` when the only change from `b` to `a` is the selected state.
-fn selection_only(b: &Node, a: &Node) -> Option<bool> {
-    let mut bs = b.states;
-    let mut as_ = a.states;
-    let (was, now) = (bs.contains(State::Selected), as_.contains(State::Selected));
-    bs.remove(State::Selected);
-    as_.remove(State::Selected);
+/// `Some(now selected)` when the only change from `b` to `a` that their lines
+/// show is the selected state (a cell's `editable` that its table also lost is not
+/// on its line, so it is not a change of the cell's).
+fn selection_only(bv: &View<'_>, av: &View<'_>) -> Option<bool> {
+    let (b, a) = (bv.node, av.node);
+    let (was, now) = (b.has(State::Selected), a.has(State::Selected));
+    let words = |v: &View<'_>| -> Vec<&'static str> {
+        view::state_words(v.node, v.parent, !v.children.is_empty())
+            .into_iter()
+            .filter(|w| *w != "selected")
+            .collect()
+    };
     (was != now
-        && bs == as_
+        && words(bv) == words(av)
         && b.role == a.role
         && b.name == a.name
         && b.value == a.value
@@ -551,12 +556,17 @@ pub fn diff(before: &Node, after: &Node, opts: &DiffOptions) -> Diff {
             && let Some(p) = f
                 .parent
                 .filter(|&p| fa[p].v.node.role == crate::Role::Table)
-            && let Some(now) = selection_only(fb[bi].v.node, f.v.node)
+            && let Some(now) = selection_only(fb[bi].v, f.v)
         {
             match selections.iter_mut().find(|(key, _)| *key == (p, now)) {
                 Some((_, cells)) => cells.push((fb[bi].v, f.v)),
                 None => selections.push(((p, now), vec![(fb[bi].v, f.v)])),
             }
+            continue;
+        }
+        // An empty cell that stays empty changes nothing a snapshot lists: its
+        // states follow its table's (a sheet leaving edit mode changes hundreds).
+        if fb[bi].v.quiet && f.v.quiet && moved_under.is_none() {
             continue;
         }
         if let Some(text) = change_line(fb[bi].v, f.v, moved_under, opts.max_value_chars) {

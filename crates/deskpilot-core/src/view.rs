@@ -187,8 +187,9 @@ fn echoed_by_child(n: &Node, child: &Node) -> bool {
 }
 
 /// An empty cell of a spreadsheet (a table whose cells are named in A1 notation):
-/// named by its own address, with no text, no children on display, and nothing of
-/// note — not focused, not checked or expanded, and selected only as part of a
+/// named by its own address, with no text (a space is text) and no description
+/// (the driver puts a formula or a comment there), no children on display, and
+/// nothing of note — not focused, not checked or expanded, and selected only as part of a
 /// selection its table's line states. LibreOffice Calc shows about 400 cells on a
 /// 1280×800 screen, nearly all empty on a new sheet: listed, they crowded out the
 /// cells that hold something. Its table's line counts them; each still exists for
@@ -200,7 +201,8 @@ fn is_empty_cell(c: &View<'_>, selection_summarised: bool) -> bool {
         && !c.focus
         && c.more == 0
         && a1(n.name.trim()).is_some()
-        && n.value.as_deref().is_none_or(|v| v.trim().is_empty())
+        && n.value.as_deref().is_none_or(str::is_empty)
+        && n.description.as_deref().is_none_or(str::is_empty)
         && n.value_length.is_none_or(|l| l == 0)
         && !redact::is_secret_field(n)
         && [
@@ -213,6 +215,17 @@ fn is_empty_cell(c: &View<'_>, selection_summarised: bool) -> bool {
         .into_iter()
         .all(|s| !n.has(s))
         && (!n.has(State::Selected) || selection_summarised)
+}
+
+/// Marks the empty cells among the children of a spreadsheet `n` as quiet (not
+/// with a query: a search for `B2` shows the cell).
+fn mark_empty_cells(n: &Node, children: &mut [View<'_>], opts: &ViewOptions<'_>) {
+    if opts.query.is_none() && n.table.as_ref().is_some_and(|t| t.a1) {
+        let summarised = table_selection(n).is_some();
+        for c in children {
+            c.quiet = is_empty_cell(c, summarised);
+        }
+    }
 }
 
 /// An unnamed, value-less, non-interactive container (group, section, paragraph,
@@ -309,7 +322,8 @@ pub(crate) fn build<'a>(
         stats,
         focus_path: focus_path(root),
     };
-    let children = build_children(root, 0, &mut walk);
+    let mut children = build_children(root, 0, &mut walk);
+    mark_empty_cells(root, &mut children, opts);
     let focus = root.has(State::Focused) || children.iter().any(|c| c.focus);
     if let Some(q) = opts.query
         && matches_query(root, root_parent, q)
@@ -421,12 +435,7 @@ fn build_node<'a>(
         // its real parent.
         return children.pop();
     }
-    if walk.opts.query.is_none() && n.table.as_ref().is_some_and(|t| t.a1) {
-        let summarised = table_selection(n).is_some();
-        for c in &mut children {
-            c.quiet = is_empty_cell(c, summarised);
-        }
-    }
+    mark_empty_cells(n, &mut children, walk.opts);
     let mut more = more;
     let cap = walk.opts.max_list_items;
     // Empty cells are not listed, so they do not count towards the cap either.
@@ -696,8 +705,25 @@ pub(crate) fn element_line(
             let _ = write!(s, ", selected {span} (of the cells read)");
         }
     }
-    if let Some(v) = shown_value(n, parent, max_chars) {
+    let value = shown_value(n, parent, max_chars);
+    if let Some(v) = &value {
         let _ = write!(s, " value=\"{v}\"");
+    }
+    // A cell with no text can still hold something: the driver describes its
+    // formula or comment (a sheet's `=""`, a comment on an empty cell).
+    if n.role == Role::Cell
+        && value.is_none()
+        && let Some(d) = n
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+    {
+        let d = sanitize::one_line(&sanitize::truncate_value(
+            &redact::mask_secrets(d),
+            max_chars,
+        ));
+        let _ = write!(s, " ({d})");
     }
     if let Some(r) = &n.range {
         let _ = write!(

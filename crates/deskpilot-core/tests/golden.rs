@@ -489,12 +489,21 @@ fn sheet(cols: u64, first_row: u64, rows: u64, values: &[(&str, &str)], focused:
 
 #[test]
 fn a_sheet_lists_the_cells_that_hold_something_and_counts_the_empty_ones() {
-    // 30 cells: the cursor's, two with text (J3 is the 30th, past the 20-item list
-    // cap that empty cells used to fill), and 27 empty ones.
-    let w = with_refs(
-        sheet(10, 1, 3, &[("C1", "Total"), ("J3", "42")], "A1"),
+    // 30 cells: the cursor's, three with text (J3 is the 30th, past the 20-item list
+    // cap that empty cells used to fill; E2 holds a space), one with a formula
+    // that gives no text, and 25 empty ones.
+    let mut w = with_refs(
+        sheet(
+            10,
+            1,
+            3,
+            &[("C1", "Total"), ("J3", "42"), ("E2", " ")],
+            "A1",
+        ),
         &mut RefRegistry::new(),
     );
+    // A cell whose formula gives no text (`=""`) holds something too.
+    w.children[0].children[3].description = Some("formula: \"\"".into());
     let r = render(&w, &RenderOptions::default());
     assert_eq!(
         r.text,
@@ -502,12 +511,15 @@ fn a_sheet_lists_the_cells_that_hold_something_and_counts_the_empty_ones() {
   [e1] table "Sheet Sheet1" 1048576×16384, showing A1:J3
     [e2] cell "A1" focused
     [e4] cell "C1" value="Total"
+    [e5] cell "D1" (formula: \"\")
+    [e16] cell "E2" value=" "
     [e31] cell "J3" value="42"
-    … 27 empty cells not listed; find one by its name ("B1") for its ref"#
+    … 25 empty cells not listed; find one by its name ("B1") for its ref"#
     );
-    assert_eq!(r.shown, 5);
+    assert_eq!(r.shown, 7);
     assert_eq!(r.omitted, 0, "nothing a larger budget would show");
-    // Scoped to the sheet, every cell read is listed: that is what was asked for.
+    // Scoped to the sheet, the empty cells are still counted, not listed: a
+    // budget would otherwise keep the first empty ones and cut later content.
     let scoped = render(
         &w,
         &RenderOptions {
@@ -515,7 +527,12 @@ fn a_sheet_lists_the_cells_that_hold_something_and_counts_the_empty_ones() {
             ..RenderOptions::default()
         },
     );
-    assert_eq!(scoped.shown, 31, "{}", scoped.text);
+    assert_eq!(scoped.shown, 6, "{}", scoped.text);
+    assert!(
+        scoped.text.contains("… 25 empty cells not listed"),
+        "{}",
+        scoped.text
+    );
     // A query finds an empty cell by its name.
     let q = render(
         &w,

@@ -942,3 +942,45 @@ fn writer_paragraphs_are_read_and_found() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A Qt 5 app is read, searched and clicked, and outlives it: Qt 5's bridge crashes
+/// on `Properties.GetAll`, which reads of other toolkits use.
+#[test]
+fn a_qt5_app_is_read_and_clicked_and_survives() {
+    let dir = TempDir::new("qt5");
+    let desk = Desk::start(dir.path());
+    let script = dir.path().join("qt_probe.py");
+    std::fs::write(&script, include_str!("fixtures/qt_probe.py")).unwrap();
+    // Debian's Python, which has PyQt5 (another python3 may be first on PATH).
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        script.to_str().unwrap(),
+    ]);
+    desk.wait_for("qt_probe.py", "button", "Press", 60000);
+    let obs = desk.ok(&["observe", "--app", "qt_probe.py"]);
+    let text = obs["text"].as_str().unwrap();
+    assert!(text.contains("] button \"Press\""), "{text}");
+    assert!(text.contains("] textbox value=\"text\""), "{text}");
+    let found = desk.ok(&["find", "Press", "--app", "qt_probe.py"]);
+    let r = found["matches"][0]["ref"]
+        .as_str()
+        .expect("the button's ref")
+        .to_string();
+    let v = desk.ok(&["act", &r, "click"]);
+    let diff = v["text"].as_str().unwrap();
+    assert!(
+        diff.contains("\"Pressed\""),
+        "the click changed the label:\n{diff}"
+    );
+    let again = desk.ok(&["observe", "--app", "qt_probe.py"]);
+    assert!(
+        again["text"]
+            .as_str()
+            .unwrap()
+            .contains("label \"Pressed\""),
+        "{again}"
+    );
+}

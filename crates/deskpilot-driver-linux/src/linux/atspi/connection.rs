@@ -186,6 +186,9 @@ pub struct Bus {
     session: Option<zbus::Connection>,
     /// Time allowed to one call.
     pub call_timeout: Duration,
+    /// Per application (unique bus name): whether `Properties.GetAll` may be sent
+    /// to it ([`Bus::get_all_is_safe`]).
+    get_all: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, bool>>>,
 }
 
 fn disabled(message: String) -> ComputerError {
@@ -270,6 +273,7 @@ impl Bus {
             conn,
             session,
             call_timeout: opts.call_timeout,
+            get_all: Default::default(),
         };
         bus.register_events().await?;
         Ok(bus)
@@ -414,7 +418,38 @@ impl Bus {
             })
     }
 
-    /// Every property of `iface` on `obj` in one call (`Properties.GetAll`).
+    /// Whether the application on bus name `app` may be sent `Properties.GetAll`:
+    /// asked once per application (`Application.ToolkitName` of its root), and
+    /// never for Qt. Qt 5's bridge takes every `Properties` call for a `Get` or
+    /// `Set` and reads a second argument that `GetAll` does not have: the app
+    /// crashes (QTBUG-107897; reproduced with PyQt5 on Qt 5.15.8). A toolkit that
+    /// does not say its name is not sent it either.
+    pub async fn get_all_is_safe(&self, app: &str) -> bool {
+        if let Some(&known) = self
+            .get_all
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(app)
+        {
+            return known;
+        }
+        let root = ObjRef::new(app, "/org/a11y/atspi/accessible/root");
+        let safe = match self
+            .prop::<String>(&root, iface::APPLICATION, "ToolkitName")
+            .await
+        {
+            Ok(name) => !name.trim().is_empty() && !name.to_ascii_lowercase().contains("qt"),
+            Err(_) => false,
+        };
+        self.get_all
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(app.to_string(), safe);
+        safe
+    }
+
+    /// Every property of `iface` on `obj` in one call (`Properties.GetAll`). Ask
+    /// [`Bus::get_all_is_safe`] first: it crashes Qt 5 apps.
     ///
     /// Errors: as [`Bus::call`]; a bridge that does not implement `GetAll` answers
     /// `Unsupported` (or a generic failure, which the caller treats alike).

@@ -184,6 +184,9 @@ struct Cell {
     states: RawStates,
     text: String,
     text_length: Option<u64>,
+    /// What a sheet cell without text holds that its text does not say: its
+    /// formula (`=""`, or one whose error the sheet shows) and its comment.
+    description: String,
 }
 
 /// Children of a nameless cell whose names and texts name it (GTK 3 puts an icon
@@ -325,12 +328,45 @@ async fn read_cell(
         }
         name = said.join(" ");
     }
+    // A sheet cell with no text may still hold a formula or a comment, which
+    // LibreOffice gives only as attributes (`Formula`, `Note`).
+    let description = if text.is_empty() && parse_a1(name.trim()) == Some((row, col)) {
+        match bus
+            .call::<_, std::collections::HashMap<String, String>>(
+                &obj,
+                iface::ACCESSIBLE,
+                "GetAttributes",
+                &(),
+            )
+            .await
+        {
+            Ok(attrs) => {
+                let mut said = Vec::new();
+                for (key, what) in [("formula", "formula"), ("note", "comment")] {
+                    if let Some(v) = attrs
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                        .map(|(_, v)| v.trim())
+                        .filter(|v| !v.is_empty())
+                    {
+                        said.push(format!("{what}: {v}"));
+                    }
+                }
+                said.join("; ")
+            }
+            Err(e) if e.is_timeout() => return Err(e),
+            Err(_) => String::new(),
+        }
+    } else {
+        String::new()
+    };
     Ok(Cell {
         obj,
         name,
         states,
         text,
         text_length,
+        description,
     })
 }
 
@@ -423,6 +459,8 @@ async fn read_table(
     // of view come back without `SHOWING`, so they are known to be off screen.
     let in_view = |r: u64, c: u64| (vr.0..=vr.1).contains(&r) && (vc.0..=vc.1).contains(&c);
     let ((r0, r1), (c0, c1)) = if whole && rows.saturating_mul(cols) <= max_cells {
+        // Every cell is read: more than is visible.
+        info.read = None;
         ((0, rows - 1), (0, cols - 1))
     } else {
         ((r0, r1), (c0, c1))
@@ -466,7 +504,7 @@ async fn read_table(
                         listed_children: None,
                         role: code::TABLE_CELL,
                         name: cell.name,
-                        description: String::new(),
+                        description: cell.description,
                         states: cell.states,
                         ifaces: Ifaces::TEXT,
                     },

@@ -200,7 +200,8 @@ fn sets_showing(info: &NodeInfo) -> bool {
 /// Reads one object's record (for objects the cache lacks) with four concurrent
 /// calls: `GetRole`, `GetState`, `GetInterfaces`, and `Properties.GetAll` for the
 /// name, description and child count. A bridge whose `GetAll` fails or leaves one
-/// of those out is asked for each with `Get`. Measured on Chromium 156 with a
+/// of those out is asked for each with `Get`, and so is Qt, which `GetAll`
+/// crashes ([`Bus::get_all_is_safe`]). Measured on Chromium 156 with a
 /// cache that missed the page (read while it loaded): a search's read of 5,770
 /// objects, nearly all walked, went from 2.1–2.4 s with six calls per object to
 /// 1.0 s (docs/ARCHITECTURE.md §6, "Objects the cache lacks").
@@ -211,6 +212,9 @@ pub async fn fetch_info(bus: &Bus, obj: &ObjRef) -> Result<NodeInfo, CallError> 
         bus.call::<_, Vec<u32>>(obj, a, "GetState", &()),
         bus.call::<_, Vec<String>>(obj, a, "GetInterfaces", &()),
         async {
+            if !bus.get_all_is_safe(&obj.bus).await {
+                return Ok(Default::default());
+            }
             match bus.props_all(obj, a).await {
                 Err(e) if e.is_timeout() || e.is_gone() => Err(e),
                 Err(_) => Ok(Default::default()),
