@@ -481,15 +481,11 @@ fn two_thousand_mixed_characters_land_exactly_in_mousepad() {
 fn a_reaction_250_ms_after_the_action_is_in_its_diff() {
     let dir = TempDir::new("late-reaction");
     let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
-    let script = dir.path().join("late_reaction.py");
-    std::fs::write(&script, include_str!("fixtures/late_reaction.py")).unwrap();
-    desk.ok(&[
-        "sandbox",
-        "run",
-        "--",
-        "/usr/bin/python3",
-        script.to_str().unwrap(),
-    ]);
+    desk.run_python(
+        dir.path(),
+        "late_reaction.py",
+        include_str!("fixtures/late_reaction.py"),
+    );
     desk.wait_for("late-reaction", "button", "Start", 60000);
     desk.ok(&["observe", "--app", "late-reaction"]);
     let start = find_ref(&desk, "button", "Start");

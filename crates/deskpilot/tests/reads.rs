@@ -949,16 +949,11 @@ fn writer_paragraphs_are_read_and_found() {
 fn a_qt5_app_is_read_and_clicked_and_survives() {
     let dir = TempDir::new("qt5");
     let desk = Desk::start(dir.path());
-    let script = dir.path().join("qt_probe.py");
-    std::fs::write(&script, include_str!("fixtures/qt_probe.py")).unwrap();
-    // Debian's Python, which has PyQt5 (another python3 may be first on PATH).
-    desk.ok(&[
-        "sandbox",
-        "run",
-        "--",
-        "/usr/bin/python3",
-        script.to_str().unwrap(),
-    ]);
+    desk.run_python(
+        dir.path(),
+        "qt_probe.py",
+        include_str!("fixtures/qt_probe.py"),
+    );
     desk.wait_for("qt_probe.py", "button", "Press", 60000);
     let obs = desk.ok(&["observe", "--app", "qt_probe.py"]);
     let text = obs["text"].as_str().unwrap();

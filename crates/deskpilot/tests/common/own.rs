@@ -131,6 +131,22 @@ impl Desk<'_> {
     pub fn ok(&self, args: &[&str]) -> Value {
         ok_json(self.command(), args)
     }
+
+    /// Writes a Python fixture (`source`, saved as `name` under `dir`) and runs it in
+    /// the sandbox with Debian's Python, which has the toolkit bindings the
+    /// fixtures use (another `python3` may come first on `PATH`).
+    #[allow(dead_code)] // not every test binary runs a fixture
+    pub fn run_python(&self, dir: &Path, name: &str, source: &str) {
+        let script = dir.join(name);
+        std::fs::write(&script, source).unwrap();
+        self.ok(&[
+            "sandbox",
+            "run",
+            "--",
+            "/usr/bin/python3",
+            script.to_str().unwrap(),
+        ]);
+    }
 }
 
 impl Drop for Desk<'_> {
