@@ -966,6 +966,7 @@ impl Driver for AndroidDriver {
             elapsed_ms,
             settle,
             note: (!notes.is_empty()).then(|| notes.join("; ")),
+            after: None,
         })
     }
 

@@ -95,6 +95,18 @@ impl Redacting {
             stack.extend(n.children.iter_mut());
         }
     }
+
+    /// A window read as it leaves this driver: its password values remembered, then
+    /// secrets scrubbed and remembered values hidden everywhere, the window's title
+    /// and app name masked. For [`Driver::snapshot`] and the read an action returns
+    /// ([`ActResult::after`]).
+    fn redact_read(&self, s: &mut TreeSnapshot) {
+        self.remember_secrets(&s.root);
+        window(&mut s.window);
+        self.hide_seen(&mut s.window.title);
+        scrub(&mut s.root);
+        self.hide_seen_in(&mut s.root);
+    }
 }
 
 /// Shortest word [`mask_random_looking`] masks, chars: API keys and tokens are 20
@@ -180,11 +192,7 @@ impl Driver for Redacting {
 
     async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
         let mut s = self.inner.snapshot(p).await.map_err(error)?;
-        self.remember_secrets(&s.root);
-        window(&mut s.window);
-        self.hide_seen(&mut s.window.title);
-        scrub(&mut s.root);
-        self.hide_seen_in(&mut s.root);
+        self.redact_read(&mut s);
         Ok(s)
     }
 
@@ -203,6 +211,10 @@ impl Driver for Redacting {
         let mut r = self.inner.act(p).await.map_err(error)?;
         if let Some(n) = &mut r.note {
             masked(n);
+        }
+        // The window read after the action is a read like any other.
+        if let Some(s) = &mut r.after {
+            self.redact_read(s);
         }
         Ok(r)
     }
@@ -294,12 +306,17 @@ mod tests {
     }
     use deskpilot_protocol::fixture_driver::FixtureDriver;
 
-    #[test]
-    fn a_password_seen_once_is_masked_wherever_it_shows_again() {
+    const TOKEN: &str = "sk_live_51HqLyjWDarjtT1zdp7dcQz";
+
+    /// The fixture desktop, its first window titled with [`TOKEN`] and holding a
+    /// password field and a label that repeats the password, behind [`Redacting`];
+    /// with a runtime to drive it.
+    fn with_a_password_shown_twice() -> (Redacting, tokio::runtime::Runtime) {
         use deskpilot_core::{Node, Role, State};
         let fixture = Arc::new(FixtureDriver::desktop());
         fixture.mutate(|apps| {
             let w = &mut apps[0].windows[0];
+            w.name = format!("Shop {TOKEN} checkout");
             w.children.push(
                 Node::new("h:90", Role::Textbox, "Password")
                     .state(State::Password)
@@ -309,43 +326,87 @@ mod tests {
                 .push(Node::new("h:91", Role::Label, "you typed Hunter2Hunter2"));
             w.child_count = w.children.len() as u64;
         });
-        let d = Redacting::new(fixture.clone());
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
+        (Redacting::new(fixture), rt)
+    }
+
+    /// Asserts that a read shows neither the password nor the token, and the label
+    /// with the password masked.
+    fn assert_redacted(s: &TreeSnapshot) {
+        let all: Vec<String> = s
+            .root
+            .walk()
+            .flat_map(|n| [Some(n.name.clone()), n.value.clone()])
+            .flatten()
+            .chain([s.window.title.clone()])
+            .collect();
+        assert!(
+            all.iter()
+                .all(|t| !t.contains("Hunter2") && !t.contains(TOKEN)),
+            "{all:?}"
+        );
+        assert!(all.iter().any(|t| t == "you typed ••••"), "{all:?}");
+    }
+
+    #[test]
+    fn a_password_seen_once_is_masked_wherever_it_shows_again() {
+        let (d, rt) = with_a_password_shown_twice();
         rt.block_on(async {
             let window = d.windows().await.unwrap()[0].handle.clone();
             let snap = d.snapshot(SnapshotParams::whole(window)).await.unwrap();
-            let all: Vec<String> = snap
-                .root
-                .walk()
-                .flat_map(|n| [Some(n.name.clone()), n.value.clone()])
-                .flatten()
-                .collect();
-            assert!(all.iter().all(|t| !t.contains("Hunter2")), "{all:?}");
-            assert!(all.iter().any(|t| t == "you typed ••••"), "{all:?}");
+            assert_redacted(&snap);
+        });
+    }
+
+    #[test]
+    fn the_read_an_action_returns_is_redacted_as_a_snapshot_is() {
+        use deskpilot_core::{Op, Role};
+        let (d, rt) = with_a_password_shown_twice();
+        rt.block_on(async {
+            let window = d.windows().await.unwrap()[0].handle.clone();
+            let button = d
+                .find(FindParams {
+                    window: Some(window.clone()),
+                    app: None,
+                    text: String::new(),
+                    role: Some(Role::Button),
+                    limit: Some(1),
+                })
+                .await
+                .unwrap()
+                .matches[0]
+                .node
+                .handle
+                .clone();
+            let r = d
+                .act(ActParams {
+                    window,
+                    handle: button,
+                    op: Op::Click,
+                    value: None,
+                    settle: Some(Settle {
+                        read: true,
+                        ..Settle::default()
+                    }),
+                })
+                .await
+                .unwrap();
+            assert_redacted(&r.after.expect("the fixture reads the window back"));
         });
     }
 
     #[test]
     fn titles_and_names_leave_the_driver_masked() {
-        let fixture = Arc::new(FixtureDriver::desktop());
-        let token = "sk_live_51HqLyjWDarjtT1zdp7dcQz";
-        fixture.mutate(|apps| {
-            apps[0].windows[0].name = format!("Shop {token} checkout");
-        });
-        let d = Redacting::new(fixture);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let (d, rt) = with_a_password_shown_twice();
         rt.block_on(async {
             let apps = d.apps().await.unwrap();
             let t = &apps[0].windows[0].title;
-            assert!(t.starts_with("Shop ") && !t.contains(token), "{t}");
+            assert!(t.starts_with("Shop ") && !t.contains(TOKEN), "{t}");
             let ws = d.windows().await.unwrap();
-            assert!(ws.iter().all(|w| !w.title.contains(token)));
+            assert!(ws.iter().all(|w| !w.title.contains(TOKEN)));
         });
     }
 }

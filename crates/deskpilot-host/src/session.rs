@@ -1396,10 +1396,34 @@ impl Session {
         let started = Instant::now();
         // Unknown or malformed refs fail here, before any platform call.
         let (cur, window) = self.window_of_ref(r)?;
-        let before_windows = match self.listing.take() {
-            Some((at, handles)) if at.elapsed() < LISTING_MAX_AGE => handles,
-            _ => self.window_handles().await?,
+        // The windows before the action, listed while the ref is resolved (below):
+        // the two reads are independent, and a window that is gone is said so
+        // whatever its read answered.
+        let offered = self
+            .listing
+            .take()
+            .filter(|(at, _)| at.elapsed() < LISTING_MAX_AGE)
+            .map(|(_, handles)| handles);
+        let driver = self.driver.clone();
+        let listing = async move {
+            match offered {
+                Some(handles) => Ok(handles),
+                None => Ok::<_, ComputerError>(
+                    driver
+                        .windows()
+                        .await?
+                        .into_iter()
+                        .map(|w| w.handle)
+                        .collect(),
+                ),
+            }
         };
+        // Resolve the ref against the window as it is now, not as it was at the last
+        // observe: a platform can recycle a dead element's handle for another
+        // element, and a ref must never land on a different element. The tree the
+        // model last saw stays the "before" of the diff.
+        let (before_windows, resolved) = tokio::join!(listing, self.fresh_handle(&window, r));
+        let before_windows: Vec<Handle> = before_windows?;
         if !before_windows.contains(&Handle(cur.clone())) {
             return Err(err(
                 ErrorCode::ElementNotFound,
@@ -1414,15 +1438,17 @@ impl Session {
             handle: h,
             op,
             value: v,
-            settle: Some(Settle::default()),
+            // The driver reads the window as it settles (overlapping the read with
+            // the end of its wait); a window with no tree is read by pixels.
+            settle: Some(Settle {
+                read: !window.no_tree,
+                ..Settle::default()
+            }),
         };
-        // Resolve the ref against the window as it is now, not as it was at the last
-        // observe: a platform can recycle a dead element's handle for another
-        // element, and a ref must never land on a different element. The tree the
-        // model last saw stays the "before" of the diff.
-        let (h, mut target, fresh) = self.fresh_handle(&window, r).await?;
+        let (h, mut target, fresh) = resolved?;
         gate(&fresh, element_of(&fresh, &h, r)?)?;
-        let result = match self.driver.act(params(h, value.clone())).await {
+        let resolved_ms = ms_since(started);
+        let mut result = match self.driver.act(params(h, value.clone())).await {
             Err(e) if e.code == ErrorCode::ElementNotFound => {
                 // The native object died between the read and the dispatch: the
                 // element it resolves to now is judged again before the retry.
@@ -1436,8 +1462,20 @@ impl Session {
         };
         self.sent = true;
 
-        let change = self.observe_change(&window, &before_windows).await?;
+        let acted_ms = ms_since(started);
+        let after = result.after.take();
+        let read_back = after.is_some();
+        let change = self
+            .observe_change(&window, &before_windows, after.map(|a| *a))
+            .await?;
         let elapsed_ms = ms_since(started);
+        tracing::debug!(
+            resolved_ms,
+            acted_ms,
+            elapsed_ms,
+            read_back,
+            "act phases (ms since the call began)"
+        );
         let mut text = format!(
             "{} {op} {r} {target} via {}:{} · {} · {elapsed_ms} ms",
             if result.status == ActStatus::Executed {
@@ -1563,11 +1601,14 @@ impl Session {
     /// After an action in `window`: re-reads it and diffs against the last tree,
     /// snapshots windows that appeared (they are named in the change, never made
     /// current), and notes windows that closed (a closed current window leaves no
-    /// current window: the next call chooses).
+    /// current window: the next call chooses). `read`: the window as the driver read
+    /// it once the action settled ([`ActResult::after`]), used instead of reading
+    /// it again.
     async fn observe_change(
         &mut self,
         window: &WindowInfo,
         before_windows: &[Handle],
+        read: Option<TreeSnapshot>,
     ) -> Result<Change, ComputerError> {
         let cur = window.handle.0.clone();
         let after_windows = self.window_handles().await?;
@@ -1576,7 +1617,10 @@ impl Session {
             change.diff = "(not read: the window has no accessibility tree; observe it again to read its pixels)".into();
         } else if after_windows.contains(&window.handle) {
             let before = self.state.per_window.get(&cur).and_then(|w| w.last.clone());
-            let (after, _) = self.read(window).await?;
+            let (after, _) = match read {
+                Some(snap) => self.adopt(window, snap),
+                None => self.read(window).await?,
+            };
             if let Some(before) = before {
                 let d = diff(
                     &before,
@@ -1775,7 +1819,7 @@ impl Session {
             self.settle(sub.subscription, Settle::default()).await;
         }
         self.state.current = Some(window.handle.0.clone());
-        let change = self.observe_change(&window, &before_windows).await?;
+        let change = self.observe_change(&window, &before_windows, None).await?;
         let elapsed_ms = ms_since(started);
         let window_ref = self.state.windows.assign(&window.handle);
         let mut out = format!(
@@ -1864,7 +1908,7 @@ impl Session {
             self.settle(sub.subscription, Settle::default()).await;
         }
         self.state.current = Some(window.handle.0.clone());
-        let change = self.observe_change(window, &before_windows).await?;
+        let change = self.observe_change(window, &before_windows, None).await?;
         let elapsed_ms = ms_since(started);
         let window_ref = self.state.windows.assign(&window.handle);
         let mut out = format!(
@@ -2017,6 +2061,7 @@ impl Session {
 const STEP_SETTLE: Settle = Settle {
     quiet_ms: 150,
     max_ms: 1_500,
+    read: false,
 };
 
 /// One dispatch of a key sequence: one chord of a chord list, or a run of text that

@@ -106,6 +106,7 @@ mod tests {
                 elapsed_ms: 3,
                 settle: None,
                 note: None,
+                after: None,
             },
             change,
             elapsed_ms: 40,

@@ -306,14 +306,24 @@ pub struct FindResult {
 pub struct Settle {
     pub quiet_ms: u64,
     pub max_ms: u64,
+    /// Also read the action's window once it has settled and return that read in
+    /// [`ActResult::after`]. A driver that watches events may then overlap the read
+    /// with the end of the wait: a read during which the app sent no signal, ending
+    /// once the wait would have ended, stands for the read after it (the Linux
+    /// driver: docs/ARCHITECTURE.md §6, "Settle and events"). A driver that cannot
+    /// read the window (it closed, it has no tree) returns no read and the caller
+    /// reads as before. Default `false`: wait only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read: bool,
 }
 
 impl Default for Settle {
-    /// 300 ms quiet, 3 s ceiling (docs/ARCHITECTURE.md §6).
+    /// 300 ms quiet, 3 s ceiling, no read (docs/ARCHITECTURE.md §6).
     fn default() -> Self {
         Settle {
             quiet_ms: 300,
             max_ms: 3_000,
+            read: false,
         }
     }
 }
@@ -425,6 +435,12 @@ pub struct ActResult {
     /// Why the status is not `executed`, or what fallback was used and why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The action's window read whole once the app settled, when [`Settle::read`]
+    /// asked for it and the driver could read it (`None` otherwise: the caller
+    /// reads the window itself). Hosts take it out before a result is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(skip))]
+    pub after: Option<Box<TreeSnapshot>>,
 }
 
 /// Kinds of accessibility events a subscription can ask for.

@@ -602,13 +602,6 @@ impl Driver for LinuxDriver {
                 None => d,
             });
         }
-        if let (Some(mut s), Some(settler)) = (p.settle, settler) {
-            if method.applied_in_call() {
-                let gap = super::atspi::settle::REACTION_GAP.as_millis() as u64;
-                s.quiet_ms = s.quiet_ms.min(gap);
-            }
-            result.settle = Some(settler.finish(s).await);
-        }
         // Expand and collapse say where they end: an element that states it can
         // expand is read again, and an action it accepted without the state
         // changing is not called done (Chromium opens a `<select>` only in the
@@ -621,6 +614,27 @@ impl Driver for LinuxDriver {
             && matches!(method, Method::DoAction { .. })
             && facts.states.has(atspi::State::Expandable)
             && result.status == ActStatus::Executed;
+        if let (Some(mut s), Some(settler)) = (p.settle, settler) {
+            if method.applied_in_call() {
+                let gap = super::atspi::settle::REACTION_GAP.as_millis() as u64;
+                s.quiet_ms = s.quiet_ms.min(gap);
+            }
+            if s.read && !verifiable && capture::x11_xid(&p.window).is_none() {
+                // The window read overlapped with the end of the wait (§6, "Settle
+                // and events"); a read that fails leaves the caller to read, and so
+                // does an expand or collapse, whose state is read on after the wait.
+                let whole = SnapshotParams::whole(p.window.clone());
+                let (report, after) = settler
+                    .finish_reading(s, || async {
+                        snapshot::snapshot(&self.bus, &self.opts, &whole).await.ok()
+                    })
+                    .await;
+                result.settle = Some(report);
+                result.after = after.map(Box::new);
+            } else {
+                result.settle = Some(settler.finish(s).await);
+            }
+        }
         if verifiable {
             // Read for up to 300 ms: some apps change the state after the call.
             let want = p.op == deskpilot_core::Op::Expand;

@@ -706,6 +706,7 @@ impl Host {
                     method: "XTest pointer at the centre of the text OCR read".into(),
                     elapsed_ms: k.result.elapsed_ms,
                     settle: None,
+                    after: None,
                     note: Some(
                         "synthetic pointer input on pixels: the tree cannot confirm what it did; the diff or a new observe shows it"
                             .into(),

@@ -553,26 +553,40 @@ impl Driver for FixtureDriver {
     }
 
     async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
-        let mut st = self.lock();
-        let (a, w) =
-            locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
-        let app_name = st.apps[a].info.name.clone();
-        let done = apply(&mut st.apps[a].windows[w], &app_name, &p)?;
-        let settle = p.settle.map(|s| SettleReport {
-            waited_ms: s.quiet_ms,
-            events: done.events.len() as u64,
-            hit_ceiling: false,
-            reads: None,
-        });
-        let result = ActResult {
-            status: ActStatus::Executed,
-            channel: done.channel,
-            method: done.method,
-            elapsed_ms: 0,
-            settle,
-            note: done.note,
+        let read = p.settle.is_some_and(|s| s.read).then(|| p.window.clone());
+        let mut result = {
+            let mut st = self.lock();
+            let (a, w) =
+                locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
+            let app_name = st.apps[a].info.name.clone();
+            let done = apply(&mut st.apps[a].windows[w], &app_name, &p)?;
+            let settle = p.settle.map(|s| SettleReport {
+                waited_ms: s.quiet_ms,
+                events: done.events.len() as u64,
+                hit_ceiling: false,
+                reads: read.is_some().then_some(1),
+            });
+            let result = ActResult {
+                status: ActStatus::Executed,
+                channel: done.channel,
+                method: done.method,
+                elapsed_ms: 0,
+                settle,
+                note: done.note,
+                after: None,
+            };
+            self.commit(&mut st, RecordedAction::Act(p), done.events);
+            result
         };
-        self.commit(&mut st, RecordedAction::Act(p), done.events);
+        // As a settling driver does: the window read after the action, or nothing
+        // when it cannot be read (closed: the caller then finds it gone).
+        if let Some(window) = read {
+            result.after = self
+                .snapshot(SnapshotParams::whole(window))
+                .await
+                .ok()
+                .map(Box::new);
+        }
         Ok(result)
     }
 

@@ -154,6 +154,44 @@ pub fn every_call() -> Vec<(Call, Value)> {
                     reads: None,
                 }),
                 note: None,
+                after: None,
+            }),
+        ),
+        (
+            // The window read as the action settled travels with the result.
+            Call::NodeAct(ActParams {
+                window: win.clone(),
+                handle: h(":1.42|/org/a11y/atspi/accessible/7"),
+                op: Op::Click,
+                value: None,
+                settle: Some(Settle {
+                    read: true,
+                    ..Settle::default()
+                }),
+            }),
+            v(&ActResult {
+                status: ActStatus::Executed,
+                channel: Channel::Action,
+                method: "DoAction(\"click\")".into(),
+                elapsed_ms: 2,
+                settle: Some(SettleReport {
+                    waited_ms: 315,
+                    events: 2,
+                    hit_ceiling: false,
+                    reads: Some(2),
+                }),
+                note: None,
+                after: Some(Box::new(TreeSnapshot {
+                    window: window_info(),
+                    root: tree(),
+                    stats: WalkStats {
+                        objects: 3,
+                        vanished: 0,
+                        capped: 0,
+                        elapsed_ms: 31,
+                        bulk: true,
+                    },
+                })),
             }),
         ),
         (

@@ -723,6 +723,7 @@ impl Bench<'_> {
         let mut samples = Vec::new();
         let mut diff_tokens = Vec::new();
         let (mut dispatch, mut settle, mut events) = (Vec::new(), Vec::new(), Vec::new());
+        let mut reads = Vec::new();
         let mut not_executed = 0;
         let mut channel = String::new();
         for i in 0..=self.runs {
@@ -739,6 +740,9 @@ impl Bench<'_> {
             if let Some(s) = &out.result.settle {
                 settle.push(s.waited_ms as f64);
                 events.push(s.events as f64);
+                if let Some(n) = s.reads {
+                    reads.push(n as f64);
+                }
             }
             if out.result.status != ActStatus::Executed {
                 not_executed += 1;
@@ -747,10 +751,14 @@ impl Bench<'_> {
         }
         let tokens = summary(&diff_tokens, "act result tokens")?;
         let mut detail = format!(
-            "dispatch to diff returned, via {channel}; medians: dispatch {:.0} ms, settle {} ms ({} events), result {:.0} tokens",
+            "dispatch to diff returned, via {channel}; medians: dispatch {:.0} ms, settle {} ms ({} events{}), result {:.0} tokens",
             summary(&dispatch, "dispatch")?.median,
             Summary::of(&settle).map_or("-".into(), |s| format!("{:.0}", s.median)),
             Summary::of(&events).map_or("-".into(), |s| format!("{:.0}", s.median)),
+            Summary::of(&reads).map_or(String::new(), |s| format!(
+                ", {:.0} window reads while settling",
+                s.median
+            )),
             tokens.median
         );
         if not_executed > 0 {

@@ -933,6 +933,7 @@ pub fn result(method: &Method, outcome: Outcome, started: Instant) -> ActResult 
         elapsed_ms: started.elapsed().as_millis() as u64,
         settle: None,
         note: outcome.note,
+        after: None,
     }
 }
 

@@ -6,8 +6,10 @@
 //! drained stalls the whole connection), and [`Settler::finish`], which returns once
 //! the application is quiet (see [`settles_at`]) or `max_ms` passed. It never sleeps a
 //! fixed time: each wait ends at the next deadline that the events so far imply.
+//! [`Settler::finish_reading`] also reads the window, overlapping the read with the
+//! end of the wait; a signal voids a read under way or held (docs/ARCHITECTURE.md §6,
+//! "Reading while settling").
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use deskpilot_protocol::types::{Settle, SettleReport};
@@ -40,11 +42,60 @@ pub fn settles_at(from: Instant, quiet: Duration, last: Option<Instant>) -> Inst
     }
 }
 
+/// A read taken while settling ([`Settler::finish_reading`]) stands once the app has
+/// sent nothing for this long since its last signal, and nothing while the read
+/// ran. Shorter than [`REACTION_GAP`] because the read watches too: a read during
+/// which no signal came shows the app whole, where a read after a plain wait may
+/// straddle a change. 60 ms is 1.7× the longest pause measured inside one reaction
+/// (36 ms; mousepad's Save As dialog, 2,330 signals, paused at most 29 ms).
+pub const READ_GAP: Duration = Duration::from_millis(60);
+
+/// A read taken while settling starts once the app has sent no signal for this
+/// long: the signals of one burst arrive within a few ms of each other (GTK emits
+/// them from one main-loop iteration), so a read started inside a burst would only
+/// be cancelled.
+pub const READ_START_GAP: Duration = Duration::from_millis(20);
+
+/// A read taken while settling starts at most this long before it could stand
+/// ([`read_stands_at`]): long enough to cover a GTK 4 window's read right after a
+/// redraw (gnome-calculator: 50–75 ms), short enough that the read shows the app
+/// as it is at the end of the wait, not as it was when the action returned.
+pub const READ_LEAD: Duration = Duration::from_millis(150);
+
+/// Reads cancelled by a signal before [`Settler::finish_reading`] stops reading
+/// ahead and reads once the plain wait ([`settles_at`]) is over, as
+/// [`Settler::finish`]'s caller would: an app that answers every read with
+/// signals of its own (or animates) costs at most this many wasted reads.
+pub const MAX_CANCELLED_READS: u32 = 3;
+
+/// When a read during which no signal arrived may be returned (pure): as
+/// [`settles_at`], with [`READ_GAP`] in place of [`REACTION_GAP`] after a signal.
+/// The app still gets all of `quiet` to start reacting.
+pub fn read_stands_at(from: Instant, quiet: Duration, last: Option<Instant>) -> Instant {
+    let first = from + quiet;
+    match last {
+        Some(l) => first.max(l + READ_GAP.min(quiet)),
+        None => first,
+    }
+}
+
+/// When a read taken while settling may start (pure): [`READ_START_GAP`] after the
+/// last signal, and no earlier than [`READ_LEAD`] before [`read_stands_at`].
+pub fn read_starts_at(from: Instant, quiet: Duration, last: Option<Instant>) -> Instant {
+    let stands = read_stands_at(from, quiet, last);
+    let lead = stands.checked_sub(READ_LEAD).unwrap_or(from).max(from);
+    match last {
+        Some(l) => lead.max(l + READ_START_GAP),
+        None => lead,
+    }
+}
+
 /// Signals queued for the settle stream before its task takes them. Large so that a
 /// burst during the action (a menu building 100 items) never fills it.
 const QUEUE: usize = 4_096;
 
-#[derive(Debug)]
+/// What the settle task has seen: how many signals, and when the last arrived.
+#[derive(Debug, Clone, Copy, Default)]
 struct Seen {
     events: u64,
     last: Option<Instant>,
@@ -52,7 +103,7 @@ struct Seen {
 
 /// A subscription to one application's signals, for one action.
 pub struct Settler {
-    seen: Arc<Mutex<Seen>>,
+    seen: tokio::sync::watch::Sender<Seen>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -64,10 +115,7 @@ impl Settler {
             .sender(sender)?
             .build();
         let mut stream = zbus::MessageStream::for_match_rule(rule, bus.raw(), Some(QUEUE)).await?;
-        let seen = Arc::new(Mutex::new(Seen {
-            events: 0,
-            last: None,
-        }));
+        let (seen, _) = tokio::sync::watch::channel(Seen::default());
         let sink = seen.clone();
         let subscribed = Instant::now();
         let task = tokio::spawn(async move {
@@ -78,17 +126,17 @@ impl Settler {
                     member = ?msg.header().member(),
                     "settle signal"
                 );
-                let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
-                s.events += 1;
-                s.last = Some(Instant::now());
+                sink.send_modify(|s| {
+                    s.events += 1;
+                    s.last = Some(Instant::now());
+                });
             }
         });
         Ok(Settler { seen, task })
     }
 
-    fn seen(&self) -> (u64, Option<Instant>) {
-        let s = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        (s.events, s.last)
+    fn seen(&self) -> Seen {
+        *self.seen.borrow()
     }
 
     /// Waits, from now, until the application is quiet ([`settles_at`] with
@@ -98,30 +146,130 @@ impl Settler {
         let from = Instant::now();
         let quiet = Duration::from_millis(settle.quiet_ms);
         let ceiling = from + Duration::from_millis(settle.max_ms.max(settle.quiet_ms));
-        let report = loop {
-            let (events, last) = self.seen();
+        let mut rx = self.seen.subscribe();
+        let hit_ceiling = loop {
+            let Seen { last, .. } = *rx.borrow_and_update();
             let quiet_until = settles_at(from, quiet, last);
             let now = Instant::now();
             if now >= quiet_until {
-                break SettleReport {
-                    waited_ms: now.duration_since(from).as_millis() as u64,
-                    events,
-                    hit_ceiling: false,
-                    reads: None,
-                };
+                break false;
             }
             if now >= ceiling {
-                break SettleReport {
-                    waited_ms: now.duration_since(from).as_millis() as u64,
-                    events,
-                    hit_ceiling: true,
-                    reads: None,
-                };
+                break true;
             }
             tokio::time::sleep_until(quiet_until.min(ceiling).into()).await;
         };
+        let report = SettleReport {
+            waited_ms: from.elapsed().as_millis() as u64,
+            events: self.seen().events,
+            hit_ceiling,
+            reads: None,
+        };
         self.task.abort();
         report
+    }
+
+    /// [`Settler::finish`], returning also a read (`read()`) of the app as it is when
+    /// it settled, overlapped with the wait: a read starts at [`read_starts_at`], any
+    /// signal that arrives while it runs, or while it is held, voids it (another
+    /// starts [`READ_START_GAP`] after the signal), and a read no signal voided is
+    /// returned at [`read_stands_at`] — the app had all of `quiet` to react, and
+    /// [`READ_GAP`] of silence after its last signal, during which the read showed
+    /// it whole. After [`MAX_CANCELLED_READS`] voided reads, or at the ceiling,
+    /// it reads once after the plain wait ([`settles_at`]), as the caller of
+    /// [`Settler::finish`] would.
+    ///
+    /// `read` answering `None` (the window closed, the app stopped answering) ends
+    /// the reading: the plain wait goes on and no read is returned, so the caller
+    /// reads (and meets the error) itself. The report's `reads` counts the reads
+    /// started; `waited_ms` includes the read returned.
+    pub async fn finish_reading<T, F, Fut>(
+        self,
+        settle: Settle,
+        mut read: F,
+    ) -> (SettleReport, Option<T>)
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let from = Instant::now();
+        let quiet = Duration::from_millis(settle.quiet_ms);
+        let ceiling = from + Duration::from_millis(settle.max_ms.max(settle.quiet_ms));
+        let mut rx = self.seen.subscribe();
+        let mut reads = 0u64;
+        let mut voided = 0u32;
+        let mut readable = true;
+        // A read that no signal has voided, waiting for `read_stands_at`.
+        let mut held: Option<T> = None;
+        let (read_back, hit_ceiling) = loop {
+            if held.is_some() && rx.has_changed().unwrap_or(true) {
+                held = None;
+                voided += 1;
+            }
+            let Seen { last, .. } = *rx.borrow_and_update();
+            let now = Instant::now();
+            if let Some(t) = held.take() {
+                let stands = read_stands_at(from, quiet, last);
+                if now >= stands || now >= ceiling {
+                    break (Some(t), now < stands);
+                }
+                // Hold it until it stands; a signal voids it.
+                tokio::select! {
+                    _ = tokio::time::sleep_until(stands.min(ceiling).into()) => held = Some(t),
+                    _ = rx.changed() => voided += 1,
+                }
+                continue;
+            }
+            let plain = settles_at(from, quiet, last);
+            if now >= plain || now >= ceiling {
+                // Nothing held when the plain wait is over: read once, unwatched,
+                // as a caller would after it (or nothing, when reads fail).
+                let hit = now < plain;
+                if !readable {
+                    break (None, hit);
+                }
+                reads += 1;
+                break (read().await, hit);
+            }
+            let ahead = readable && voided < MAX_CANCELLED_READS;
+            let start = if ahead {
+                read_starts_at(from, quiet, last)
+            } else {
+                plain
+            };
+            if now < start {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(start.min(ceiling).into()) => {}
+                    _ = rx.changed() => {}
+                }
+                continue;
+            }
+            reads += 1;
+            tokio::select! {
+                biased;
+                _ = rx.changed() => voided += 1,
+                r = read() => match r {
+                    // A signal that came as the read finished voids it too.
+                    Some(t) if !rx.has_changed().unwrap_or(true) => held = Some(t),
+                    Some(_) => voided += 1,
+                    None => readable = false,
+                },
+            }
+        };
+        let report = SettleReport {
+            waited_ms: from.elapsed().as_millis() as u64,
+            events: self.seen().events,
+            hit_ceiling,
+            reads: Some(reads),
+        };
+        tracing::debug!(
+            reads,
+            voided,
+            waited_ms = report.waited_ms,
+            "settled with a read"
+        );
+        self.task.abort();
+        (report, read_back)
     }
 }
 
@@ -177,5 +325,147 @@ mod tests {
             settles_at(from, ms(50), Some(from + ms(200))),
             from + ms(250)
         );
+    }
+
+    #[test]
+    fn a_read_stands_when_the_quiet_time_and_a_read_gap_have_passed() {
+        let from = Instant::now();
+        assert_eq!(read_stands_at(from, QUIET, None), from + QUIET);
+        assert_eq!(
+            read_stands_at(from, QUIET, Some(from + ms(250))),
+            from + ms(310),
+            "gnome-calculator's click: 60 ms after its signals, not 100"
+        );
+        assert_eq!(
+            read_stands_at(from, ms(40), Some(from + ms(200))),
+            from + ms(240),
+            "capped by a short quiet time"
+        );
+    }
+
+    #[test]
+    fn a_read_starts_a_lead_before_the_wait_ends_and_a_gap_after_a_signal() {
+        let from = Instant::now();
+        // No signal yet: READ_LEAD before the 300 ms floor.
+        assert_eq!(read_starts_at(from, QUIET, None), from + ms(150));
+        // A signal at 250 ms moves the end to 350 ms; the read waits out the burst.
+        assert_eq!(
+            read_starts_at(from, QUIET, Some(from + ms(250))),
+            from + ms(270)
+        );
+        // A short wait (a value set inside the call): at once, never before `from`.
+        assert_eq!(read_starts_at(from, ms(100), None), from);
+    }
+
+    /// A settler fed by the test instead of the bus: `signal` stands for a signal.
+    fn fed() -> (Settler, tokio::sync::watch::Sender<Seen>) {
+        let (seen, _) = tokio::sync::watch::channel(Seen::default());
+        let settler = Settler {
+            seen: seen.clone(),
+            task: tokio::spawn(async {}),
+        };
+        (settler, seen)
+    }
+
+    fn signal(tx: &tokio::sync::watch::Sender<Seen>) {
+        tx.send_modify(|s| {
+            s.events += 1;
+            s.last = Some(Instant::now());
+        });
+    }
+
+    const SETTLE: Settle = Settle {
+        quiet_ms: 300,
+        max_ms: 3_000,
+        read: true,
+    };
+
+    /// Each read sleeps `took` and answers the instant it began.
+    fn reader(
+        took: Duration,
+    ) -> impl FnMut() -> std::pin::Pin<Box<dyn Future<Output = Option<Instant>>>> {
+        move || {
+            Box::pin(async move {
+                let began = Instant::now();
+                tokio::time::sleep(took).await;
+                Some(began)
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn with_no_reaction_the_read_is_held_until_the_wait_ends() {
+        let (settler, _tx) = fed();
+        let from = Instant::now();
+        let (report, read) = settler.finish_reading(SETTLE, reader(ms(40))).await;
+        let began = read.expect("a read");
+        assert!(began >= from + ms(150), "not before the lead");
+        assert!(
+            report.waited_ms >= 300,
+            "never before the wait ends: {report:?}"
+        );
+        assert_eq!(report.events, 0);
+        assert!(!report.hit_ceiling);
+    }
+
+    #[tokio::test]
+    async fn a_late_reaction_voids_an_earlier_read() {
+        // gnome-calculator: the click's signals come 250 ms after the action, after
+        // a read that began at 150 ms was already held.
+        let (settler, tx) = fed();
+        let late = tokio::spawn(async move {
+            tokio::time::sleep(ms(250)).await;
+            signal(&tx);
+            Instant::now()
+        });
+        let (report, read) = settler.finish_reading(SETTLE, reader(ms(40))).await;
+        let signalled = late.await.unwrap();
+        let began = read.expect("a read");
+        assert!(
+            began > signalled,
+            "the read returned began after the reaction"
+        );
+        assert!(
+            Instant::now() >= signalled + READ_GAP,
+            "the read stands a read gap after the signal"
+        );
+        assert!(report.waited_ms >= 310, "{report:?}");
+        assert_eq!(report.events, 1);
+        assert!(report.reads.unwrap() >= 1);
+    }
+
+    #[tokio::test]
+    async fn a_read_that_fails_ends_the_reading_and_the_wait_goes_on() {
+        let (settler, _tx) = fed();
+        let mut calls = 0;
+        let (report, read) = settler
+            .finish_reading(SETTLE, || {
+                calls += 1;
+                async { None::<()> }
+            })
+            .await;
+        assert!(read.is_none());
+        assert_eq!(calls, 1, "no read after a failed one");
+        assert!(report.waited_ms >= 300, "{report:?}");
+    }
+
+    #[tokio::test]
+    async fn an_app_that_answers_reads_with_signals_is_read_once_after_the_wait() {
+        // Every read makes the app send a signal: after MAX_CANCELLED_READS the
+        // read is taken after the wait, and returned although it sent one too.
+        let (settler, tx) = fed();
+        let (report, read) = settler
+            .finish_reading(SETTLE, || {
+                let tx = tx.clone();
+                async move {
+                    signal(&tx);
+                    tokio::time::sleep(ms(10)).await;
+                    Some(Instant::now())
+                }
+            })
+            .await;
+        assert!(read.is_some());
+        assert_eq!(report.reads, Some(u64::from(MAX_CANCELLED_READS) + 1));
+        assert!(!report.hit_ceiling);
     }
 }
