@@ -324,7 +324,14 @@ impl Driver for Guarded {
                 )
                 .await?;
             }
-            self.inner.act(p.clone()).await
+            let mut r = self.inner.act(p.clone()).await?;
+            // The window read after the action is served as a snapshot is: only
+            // while the window, as it is now (a page's new title), is still admitted.
+            // Otherwise the caller reads it itself and meets the refusal.
+            if r.after.is_some() && self.admit_window(&p.window).await.is_err() {
+                r.after = None;
+            }
+            Ok(r)
         }
         .await;
         self.audit(AuditEvent::Action, p.op.as_str(), facts.as_ref(), len, &r);
@@ -574,6 +581,79 @@ fn same_app(window: &Handle, element: &Handle) -> Result<(), ComputerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A click in an admitted window whose result carries the window read after it:
+    /// when the window is refused by then (the click loaded a page whose title the
+    /// user denies), the read is not served; while admitted, it is.
+    #[test]
+    fn the_read_after_an_action_is_served_only_while_its_window_is_admitted() {
+        use deskpilot_protocol::fixture_driver::FixtureDriver;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = Arc::new(FixtureDriver::desktop());
+        // The fixture's apps run as this test's user (not another user's windows).
+        fixture.mutate(|apps| {
+            for a in apps.iter_mut() {
+                a.info.uid = Some(deskpilot_os::current_uid());
+            }
+            // Fixture handles carry no bus name, so the guard lets an action name
+            // only the window itself: give it a click.
+            apps[0].windows[0].actions = vec!["click".into()];
+        });
+        // Each admission reloads the settings once: the ones numbered past
+        // `deny_after` see the window's app on the user's deny-list.
+        let calls = Arc::new(AtomicUsize::new(0));
+        let deny_after = Arc::new(AtomicUsize::new(usize::MAX));
+        let (c, d) = (calls.clone(), deny_after.clone());
+        let reload: Reload = Arc::new(move || {
+            let n = c.fetch_add(1, Ordering::SeqCst) + 1;
+            let mut s = crate::config::Config::default().effective(true);
+            s.enabled = true;
+            if n > d.load(Ordering::SeqCst) {
+                s.deny_apps = vec!["editor".into()];
+            }
+            Ok(s)
+        });
+        let g = Guarded::new(
+            fixture,
+            GuardOptions {
+                reload,
+                runtime_dir: dir.path().to_path_buf(),
+                audit: AuditLog::new(dir.path().join("audit.jsonl")),
+            },
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let window = g.windows().await.unwrap()[0].clone();
+            assert_eq!(window.app, "editor");
+            let click = || ActParams {
+                window: window.handle.clone(),
+                handle: window.handle.clone(),
+                op: Op::Click,
+                value: None,
+                settle: Some(Settle {
+                    read: true,
+                    ..Settle::default()
+                }),
+            };
+            let served = g.act(click()).await.unwrap();
+            assert!(served.after.is_some(), "admitted: the read is served");
+            // Admitted when the action is asked for, refused when its read is
+            // judged after it.
+            deny_after.store(calls.load(Ordering::SeqCst) + 1, Ordering::SeqCst);
+            let withheld = g.act(click()).await.unwrap();
+            assert!(withheld.after.is_none(), "refused by then: not served");
+            assert_eq!(withheld.status, ActStatus::Executed);
+            let e = g
+                .snapshot(SnapshotParams::whole(window.handle.clone()))
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, ErrorCode::Denylisted, "{e:?}");
+        });
+    }
 
     #[test]
     fn an_element_must_be_of_the_named_windows_app() {

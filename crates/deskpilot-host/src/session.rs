@@ -1396,34 +1396,10 @@ impl Session {
         let started = Instant::now();
         // Unknown or malformed refs fail here, before any platform call.
         let (cur, window) = self.window_of_ref(r)?;
-        // The windows before the action, listed while the ref is resolved (below):
-        // the two reads are independent, and a window that is gone is said so
-        // whatever its read answered.
-        let offered = self
-            .listing
-            .take()
-            .filter(|(at, _)| at.elapsed() < LISTING_MAX_AGE)
-            .map(|(_, handles)| handles);
-        let driver = self.driver.clone();
-        let listing = async move {
-            match offered {
-                Some(handles) => Ok(handles),
-                None => Ok::<_, ComputerError>(
-                    driver
-                        .windows()
-                        .await?
-                        .into_iter()
-                        .map(|w| w.handle)
-                        .collect(),
-                ),
-            }
+        let before_windows = match self.listing.take() {
+            Some((at, handles)) if at.elapsed() < LISTING_MAX_AGE => handles,
+            _ => self.window_handles().await?,
         };
-        // Resolve the ref against the window as it is now, not as it was at the last
-        // observe: a platform can recycle a dead element's handle for another
-        // element, and a ref must never land on a different element. The tree the
-        // model last saw stays the "before" of the diff.
-        let (before_windows, resolved) = tokio::join!(listing, self.fresh_handle(&window, r));
-        let before_windows: Vec<Handle> = before_windows?;
         if !before_windows.contains(&Handle(cur.clone())) {
             return Err(err(
                 ErrorCode::ElementNotFound,
@@ -1445,7 +1421,11 @@ impl Session {
                 ..Settle::default()
             }),
         };
-        let (h, mut target, fresh) = resolved?;
+        // Resolve the ref against the window as it is now, not as it was at the last
+        // observe: a platform can recycle a dead element's handle for another
+        // element, and a ref must never land on a different element. The tree the
+        // model last saw stays the "before" of the diff.
+        let (h, mut target, fresh) = self.fresh_handle(&window, r).await?;
         gate(&fresh, element_of(&fresh, &h, r)?)?;
         let resolved_ms = ms_since(started);
         let mut result = match self.driver.act(params(h, value.clone())).await {

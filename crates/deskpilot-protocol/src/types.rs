@@ -308,9 +308,10 @@ pub struct Settle {
     pub max_ms: u64,
     /// Also read the action's window once it has settled and return that read in
     /// [`ActResult::after`]. A driver that watches events may then overlap the read
-    /// with the end of the wait: a read during which the app sent no signal, ending
-    /// once the wait would have ended, stands for the read after it (the Linux
-    /// driver: docs/ARCHITECTURE.md §6, "Settle and events"). A driver that cannot
+    /// with the end of the wait: a read during which the app sent no signal, held
+    /// until the app has had `quiet_ms` to react and has been silent a while since,
+    /// stands for the read after the wait (the Linux driver: docs/ARCHITECTURE.md
+    /// §6, "Reading while settling"). A driver that cannot
     /// read the window (it closed, it has no tree) returns no read and the caller
     /// reads as before. Default `false`: wait only.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -620,8 +620,8 @@ impl Driver for LinuxDriver {
                 s.quiet_ms = s.quiet_ms.min(gap);
             }
             if s.read && !verifiable && capture::x11_xid(&p.window).is_none() {
-                // The window read overlapped with the end of the wait (§6, "Settle
-                // and events"); a read that fails leaves the caller to read, and so
+                // The window read overlapped with the end of the wait (§6, "Reading
+                // while settling"); a read that fails leaves the caller to read, and so
                 // does an expand or collapse, whose state is read on after the wait.
                 let whole = SnapshotParams::whole(p.window.clone());
                 let (report, after) = settler

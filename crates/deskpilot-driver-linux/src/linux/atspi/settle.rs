@@ -175,9 +175,13 @@ impl Settler {
     /// starts [`READ_START_GAP`] after the signal), and a read no signal voided is
     /// returned at [`read_stands_at`] — the app had all of `quiet` to react, and
     /// [`READ_GAP`] of silence after its last signal, during which the read showed
-    /// it whole. After [`MAX_CANCELLED_READS`] voided reads, or at the ceiling,
-    /// it reads once after the plain wait ([`settles_at`]), as the caller of
-    /// [`Settler::finish`] would.
+    /// it whole. After [`MAX_CANCELLED_READS`] voided reads it reads once after the
+    /// plain wait ([`settles_at`]), unwatched, as the caller of [`Settler::finish`]
+    /// would; so it starts at most that many reads and one more. At the ceiling
+    /// (`max_ms`, the app still sending) it returns the read it holds, taken after
+    /// the last signal, or reads once unwatched; a read under way is not cut off
+    /// there (it bounds the wait, not a read, as the caller's read after
+    /// [`Settler::finish`] was not bounded by it either).
     ///
     /// `read` answering `None` (the window closed, the app stopped answering) ends
     /// the reading: the plain wait goes on and no read is returned, so the caller
@@ -244,16 +248,25 @@ impl Settler {
                 }
                 continue;
             }
+            if rx.has_changed().unwrap_or(true) {
+                continue;
+            }
             reads += 1;
-            tokio::select! {
+            let r = tokio::select! {
                 biased;
-                _ = rx.changed() => voided += 1,
-                r = read() => match r {
-                    // A signal that came as the read finished voids it too.
-                    Some(t) if !rx.has_changed().unwrap_or(true) => held = Some(t),
-                    Some(_) => voided += 1,
-                    None => readable = false,
-                },
+                _ = rx.changed() => {
+                    voided += 1;
+                    continue;
+                }
+                r = read() => r,
+            };
+            // The settle task stamps a signal when it runs, which can be after the
+            // read's last reply came in: let it run before judging the read.
+            tokio::task::yield_now().await;
+            match r {
+                Some(t) if !rx.has_changed().unwrap_or(true) => held = Some(t),
+                Some(_) => voided += 1,
+                None => readable = false,
             }
         };
         let report = SettleReport {
