@@ -543,6 +543,16 @@ fn main() {
                 output::print_error(true, &err);
                 std::process::exit(2);
             }
+            if !is_help {
+                // For humans too, bad usage names its code, as every other error does.
+                let text = e.render().to_string();
+                let text = match text.strip_prefix("error:") {
+                    Some(rest) => format!("error[COMPUTER_INVALID_ARGUMENT]:{rest}"),
+                    None => text,
+                };
+                eprint!("{text}");
+                std::process::exit(2);
+            }
             e.exit()
         }
     };

@@ -69,7 +69,8 @@ fn act_usage(r: &str, op: Op, value: Option<&str>) -> Option<(ErrorKind, String)
     if let Err(e) = deskpilot_core::refs::parse_ref(r) {
         return Some((
             ErrorKind::InvalidValue,
-            format!("{r:?} is not a ref: {e} (or o3 for text read by OCR)"),
+            // `e` names the text already: "\"e50x\" is not a ref; refs look like …".
+            format!("{e} (or o3 for text read by OCR)"),
         ));
     }
     let needs = matches!(op, Op::SetValue | Op::Type | Op::Scroll | Op::DragTo);

@@ -139,9 +139,29 @@ fn bad_refs_ops_and_vanished_windows_fail_with_codes() {
         ],
         "COMPUTER_TIMEOUT",
     );
-    // Malformed arguments are usage errors (exit 2), not crashes.
+    // Malformed arguments are usage errors (exit 2), not crashes, and name their
+    // code for humans too.
     let out = bin().args(["act"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+    for args in [
+        &["act"][..],
+        &["act", "e5", "frobnicate"],
+        &["act", "e50x", "click"],
+    ] {
+        let out = bin().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("error[COMPUTER_INVALID_ARGUMENT]: "),
+            "{args:?}: {err}"
+        );
+        let malformed_ref = args.get(1) == Some(&"e50x");
+        assert_eq!(
+            err.matches("is not a ref").count(),
+            usize::from(malformed_ref),
+            "said once, for the malformed ref only: {err}"
+        );
+    }
 
     // The app goes away: the grant loses its window, and acting on the old refs is
     // refused as stale (the action was in flight against a binding that ended).

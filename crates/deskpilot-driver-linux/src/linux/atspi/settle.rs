@@ -56,11 +56,10 @@ pub const READ_GAP: Duration = Duration::from_millis(60);
 /// be cancelled.
 pub const READ_START_GAP: Duration = Duration::from_millis(20);
 
-/// A read taken while settling starts at most this long before it could stand
-/// ([`read_stands_at`]): long enough to cover a GTK 4 window's read right after a
-/// redraw (gnome-calculator: 50–75 ms), short enough that the read shows the app
-/// as it is at the end of the wait, not as it was when the action returned.
-pub const READ_LEAD: Duration = Duration::from_millis(150);
+/// Once the app has reacted, a read taken while settling starts at most this long
+/// before it could stand ([`read_stands_at`]), so that it covers that instant
+/// and a little before; a shorter read is held until then.
+pub const READ_LEAD: Duration = Duration::from_millis(50);
 
 /// Reads cancelled by a signal before [`Settler::finish_reading`] stops reading
 /// ahead and reads once the plain wait ([`settles_at`]) is over, as
@@ -79,14 +78,21 @@ pub fn read_stands_at(from: Instant, quiet: Duration, last: Option<Instant>) -> 
     }
 }
 
-/// When a read taken while settling may start (pure): [`READ_START_GAP`] after the
-/// last signal, and no earlier than [`READ_LEAD`] before [`read_stands_at`].
+/// When a read taken while settling may start (pure). Before the app has sent a
+/// signal since `from` (signals sent while the action itself ran do not count), no
+/// earlier than `from + quiet`: a reaction that starts just after the quiet time
+/// (gnome-calculator shows a result ~300 ms after "=" is pressed, with no signal
+/// before) lands inside the read, as it did in a read taken after a plain wait.
+/// Once it has, [`READ_START_GAP`] after the last signal, and no earlier than
+/// [`READ_LEAD`] before [`read_stands_at`].
 pub fn read_starts_at(from: Instant, quiet: Duration, last: Option<Instant>) -> Instant {
-    let stands = read_stands_at(from, quiet, last);
-    let lead = stands.checked_sub(READ_LEAD).unwrap_or(from).max(from);
-    match last {
-        Some(l) => lead.max(l + READ_START_GAP),
-        None => lead,
+    match last.filter(|l| *l >= from) {
+        None => from + quiet,
+        Some(l) => {
+            let stands = read_stands_at(from, quiet, last);
+            let lead = stands.checked_sub(READ_LEAD).unwrap_or(from).max(from);
+            lead.max(l + READ_START_GAP)
+        }
     }
 }
 
@@ -225,9 +231,11 @@ impl Settler {
                 continue;
             }
             let plain = settles_at(from, quiet, last);
-            if now >= plain || now >= ceiling {
-                // Nothing held when the plain wait is over: read once, unwatched,
-                // as a caller would after it (or nothing, when reads fail).
+            let ahead = readable && voided < MAX_CANCELLED_READS;
+            if (now >= plain && !ahead) || now >= ceiling {
+                // No watched read to be had when the plain wait is over: read
+                // once, unwatched, as a caller would after it (or nothing, when
+                // reads fail).
                 let hit = now < plain;
                 if !readable {
                     break (None, hit);
@@ -235,7 +243,6 @@ impl Settler {
                 reads += 1;
                 break (read().await, hit);
             }
-            let ahead = readable && voided < MAX_CANCELLED_READS;
             let start = if ahead {
                 read_starts_at(from, quiet, last)
             } else {
@@ -357,17 +364,27 @@ mod tests {
     }
 
     #[test]
-    fn a_read_starts_a_lead_before_the_wait_ends_and_a_gap_after_a_signal() {
+    fn a_read_starts_after_the_quiet_time_or_a_gap_after_a_reaction() {
         let from = Instant::now();
-        // No signal yet: READ_LEAD before the 300 ms floor.
-        assert_eq!(read_starts_at(from, QUIET, None), from + ms(150));
-        // A signal at 250 ms moves the end to 350 ms; the read waits out the burst.
+        // No reaction yet: when the quiet time is over, as a plain wait's read.
+        assert_eq!(read_starts_at(from, QUIET, None), from + QUIET);
+        assert_eq!(
+            read_starts_at(from, QUIET, Some(from - ms(5))),
+            from + QUIET,
+            "signals sent while the action ran are no reaction"
+        );
+        // A reaction at 250 ms: the read waits out the burst, then stands at 310.
         assert_eq!(
             read_starts_at(from, QUIET, Some(from + ms(250))),
             from + ms(270)
         );
-        // A short wait (a value set inside the call): at once, never before `from`.
-        assert_eq!(read_starts_at(from, ms(100), None), from);
+        // An early reaction: no earlier than READ_LEAD before the read can stand.
+        assert_eq!(
+            read_starts_at(from, QUIET, Some(from + ms(10))),
+            from + ms(250)
+        );
+        // A short wait (a value set inside the call).
+        assert_eq!(read_starts_at(from, ms(100), None), from + ms(100));
     }
 
     /// A settler fed by the test instead of the bus: `signal` stands for a signal.
@@ -385,6 +402,18 @@ mod tests {
             s.events += 1;
             s.last = Some(Instant::now());
         });
+    }
+
+    /// A signal `after` from now; the task answers when it was sent.
+    fn signal_after(
+        tx: tokio::sync::watch::Sender<Seen>,
+        after: Duration,
+    ) -> tokio::task::JoinHandle<Instant> {
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            signal(&tx);
+            Instant::now()
+        })
     }
 
     const SETTLE: Settle = Settle {
@@ -407,30 +436,54 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn with_no_reaction_the_read_is_held_until_the_wait_ends() {
+    async fn with_no_reaction_the_read_begins_when_the_quiet_time_ends() {
         let (settler, _tx) = fed();
         let from = Instant::now();
         let (report, read) = settler.finish_reading(SETTLE, reader(ms(40))).await;
         let began = read.expect("a read");
-        assert!(began >= from + ms(150), "not before the lead");
-        assert!(
-            report.waited_ms >= 300,
-            "never before the wait ends: {report:?}"
-        );
+        assert!(began >= from + QUIET, "as a read after a plain wait");
+        assert!(report.waited_ms >= 340, "{report:?}");
         assert_eq!(report.events, 0);
+        assert_eq!(report.reads, Some(1));
         assert!(!report.hit_ceiling);
     }
 
     #[tokio::test]
-    async fn a_late_reaction_voids_an_earlier_read() {
-        // gnome-calculator: the click's signals come 250 ms after the action, after
-        // a read that began at 150 ms was already held.
+    async fn a_reaction_that_starts_after_the_quiet_time_is_in_the_read() {
+        // gnome-calculator's "=": the result shows ~300 ms after the press, with
+        // no signal before it; here at 320 ms, while the first read runs.
         let (settler, tx) = fed();
-        let late = tokio::spawn(async move {
-            tokio::time::sleep(ms(250)).await;
+        let late = signal_after(tx, ms(320));
+        let (report, read) = settler.finish_reading(SETTLE, reader(ms(40))).await;
+        let signalled = late.await.unwrap();
+        assert!(read.expect("a read") > signalled, "{report:?}");
+        assert_eq!(report.events, 1);
+    }
+
+    #[tokio::test]
+    async fn a_signal_voids_a_held_read() {
+        // A reaction at 10 ms: a short read starts at 250 ms (READ_LEAD before it
+        // could stand at 300) and is held; a second burst at 285 ms voids it.
+        let (settler, tx) = fed();
+        let bursts = tokio::spawn(async move {
+            tokio::time::sleep(ms(10)).await;
+            signal(&tx);
+            tokio::time::sleep(ms(275)).await;
             signal(&tx);
             Instant::now()
         });
+        let (report, read) = settler.finish_reading(SETTLE, reader(ms(20))).await;
+        let second = bursts.await.unwrap();
+        assert!(read.expect("a read") > second, "{report:?}");
+        assert!(Instant::now() >= second + READ_GAP);
+        assert_eq!(report.events, 2);
+    }
+
+    #[tokio::test]
+    async fn a_late_reaction_is_in_the_read() {
+        // gnome-calculator: the click's signals come 250 ms after the action.
+        let (settler, tx) = fed();
+        let late = signal_after(tx, ms(250));
         let (report, read) = settler.finish_reading(SETTLE, reader(ms(40))).await;
         let signalled = late.await.unwrap();
         let began = read.expect("a read");
