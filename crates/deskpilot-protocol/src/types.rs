@@ -407,7 +407,7 @@ impl ActStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SettleReport {
-    /// Time spent waiting, ms.
+    /// Time spent waiting, ms (with [`Settle::read`], the read returned included).
     pub waited_ms: u64,
     /// Events seen from the app while waiting.
     pub events: u64,
@@ -415,8 +415,10 @@ pub struct SettleReport {
     /// reading: the last reads still differed, or a read failed).
     pub hit_ceiling: bool,
     /// Reads of the screen taken to settle, for a driver that settles by reading it
-    /// again until two reads match (Android: one `uiautomator dump` each); `None`
-    /// for a driver that settles on events.
+    /// again until two reads match (Android: one `uiautomator dump` each), or reads
+    /// of the window started while settling on events with [`Settle::read`] (Linux:
+    /// those a signal voided included); `None` for a driver that settles on events
+    /// alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads: Option<u64>,
 }

@@ -448,15 +448,22 @@ mod tests {
         assert!(!report.hit_ceiling);
     }
 
+    /// Settles with 40 ms reads and one signal `after` the action; answers the
+    /// report, when the returned read began and when the signal was sent.
+    async fn one_signal_at(after: Duration) -> (SettleReport, Instant, Instant) {
+        let (settler, tx) = fed();
+        let late = signal_after(tx, after);
+        let (report, read) = settler.finish_reading(SETTLE, reader(ms(40))).await;
+        let signalled = late.await.unwrap();
+        (report, read.expect("a read"), signalled)
+    }
+
     #[tokio::test]
     async fn a_reaction_that_starts_after_the_quiet_time_is_in_the_read() {
         // gnome-calculator's "=": the result shows ~300 ms after the press, with
         // no signal before it; here at 320 ms, while the first read runs.
-        let (settler, tx) = fed();
-        let late = signal_after(tx, ms(320));
-        let (report, read) = settler.finish_reading(SETTLE, reader(ms(40))).await;
-        let signalled = late.await.unwrap();
-        assert!(read.expect("a read") > signalled, "{report:?}");
+        let (report, began, signalled) = one_signal_at(ms(320)).await;
+        assert!(began > signalled, "{report:?}");
         assert_eq!(report.events, 1);
     }
 
@@ -482,11 +489,7 @@ mod tests {
     #[tokio::test]
     async fn a_late_reaction_is_in_the_read() {
         // gnome-calculator: the click's signals come 250 ms after the action.
-        let (settler, tx) = fed();
-        let late = signal_after(tx, ms(250));
-        let (report, read) = settler.finish_reading(SETTLE, reader(ms(40))).await;
-        let signalled = late.await.unwrap();
-        let began = read.expect("a read");
+        let (report, began, signalled) = one_signal_at(ms(250)).await;
         assert!(
             began > signalled,
             "the read returned began after the reaction"
