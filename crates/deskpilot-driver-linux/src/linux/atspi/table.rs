@@ -144,15 +144,11 @@ pub(crate) async fn cell_position(bus: &Bus, table: &ObjRef, cell: &ObjRef) -> O
     if let Ok(idx) = idx
         && idx >= 0
     {
-        let r: Result<(i32, i32), CallError> = async {
-            let row: i32 = bus
-                .call(table, iface::TABLE, "GetRowAtIndex", &(idx,))
-                .await?;
-            let col: i32 = bus
-                .call(table, iface::TABLE, "GetColumnAtIndex", &(idx,))
-                .await?;
-            Ok((row, col))
-        }
+        // The row and the column are asked together: one round trip, not two.
+        let r: Result<(i32, i32), CallError> = futures_util::future::try_join(
+            bus.call(table, iface::TABLE, "GetRowAtIndex", &(idx,)),
+            bus.call(table, iface::TABLE, "GetColumnAtIndex", &(idx,)),
+        )
         .await;
         if let Ok((row, col)) = r
             && row >= 0
@@ -163,6 +159,25 @@ pub(crate) async fn cell_position(bus: &Bus, table: &ObjRef, cell: &ObjRef) -> O
     }
     let name: String = bus.prop(cell, iface::ACCESSIBLE, "Name").await.ok()?;
     parse_a1(&name)
+}
+
+/// Row and column of the first cell found at the points `at(dy)` gives for each of
+/// [`CORNER_PROBES`] under half the table's height, in order.
+async fn corner(
+    bus: &Bus,
+    table: &ObjRef,
+    bounds: Bounds,
+    at: impl Fn(i32) -> (i32, i32),
+) -> Option<(u64, u64)> {
+    for &dy in CORNER_PROBES.iter().filter(|&&d| d < bounds.height / 2) {
+        let (x, y) = at(dy);
+        if let Some(c) = cell_at_point(bus, table, x, y).await
+            && let Some(p) = cell_position(bus, table, &c).await
+        {
+            return Some(p);
+        }
+    }
+    None
 }
 
 async fn cell_at_point(bus: &Bus, table: &ObjRef, x: i32, y: i32) -> Option<ObjRef> {
@@ -395,11 +410,10 @@ async fn read_table(
         text_cap,
         whole,
     } = how;
-    let dims: Result<(i32, i32), CallError> = async {
-        let rows: i32 = bus.prop(table, iface::TABLE, "NRows").await?;
-        let cols: i32 = bus.prop(table, iface::TABLE, "NColumns").await?;
-        Ok((rows, cols))
-    }
+    let dims: Result<(i32, i32), CallError> = futures_util::future::try_join(
+        bus.prop(table, iface::TABLE, "NRows"),
+        bus.prop(table, iface::TABLE, "NColumns"),
+    )
     .await;
     let (rows, cols) = match dims {
         Ok((r, c)) => (u64::try_from(r).unwrap_or(0), u64::try_from(c).unwrap_or(0)),
@@ -415,27 +429,14 @@ async fn read_table(
         // A column header sits at the top of a GTK tree view, and a last row may be
         // cut at the bottom: each corner is probed a few times further inwards
         // until the point is over a cell.
+        // The two corners are probed together.
         let (left, right) = (bounds.x + 1, bounds.x + bounds.width - 2);
         let (top, bottom) = (bounds.y + 1, bounds.y + bounds.height - 2);
-        let mut tl_pos = None;
-        for dy in CORNER_PROBES.iter().filter(|&&d| d < bounds.height / 2) {
-            if let Some(c) = cell_at_point(bus, table, left, top + dy).await
-                && let Some(p) = cell_position(bus, table, &c).await
-            {
-                tl_pos = Some(p);
-                break;
-            }
-        }
-        let mut br_pos = None;
-        for dy in CORNER_PROBES.iter().filter(|&&d| d < bounds.height / 2) {
-            if let Some(c) = cell_at_point(bus, table, right, bottom - dy).await
-                && let Some(p) = cell_position(bus, table, &c).await
-            {
-                br_pos = Some(p);
-                break;
-            }
-        }
-        (tl_pos, br_pos)
+        futures_util::future::join(
+            corner(bus, table, bounds, |dy| (left, top + dy)),
+            corner(bus, table, bounds, |dy| (right, bottom - dy)),
+        )
+        .await
     };
     let mut info = TableInfo {
         rows,
