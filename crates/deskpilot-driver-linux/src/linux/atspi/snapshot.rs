@@ -20,7 +20,7 @@ use super::details::read_details;
 use super::handle::ObjRef;
 use super::options::ConnectOptions;
 use super::role_map::{code, map_role_code, toplevel_role};
-use super::table::{CellReads, read_tables};
+use super::table::{self, CellReads};
 use super::tree::assemble;
 use super::walk::{WalkLimits, walk};
 
@@ -111,31 +111,29 @@ pub async fn read(
     let text_cap = p.text_cap.map_or(opts.text_cap, |c| {
         c.min(deskpilot_protocol::types::MAX_TEXT_CAP) as usize
     });
-    read_details(
-        bus,
-        &mut w.parts,
-        &root,
-        opts.concurrency,
-        text_cap,
-        limits.hidden,
-    )
-    .await?;
-    let t_details = started.elapsed();
     let left = u64::from(limits.max_nodes).saturating_sub(w.parts.infos.len() as u64);
-    let viewport = w.parts.details.get(&window).and_then(|d| d.bounds);
-    let cells = read_tables(
-        bus,
-        &mut w.parts,
-        opts.child_cap,
-        CellReads {
-            concurrency: opts.concurrency,
+    // Tables read by visible range need nothing the details read finds (their
+    // extents are read again with them): both run at once, the tables' cells are
+    // added after.
+    let tables = table::tables_to_read(&w.parts, opts.child_cap);
+    let how = CellReads {
+        concurrency: opts.concurrency,
+        text_cap,
+        whole: limits.hidden,
+    };
+    let ((), table_reads) = futures_util::future::try_join(
+        read_details(
+            bus,
+            &mut w.parts,
+            &root,
+            opts.concurrency,
             text_cap,
-            whole: limits.hidden,
-        },
-        left,
-        viewport,
+            limits.hidden,
+        ),
+        table::read_tables(bus, &tables, &window, how, left),
     )
     .await?;
+    let cells: u64 = table_reads.into_iter().map(|r| r.apply(&mut w.parts)).sum();
     let t_tables = started.elapsed();
     let mut node = assemble(&root, &w.parts).ok_or_else(|| not_found(&root))?;
     // Class names and doubled labels are not names (GTK 4): tidied once, here, so
@@ -204,8 +202,8 @@ pub async fn read(
         ms = stats.elapsed_ms,
         cache_ms = t_cache.as_millis() as u64,
         walk_ms = (t_walk - t_cache).as_millis() as u64,
-        details_ms = (t_details - t_walk).as_millis() as u64,
-        tables_ms = (t_tables - t_details).as_millis() as u64,
+        details_and_tables_ms = (t_tables - t_walk).as_millis() as u64,
+        tables = tables.len(),
         "snapshot read"
     );
     Ok(Read {

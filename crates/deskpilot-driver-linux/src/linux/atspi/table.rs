@@ -10,10 +10,11 @@
 
 use deskpilot_core::{Bounds, TableInfo};
 use deskpilot_protocol::ComputerError;
+use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 
 use super::connection::{Bus, CallError, iface, obj_from_wire};
-use super::details::text_head;
+use super::details::{extents, text_head};
 use super::handle::ObjRef;
 use super::info::{Ifaces, NodeInfo};
 use super::role_map::code;
@@ -397,19 +398,69 @@ pub struct CellReads {
     pub whole: bool,
 }
 
+/// What one table's read found, applied to the walk's [`Parts`] by
+/// [`TableRead::apply`] once the other reads of the snapshot are over (the table
+/// is read while the details of the rest of the window are).
+#[derive(Debug)]
+pub struct TableRead {
+    table: ObjRef,
+    /// `None` when the table's shape was unreadable: the table is left as walked.
+    info: Option<TableInfo>,
+    /// The cells read, in row-major order, with the text read of each.
+    cells: Vec<(NodeInfo, Details)>,
+}
+
+impl TableRead {
+    /// The number of cells read.
+    pub fn cells(&self) -> u64 {
+        self.cells.len() as u64
+    }
+
+    /// Puts the table's shape and its cells into `parts`, the cells as the
+    /// table's children, and returns how many cells it added. A table that
+    /// vanished meanwhile (it is in `parts.vanished`) is left out with its cells;
+    /// an empty table gets its shape and keeps its children unread.
+    pub fn apply(self, parts: &mut Parts) -> u64 {
+        if parts.vanished.contains(&self.table) {
+            return 0;
+        }
+        let Some(info) = self.info else {
+            return 0;
+        };
+        let ranged = info.visible_rows.is_some();
+        parts.details.entry(self.table.clone()).or_default().table = Some(info);
+        if !ranged {
+            return 0;
+        }
+        let added = self.cells.len() as u64;
+        let mut kids = Vec::with_capacity(self.cells.len());
+        for (node, details) in self.cells {
+            kids.push(node.obj.clone());
+            parts.details.insert(node.obj.clone(), details);
+            parts.infos.insert(node.obj.clone(), node);
+        }
+        parts.kids.insert(self.table, kids);
+        added
+    }
+}
+
 async fn read_table(
     bus: &Bus,
-    parts: &mut Parts,
     table: &ObjRef,
     bounds: Bounds,
     how: CellReads,
     max_cells: u64,
-) -> Result<(), ComputerError> {
+) -> Result<TableRead, ComputerError> {
     let CellReads {
         concurrency,
         text_cap,
         whole,
     } = how;
+    let mut out = TableRead {
+        table: table.clone(),
+        info: None,
+        cells: Vec::new(),
+    };
     let dims: Result<(i32, i32), CallError> = futures_util::future::try_join(
         bus.prop(table, iface::TABLE, "NRows"),
         bus.prop(table, iface::TABLE, "NColumns"),
@@ -420,7 +471,7 @@ async fn read_table(
         Err(e) if e.is_timeout() => return Err(e.to_driver()),
         Err(e) => {
             tracing::debug!(%table, error = %e, "table shape unreadable");
-            return Ok(());
+            return Ok(out);
         }
     };
     let (tl, br) = if bounds.is_empty() {
@@ -447,8 +498,8 @@ async fn read_table(
         read: None,
     };
     let Some(((r0, r1), (c0, c1))) = read_range(rows, cols, tl, br) else {
-        parts.details.entry(table.clone()).or_default().table = Some(info);
-        return Ok(());
+        out.info = Some(info);
+        return Ok(out);
     };
     let (vr, vc) = visible_range(rows, cols, br, ((r0, r1), (c0, c1)));
     info.visible_rows = Some(vr);
@@ -483,7 +534,6 @@ async fn read_table(
         .buffered(concurrency.max(1))
         .collect()
         .await;
-    let mut kids = Vec::new();
     for ((r, c), res) in cells {
         match res {
             Ok(mut cell) => {
@@ -495,10 +545,9 @@ async fn read_table(
                 if (r, c) == (r0, c0) {
                     info.a1 = cell.name.trim() == a1_name(r0, c0);
                 }
-                parts.infos.insert(
-                    cell.obj.clone(),
+                out.cells.push((
                     NodeInfo {
-                        obj: cell.obj.clone(),
+                        obj: cell.obj,
                         parent: Some(table.clone()),
                         index: -1,
                         child_count: 0,
@@ -509,24 +558,19 @@ async fn read_table(
                         states: cell.states,
                         ifaces: Ifaces::TEXT,
                     },
-                );
-                parts.details.insert(
-                    cell.obj.clone(),
                     Details {
                         text: Some(cell.text),
                         text_length: cell.text_length,
                         ..Details::default()
                     },
-                );
-                kids.push(cell.obj);
+                ));
             }
             Err(e) if e.is_timeout() => return Err(e.to_driver()),
             Err(e) => tracing::debug!(%table, row = r, col = c, error = %e, "cell skipped"),
         }
     }
-    parts.details.entry(table.clone()).or_default().table = Some(info);
-    parts.kids.insert(table.clone(), kids);
-    Ok(())
+    out.info = Some(info);
+    Ok(out)
 }
 
 /// The part of `b` inside `view` (both screen pixels); `b` itself when `view` is
@@ -545,46 +589,143 @@ pub fn clip_to(b: Bounds, view: Option<Bounds>) -> Bounds {
     Bounds::new(x0, y0, w, h)
 }
 
-/// Reads every on-screen table in `parts` that manages its descendants (or reports
-/// an unknown or absurd child count) by visible range, reading at most `max_cells`
-/// cells in all (the snapshot's remaining node budget). Returns the cells read.
-/// `viewport` is the window's extents: the visible range is probed inside it.
-/// `how.whole` (a search) reads every cell of a table that fits in `max_cells`.
+/// The on-screen tables of a walk that must be read by visible range: those that
+/// manage their descendants or report an unknown or absurd child count
+/// ([`needs_table_read`]), and have not vanished.
+pub fn tables_to_read(parts: &Parts, child_cap: u32) -> Vec<ObjRef> {
+    parts
+        .infos
+        .values()
+        .filter(|i| needs_table_read(i, child_cap) && !parts.vanished.contains(&i.obj))
+        .map(|i| i.obj.clone())
+        .collect()
+}
+
+/// Reads `tables` of `window` by visible range, reading at most `max_cells` cells in
+/// all (the snapshot's remaining node budget), one table after the other. The
+/// extents of the window and of every table are read first, together: the visible
+/// range is probed inside the part of a table within the window. `how.whole` (a
+/// search) reads every cell of a table that fits in `max_cells`. Needs nothing the
+/// details read finds, so a snapshot runs it alongside that read and applies the
+/// results after it ([`TableRead::apply`]). A table that is gone is left out.
 ///
 /// Errors: `COMPUTER_NOT_RESPONDING` when a call times out.
 pub async fn read_tables(
     bus: &Bus,
-    parts: &mut Parts,
-    child_cap: u32,
+    tables: &[ObjRef],
+    window: &ObjRef,
     how: CellReads,
     max_cells: u64,
-    viewport: Option<Bounds>,
-) -> Result<u64, ComputerError> {
-    let tables: Vec<(ObjRef, Bounds)> = parts
-        .infos
-        .values()
-        .filter(|i| needs_table_read(i, child_cap) && !parts.vanished.contains(&i.obj))
-        .map(|i| {
-            let b = parts
-                .details
-                .get(&i.obj)
-                .and_then(|d| d.bounds)
-                .unwrap_or_default();
-            (i.obj.clone(), clip_to(b, viewport))
-        })
-        .collect();
-    let mut cells = 0;
-    for (t, b) in tables {
-        let left = max_cells.saturating_sub(cells);
-        read_table(bus, parts, &t, b, how, left).await?;
-        cells += parts.kids.get(&t).map(|k| k.len() as u64).unwrap_or(0);
+) -> Result<Vec<TableRead>, ComputerError> {
+    if tables.is_empty() {
+        return Ok(Vec::new());
     }
-    Ok(cells)
+    let (viewport, extents) = futures_util::future::join(
+        extents(bus, window),
+        join_all(tables.iter().map(|t| extents(bus, t))),
+    )
+    .await;
+    let viewport = match viewport {
+        Ok(b) => Some(b),
+        Err(e) if e.is_timeout() => return Err(e.to_driver()),
+        Err(_) => None,
+    };
+    let mut reads = Vec::with_capacity(tables.len());
+    let mut cells = 0;
+    for (t, b) in tables.iter().zip(extents) {
+        let b = match b {
+            Ok(b) => b,
+            Err(e) if e.is_timeout() => return Err(e.to_driver()),
+            Err(e) if e.is_gone() => continue,
+            // No `Component`: no corner to probe, the first rows and columns are read.
+            Err(_) => Bounds::default(),
+        };
+        let left = max_cells.saturating_sub(cells);
+        let read = read_table(bus, t, clip_to(b, viewport), how, left).await?;
+        cells += read.cells();
+        reads.push(read);
+    }
+    Ok(reads)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn cell(n: u32) -> (NodeInfo, Details) {
+        let obj = ObjRef::new(":1.7", format!("/org/a11y/atspi/accessible/{n}"));
+        (
+            NodeInfo {
+                obj,
+                parent: Some(ObjRef::new(":1.7", "/org/a11y/atspi/accessible/2")),
+                index: -1,
+                child_count: 0,
+                listed_children: None,
+                role: code::TABLE_CELL,
+                name: format!("A{n}"),
+                description: String::new(),
+                states: RawStates(atspi::State::Showing as u64),
+                ifaces: Ifaces::TEXT,
+            },
+            Details {
+                text: Some(format!("cell {n}")),
+                ..Details::default()
+            },
+        )
+    }
+
+    fn shape(ranged: bool) -> TableInfo {
+        TableInfo {
+            rows: 2,
+            columns: 1,
+            visible_rows: ranged.then_some((0, 1)),
+            visible_columns: ranged.then_some((0, 0)),
+            a1: true,
+            read: None,
+        }
+    }
+
+    #[test]
+    fn a_table_read_becomes_the_tables_children_only_where_it_still_stands() {
+        let table = ObjRef::new(":1.7", "/org/a11y/atspi/accessible/2");
+        let read = |info, cells| TableRead {
+            table: table.clone(),
+            info,
+            cells,
+        };
+
+        // Read whole: its shape, its cells as children in order, with their text.
+        let mut parts = Parts::default();
+        let added = read(Some(shape(true)), vec![cell(10), cell(11)]).apply(&mut parts);
+        assert_eq!(added, 2);
+        assert_eq!(parts.details[&table].table, Some(shape(true)));
+        let kids = &parts.kids[&table];
+        assert_eq!(kids.len(), 2);
+        assert_eq!(parts.infos[&kids[1]].name, "A11");
+        assert_eq!(parts.details[&kids[0]].text.as_deref(), Some("cell 10"));
+
+        // Vanished while the rest of the window was read: nothing of it is kept.
+        let mut parts = Parts::default();
+        parts.vanished.insert(table.clone());
+        assert_eq!(read(Some(shape(true)), vec![cell(10)]).apply(&mut parts), 0);
+        assert!(parts.details.is_empty() && parts.kids.is_empty() && parts.infos.is_empty());
+
+        // Empty (no range): its shape, and its children left unread.
+        let mut parts = Parts::default();
+        assert_eq!(read(Some(shape(false)), Vec::new()).apply(&mut parts), 0);
+        assert_eq!(parts.details[&table].table, Some(shape(false)));
+        assert!(!parts.kids.contains_key(&table));
+
+        // Shape unreadable: left as walked.
+        let mut parts = Parts::default();
+        assert_eq!(read(None, Vec::new()).apply(&mut parts), 0);
+        assert!(parts.details.is_empty() && parts.kids.is_empty());
+
+        // Every cell failed: an empty list of children, not "unread".
+        let mut parts = Parts::default();
+        assert_eq!(read(Some(shape(true)), Vec::new()).apply(&mut parts), 0);
+        assert_eq!(parts.kids[&table], Vec::<ObjRef>::new());
+    }
 
     #[test]
     fn a_tall_table_is_probed_inside_the_window() {
