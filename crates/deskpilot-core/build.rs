@@ -9,14 +9,15 @@
 //! blob       every token's bytes, in rank order
 //! ```
 
-#[path = "src/tokens/hash.rs"]
+#[path = "src/hash.rs"]
+#[allow(dead_code)]
 mod hash;
 
 use std::io::Write;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=src/tokens/hash.rs");
+    println!("cargo:rerun-if-changed=src/hash.rs");
     let bpe = tiktoken_rs::o200k_base().expect("tiktoken-rs ships a valid o200k_base table");
     // Ordinary tokens have the dense ranks 0..N; decoding stops at the first gap
     // (o200k_base: N = 199,998; its two special tokens sit above).

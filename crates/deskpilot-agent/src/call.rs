@@ -4,7 +4,7 @@
 //! build on it without importing each other.
 
 use async_trait::async_trait;
-use deskpilot_protocol::ComputerError;
+use deskpilot_protocol::Result;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -78,7 +78,7 @@ pub trait Model: Send + Sync {
     /// `COMPUTER_NO_MODEL_BINDING` (the provider refused the key or does not know
     /// the model), `COMPUTER_INTERNAL` (unreachable endpoint after the retries, a
     /// body that is not the provider's format).
-    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, ComputerError>;
+    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply>;
 
     /// `provider:model`, for the run record.
     fn name(&self) -> String;

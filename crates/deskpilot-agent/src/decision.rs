@@ -18,6 +18,7 @@
 //! whether a ref exists or a window may be used is decided by the loop and the host.
 
 use deskpilot_core::Op;
+use deskpilot_protocol::Result;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde_json::{Map, Value, json};
 
@@ -147,18 +148,20 @@ fn is_ref_with(s: &str, prefix: char) -> bool {
         && digits.chars().all(|c| c.is_ascii_digit())
 }
 
-/// A field name as it may be quoted in a message back to the model.
+/// A field name or value as it is quoted in a message back to the model: its first
+/// 40 chars between `"…"`, escaped once ([`deskpilot_core::sanitize::one_line`]: a
+/// line break reads `\n`, a quote `\"`).
 fn field_name(k: &str) -> String {
     let short: String = k.chars().take(40).collect();
-    deskpilot_core::sanitize::one_line(&short)
+    format!("\"{}\"", deskpilot_core::sanitize::one_line(&short))
 }
 
 /// Refuses any field of `obj` outside `allowed`, coordinates first.
-fn only_fields(obj: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<(), ComputerError> {
+fn only_fields(obj: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<()> {
     for k in obj.keys() {
         if COORDINATE_FIELDS.contains(&k.to_ascii_lowercase().as_str()) {
             return Err(violation(format!(
-                "field {:?} {at} carries coordinates: there is no capture and so no basis for a point; address elements by ref",
+                "field {} {at} carries coordinates: there is no capture and so no basis for a point; address elements by ref",
                 field_name(k)
             )));
         }
@@ -166,7 +169,7 @@ fn only_fields(obj: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<(
     for k in obj.keys() {
         if !allowed.contains(&k.as_str()) {
             return Err(violation(format!(
-                "field {:?} {at} is not part of the schema (allowed: {})",
+                "field {} {at} is not part of the schema (allowed: {})",
                 field_name(k),
                 allowed.join(", ")
             )));
@@ -175,11 +178,7 @@ fn only_fields(obj: &Map<String, Value>, allowed: &[&str], at: &str) -> Result<(
     Ok(())
 }
 
-fn string_field<'a>(
-    obj: &'a Map<String, Value>,
-    key: &str,
-    kind: &str,
-) -> Result<&'a str, ComputerError> {
+fn string_field<'a>(obj: &'a Map<String, Value>, key: &str, kind: &str) -> Result<&'a str> {
     match obj.get(key) {
         Some(Value::String(s)) => Ok(s),
         Some(other) => Err(violation(format!(
@@ -201,7 +200,7 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn bounded(s: &str, key: &str, max: usize) -> Result<String, ComputerError> {
+fn bounded(s: &str, key: &str, max: usize) -> Result<String> {
     let n = s.chars().count();
     if n > max {
         return Err(violation(format!(
@@ -278,7 +277,7 @@ impl<'de> serde::Deserialize<'de> for NoDuplicateKeys {
 /// Errors: `COMPUTER_MODEL_SCHEMA_VIOLATION` naming what is wrong, in words meant to
 /// be shown to the model on its next step (no part of the answer is echoed beyond a
 /// field name of at most 40 chars).
-pub fn parse(raw: &str) -> Result<Decision, ComputerError> {
+pub fn parse(raw: &str) -> Result<Decision> {
     if raw.len() > MAX_ANSWER_BYTES {
         return Err(violation(format!(
             "the answer is {} bytes; a decision is one small JSON object",
@@ -339,14 +338,14 @@ pub fn parse(raw: &str) -> Result<Decision, ComputerError> {
             let r = string_field(d, "ref", "action")?;
             if !is_element_ref(r) {
                 return Err(violation(format!(
-                    "`ref` {:?} is not an element ref like e5; use a ref from the current window text",
+                    "`ref` {} is not an element ref like e5; use a ref from the current window text",
                     field_name(r)
                 )));
             }
             let op_name = string_field(d, "op", "action")?;
             let op = Op::from_name(op_name).ok_or_else(|| {
                 violation(format!(
-                    "unknown op {:?}; ops: {}",
+                    "unknown op {}; ops: {}",
                     field_name(op_name),
                     Op::ALL.map(|o| o.as_str()).join(", ")
                 ))
@@ -396,7 +395,7 @@ pub fn parse(raw: &str) -> Result<Decision, ComputerError> {
             let w = string_field(d, "window", "switch")?;
             if !is_window_ref(w) {
                 return Err(violation(format!(
-                    "`window` {:?} is not a window ref like w2; use one from the window list",
+                    "`window` {} is not a window ref like w2; use one from the window list",
                     field_name(w)
                 )));
             }
@@ -422,7 +421,7 @@ pub fn parse(raw: &str) -> Result<Decision, ComputerError> {
             })
         }
         other => Err(violation(format!(
-            "unknown kind {:?}; one of action, switch, done, ask",
+            "unknown kind {}; one of action, switch, done, ask",
             field_name(other)
         ))),
     }
@@ -431,6 +430,18 @@ pub fn parse(raw: &str) -> Result<Decision, ComputerError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A value the model sent with a line break was quoted back escaped twice
+    /// (`"999\\n"`), which is not what it sent.
+    #[test]
+    fn values_are_quoted_back_escaped_once() {
+        let m = code_msg(r#"{"decision":{"kind":"action","ref":"999\n","op":"click"}}"#);
+        assert!(m.starts_with(r#"`ref` "999\n" is not"#), "{m}");
+        let m = code_msg(r#"{"decision":{"kind":"action","ref":"e1","op":"cl\"ick"}}"#);
+        assert!(m.starts_with(r#"unknown op "cl\"ick";"#), "{m}");
+        let m = code_msg(r#"{"decision":{"kind":"done","summary":"ok","x\ty":1}}"#);
+        assert!(m.starts_with(r#"field "x\ty" of done"#), "{m}");
+    }
 
     #[test]
     fn a_repeated_key_is_a_violation_not_last_one_wins() {

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use deskpilot_protocol::Result;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde_json::Value;
 
@@ -51,6 +52,18 @@ impl HttpClient {
         if is_loopback(endpoint) {
             cfg = cfg.proxy(None);
         }
+        // macOS builds ureq with the system's TLS only (no rustls): select it, with
+        // the keychain's trusted roots (docs/ARCHITECTURE.md §2).
+        #[cfg(target_os = "macos")]
+        {
+            use ureq::tls::{RootCerts, TlsConfig, TlsProvider};
+            cfg = cfg.tls_config(
+                TlsConfig::builder()
+                    .provider(TlsProvider::NativeTls)
+                    .root_certs(RootCerts::PlatformVerifier)
+                    .build(),
+            );
+        }
         let agent: ureq::Agent = cfg.build().into();
         HttpClient {
             agent,
@@ -70,7 +83,7 @@ impl HttpClient {
         url: &str,
         headers: &[(&str, String)],
         body: &Value,
-    ) -> Result<Value, ComputerError> {
+    ) -> Result<Value> {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| ComputerError::new(ErrorCode::Internal, format!("cannot encode: {e}")))?;
         let headers: Vec<(String, String)> = headers

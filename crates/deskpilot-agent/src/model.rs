@@ -15,6 +15,7 @@ use deskpilot_protocol::{ComputerError, ErrorCode};
 
 pub use crate::call::{DecideRequest, Image, Model, ModelReply, Usage};
 use crate::providers::{AnthropicMessages, OpenAiChat};
+use deskpilot_protocol::Result;
 
 /// How to bind a model, for error messages.
 const BIND_HINT: &str = "bind one with `deskpilot config set model.provider openai` (or anthropic) and `deskpilot config set model.model MODEL`; for a local server also `deskpilot config set model.endpoint http://127.0.0.1:11434/v1`, and for a key `deskpilot config set model.api_key_env OPENAI_API_KEY`";
@@ -24,7 +25,7 @@ const BIND_HINT: &str = "bind one with `deskpilot config set model.provider open
 /// Errors: `COMPUTER_NO_MODEL_BINDING` when `[model]` lacks `provider` or `model`,
 /// naming the missing keys and the `deskpilot config set model.…` lines that bind
 /// one. There is no default model and no fallback.
-pub fn require_binding(cfg: &Config) -> Result<&ModelBinding, ComputerError> {
+pub fn require_binding(cfg: &Config) -> Result<&ModelBinding> {
     if let Some(b) = &cfg.model {
         return Ok(b);
     }
@@ -53,7 +54,7 @@ pub fn require_binding(cfg: &Config) -> Result<&ModelBinding, ComputerError> {
 /// The API key named by the binding: `None` when it names no variable.
 ///
 /// Errors: `COMPUTER_NO_MODEL_BINDING` when the variable is unset or empty.
-pub fn api_key(b: &ModelBinding) -> Result<Option<String>, ComputerError> {
+pub fn api_key(b: &ModelBinding) -> Result<Option<String>> {
     let Some(var) = &b.api_key_env else {
         return Ok(None);
     };
@@ -75,7 +76,7 @@ pub fn api_key(b: &ModelBinding) -> Result<Option<String>, ComputerError> {
 ///
 /// Errors: `COMPUTER_NO_MODEL_BINDING` when the binding names a key variable that is
 /// not set.
-pub fn model_from_binding(b: &ModelBinding) -> Result<Box<dyn Model>, ComputerError> {
+pub fn model_from_binding(b: &ModelBinding) -> Result<Box<dyn Model>> {
     let key = api_key(b)?;
     Ok(match b.provider {
         Provider::OpenAi => Box::new(OpenAiChat::new(b, key)),
@@ -125,7 +126,7 @@ impl ScriptedModel {
 
 #[async_trait]
 impl Model for ScriptedModel {
-    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, ComputerError> {
+    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply> {
         self.requests
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use crate::call::{DecideRequest, Model, ModelReply, Usage};
 use crate::http::HttpClient;
+use deskpilot_protocol::Result;
 
 /// The name of the schema (OpenAI) and of the tool (Anthropic).
 pub const DECISION_NAME: &str = "decide";
@@ -105,7 +106,7 @@ impl OpenAiChat {
     /// `usage.prompt_tokens` / `usage.completion_tokens`.
     ///
     /// Errors: `COMPUTER_INTERNAL` when the body has no message.
-    pub fn parse_response(v: &Value) -> Result<ModelReply, ComputerError> {
+    pub fn parse_response(v: &Value) -> Result<ModelReply> {
         let msg = v
             .pointer("/choices/0/message")
             .ok_or_else(|| bad_body("chat completions", "choices[0].message"))?;
@@ -133,7 +134,7 @@ impl OpenAiChat {
 
 #[async_trait]
 impl Model for OpenAiChat {
-    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, ComputerError> {
+    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply> {
         let mut headers = Vec::new();
         if let Some(k) = &self.key {
             headers.push(("authorization", format!("Bearer {k}")));
@@ -203,7 +204,7 @@ impl AnthropicMessages {
     /// fail the schema), `usage.input_tokens` / `usage.output_tokens`.
     ///
     /// Errors: `COMPUTER_INTERNAL` when the body has no `content` list.
-    pub fn parse_response(v: &Value) -> Result<ModelReply, ComputerError> {
+    pub fn parse_response(v: &Value) -> Result<ModelReply> {
         let content = v
             .get("content")
             .and_then(Value::as_array)
@@ -244,7 +245,7 @@ impl AnthropicMessages {
 
 #[async_trait]
 impl Model for AnthropicMessages {
-    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply, ComputerError> {
+    async fn decide(&self, req: &DecideRequest) -> Result<ModelReply> {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string())];
         if let Some(k) = &self.key {
             headers.push(("x-api-key", k.clone()));

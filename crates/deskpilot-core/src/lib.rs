@@ -13,6 +13,7 @@ pub mod diff;
 pub mod error;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fixture;
+pub mod hash;
 pub mod names;
 pub mod node;
 pub mod op;
@@ -23,10 +24,11 @@ pub mod role;
 pub mod sanitize;
 pub mod state;
 pub mod tokens;
+pub mod toolkit;
 mod view;
 
 pub use error::CoreError;
-pub use node::{Bounds, Handle, Node, TableInfo, ValueRange};
+pub use node::{Bounds, DocumentView, Handle, Node, PagedText, TableInfo, ValueRange};
 pub use op::Op;
 pub use role::Role;
 pub use state::{State, StateSet};

@@ -113,6 +113,83 @@ pub struct TableInfo {
     pub read: Option<((u64, u64), (u64, u64))>,
 }
 
+/// The part of a document that a read saw, for a document whose application builds
+/// its content only where it is in view: LibreOffice Writer gives the paragraphs on
+/// screen as the document's children and no object at all for the rest, so the
+/// children read are a window onto a longer text (docs/ARCHITECTURE.md §6).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub struct DocumentView {
+    /// Content lies before the first child read (above the view): the view is
+    /// scrolled down, or the first child is cut by its top edge.
+    pub before: bool,
+    /// Content lies after the last child read (below the view): the last child
+    /// reaches the view's bottom edge.
+    pub after: bool,
+    /// How a whole-text read put the document's text in `value`, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paged: Option<PagedText>,
+}
+
+impl DocumentView {
+    /// True when content lies outside the children read.
+    pub fn beyond(&self) -> bool {
+        self.before || self.after
+    }
+}
+
+/// How the whole text of a [`DocumentView`] document was read: by scrolling its view
+/// through the document with its scroll bar's own page action (the view only: the
+/// caret and the selection stay), reading the children in view at each stop, and
+/// scrolling back.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub struct PagedText {
+    /// Parts whose text was read (paragraphs; a paragraph that a page break splits
+    /// is two parts, each on its own line of the text).
+    pub parts: u64,
+    /// Children in view with no text of their own (a table, an image, a frame):
+    /// left out of the text.
+    pub skipped: u64,
+    /// Scroll-bar steps taken (pages, and lines to meet the view's first place),
+    /// there and back.
+    pub steps: u64,
+    /// The scroll bar is back at the value it had before the read.
+    pub restored: bool,
+    /// Why the read stopped before the end of the document, when it did (the time,
+    /// character or part bound it met, or a view that would not move); `None` when
+    /// the text runs from the start to the end of the document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// Wall time of the read, ms.
+    pub elapsed_ms: u64,
+}
+
+impl PagedText {
+    /// One sentence saying how the text was read and what was not, e.g. `read 628
+    /// parts by paging the view 216 steps (put back where it was); 1 child without
+    /// text (a table, an image) left out`.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "read {} part(s) by paging the view with its scroll bar, {} step(s) there and back",
+            self.parts, self.steps
+        );
+        s.push_str(if self.restored {
+            " (put back where it was)"
+        } else {
+            " (put back near where it was, not exactly: observe to see the view)"
+        });
+        if self.skipped > 0 {
+            s.push_str(&format!(
+                "; {} child(ren) without text of their own (a table, an image, a frame) left out",
+                self.skipped
+            ));
+        }
+        if let Some(why) = &self.stopped {
+            s.push_str(&format!("; stopped before the end: {why}"));
+        }
+        s
+    }
+}
+
 /// One accessible element and the children that were read.
 ///
 /// Text fields (`name`, `value`, `description`) are raw UI text: untrusted, possibly
@@ -171,6 +248,10 @@ pub struct Node {
     /// before it are counted in `child_count`, not read.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub first_child: u64,
+    /// Set on a document whose children are only the part of it in view (see
+    /// [`DocumentView`]); `None` for every other element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<DocumentView>,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -115,16 +115,7 @@ pub struct Fingerprint {
     pub ancestor_hash: u64,
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-
-fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(FNV_PRIME);
-    }
-    h
-}
+use crate::hash::{fnv1a, fnv1a_from as fnv};
 
 fn fingerprint_name(node: &Node) -> String {
     let masked = redact::redacted_name(node);
@@ -162,7 +153,7 @@ fn fingerprints(root: &Node) -> Vec<(&Handle, Fingerprint)> {
             .map(move |(i, c)| (c, i, hash, secret))
     }
     let mut stack: Vec<(&Node, usize, u64, bool)> =
-        children(root, FNV_OFFSET, redact::is_secret_field(root)).collect();
+        children(root, fnv1a(b""), redact::is_secret_field(root)).collect();
     while let Some((c, i, hash, inside_secret)) = stack.pop() {
         let name = if inside_secret {
             String::new()

@@ -266,6 +266,10 @@ fn flatten(
             None => format!("{indent}  … {} more {items}", v.more),
         }
     });
+    let off = match (off, document_note(v.node, element_ref)) {
+        (Some(o), Some(d)) => Some(format!("{o}; {d}")),
+        (o, d) => o.or(d),
+    };
     let glued = match (glued, off) {
         (Some(g), Some(o)) => Some(format!("{g}; {o}")),
         (None, Some(o)) => Some(format!("{indent}  {o}")),
@@ -301,6 +305,27 @@ fn flatten(
     for c in v.children.iter().filter(|c| !c.quiet) {
         flatten(c, Some(me), depth + 1, false, opts, out);
     }
+}
+
+/// The note under a document whose children are only the part in view
+/// ([`crate::node::DocumentView`]): where the rest lies and the two ways to it.
+fn document_note(n: &Node, element_ref: Option<&str>) -> Option<String> {
+    let d = n.document.as_ref().filter(|d| d.beyond())?;
+    let place = match (d.before, d.after) {
+        (true, true) => "above and below",
+        (true, false) => "above",
+        _ => "below",
+    };
+    Some(match element_ref {
+        Some(r) => {
+            let r = sanitize::one_line(r);
+            let way = if d.after { "down" } else { "up" };
+            format!(
+                "… more of the document {place} the view, not read: act {r} scroll {way} to bring it into view, or read {r} for the whole text"
+            )
+        }
+        None => format!("… more of the document {place} the view, not read"),
+    })
 }
 
 /// The header as printed: one line, at most [`HEADER_MAX_CHARS`] chars and its share

@@ -5,7 +5,7 @@ use deskpilot_core::diff::{DiffOptions, diff};
 use deskpilot_core::fixture::{self, editor_window};
 use deskpilot_core::refs::RefRegistry;
 use deskpilot_core::render::{RenderOptions, render};
-use deskpilot_core::{Node, Role, State, TableInfo, redact, tokens};
+use deskpilot_core::{DocumentView, Node, Role, State, TableInfo, redact, tokens};
 
 const HEADER: &str = r#"app editor pid=4242 · window "notes.txt - Editor" [active]"#;
 
@@ -666,4 +666,46 @@ fn values_read_only_in_part_state_their_full_length() {
         d.text,
         r#"~ [e1] document "Report" value length 9000 → 9005 chars"#
     );
+}
+
+#[test]
+fn a_document_read_in_view_says_where_the_rest_is_and_how_to_reach_it() {
+    let doc = |before: bool, after: bool| {
+        let mut d = Node::new("h:2", Role::Document, "long - LibreOffice Document")
+            .state(State::Editable)
+            .children(vec![
+                Node::new("h:3", Role::Paragraph, "").value("PARA0001 first"),
+                Node::new("h:4", Role::Paragraph, "").value("PARA0002 second"),
+            ]);
+        d.document = Some(DocumentView {
+            before,
+            after,
+            paged: None,
+        });
+        with_refs(
+            Node::new("h:1", Role::Window, "long.odt - LibreOffice Writer").children(vec![d]),
+            &mut RefRegistry::new(),
+        )
+    };
+    assert_eq!(
+        render(&doc(false, true), &RenderOptions::default()).text,
+        r#"[w1] window "long.odt - LibreOffice Writer"
+  [e1] document "long - LibreOffice Document" editable
+    [e2] paragraph value="PARA0001 first"
+    [e3] paragraph value="PARA0002 second"
+    … more of the document below the view, not read: act e1 scroll down to bring it into view, or read e1 for the whole text"#
+    );
+    let both = render(&doc(true, true), &RenderOptions::default()).text;
+    assert!(
+        both.ends_with("… more of the document above and below the view, not read: act e1 scroll down to bring it into view, or read e1 for the whole text"),
+        "{both}"
+    );
+    let above = render(&doc(true, false), &RenderOptions::default()).text;
+    assert!(
+        above.contains("above the view, not read: act e1 scroll up"),
+        "{above}"
+    );
+    // All of it in view: no note.
+    let all = render(&doc(false, false), &RenderOptions::default()).text;
+    assert!(!all.contains("more of the document"), "{all}");
 }

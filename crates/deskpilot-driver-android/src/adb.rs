@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use deskpilot_protocol::Result;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
 /// Where `adb` is and which device it talks to.
@@ -51,12 +52,7 @@ impl Adb {
     /// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when adb is missing; past the
     /// deadline `COMPUTER_NOT_RESPONDING` (the child is killed); a non-zero exit
     /// status sorted by [`failure`].
-    pub async fn run(
-        &self,
-        args: &[&str],
-        timeout_ms: u64,
-        device: bool,
-    ) -> Result<Output, ComputerError> {
+    pub async fn run(&self, args: &[&str], timeout_ms: u64, device: bool) -> Result<Output> {
         let shown = self.shown(args, device);
         let mut cmd = tokio::process::Command::new(&self.program);
         if device && let Some(s) = &self.serial {

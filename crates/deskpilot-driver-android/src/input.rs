@@ -9,6 +9,7 @@
 //! - Keys are parsed by [`deskpilot_protocol::keys::parse_chords`] — the same keysyms
 //!   the host's policy judged — and mapped to Android keycodes by [`keycode`].
 
+use deskpilot_protocol::Result;
 use deskpilot_protocol::keys::{Keysym, parse_chords};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
@@ -133,7 +134,7 @@ pub enum Press {
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for what does not parse;
 /// `COMPUTER_INPUT_UNAVAILABLE` for a chord with modifiers (`input keyevent` sends
 /// one key at a time) or a key Android has no code for, naming it.
-pub fn plan_chords(chords: &str) -> Result<Vec<Press>, ComputerError> {
+pub fn plan_chords(chords: &str) -> Result<Vec<Press>> {
     let mut out = Vec::new();
     for chord in parse_chords(chords)? {
         let [ks] = chord.keys[..] else {

@@ -44,6 +44,7 @@ pub use input::{
 pub use parse::{CLASS_ROLES, role_of, window_handle};
 
 use adb::Adb;
+use deskpilot_protocol::Result;
 use parse::{Dump, Limits};
 
 /// Where on the device the screen is dumped.
@@ -267,7 +268,7 @@ impl AndroidDriver {
     }
 
     /// `adb shell LINE` for the words of one device command.
-    async fn shell(&self, words: &[&str]) -> Result<adb::Output, ComputerError> {
+    async fn shell(&self, words: &[&str]) -> Result<adb::Output> {
         let line = sh_line(words);
         self.adb
             .run(&["shell", &line], self.opts.call_timeout_ms, true)
@@ -275,7 +276,7 @@ impl AndroidDriver {
     }
 
     /// `adb shell input WORDS`: the read kept is forgotten first, whatever happens.
-    async fn input(&self, words: &[&str]) -> Result<(), ComputerError> {
+    async fn input(&self, words: &[&str]) -> Result<()> {
         self.forget().await;
         let mut all = vec!["input"];
         all.extend_from_slice(words);
@@ -287,7 +288,7 @@ impl AndroidDriver {
     }
 
     /// One dump: `Ok(Err(what uiautomator said))` when the screen never idled.
-    async fn dump_once(&self) -> Result<Result<(), String>, ComputerError> {
+    async fn dump_once(&self) -> Result<Result<(), String>> {
         let line = sh_line(&["uiautomator", "dump", DUMP_PATH]);
         let out = self
             .adb
@@ -320,7 +321,7 @@ impl AndroidDriver {
     ///
     /// Errors: `COMPUTER_NOT_RESPONDING` when both dumps found the screen never idle
     /// (with what uiautomator said) or the device did not answer; adb's own errors.
-    async fn read(&self) -> Result<Screen, ComputerError> {
+    async fn read(&self) -> Result<Screen> {
         let mut cost = ReadCost::default();
         let t = Instant::now();
         loop {
@@ -378,7 +379,7 @@ impl AndroidDriver {
     }
 
     /// The kept read when younger than [`CACHE_MS`], else a fresh one.
-    async fn current(&self) -> Result<Screen, ComputerError> {
+    async fn current(&self) -> Result<Screen> {
         if let Some(s) = &*self.last.lock().await
             && s.at.elapsed() < Duration::from_millis(CACHE_MS)
         {
@@ -413,7 +414,7 @@ impl AndroidDriver {
     }
 
     /// `COMPUTER_ELEMENT_NOT_FOUND` unless `window` is the window on the screen.
-    fn same_window(window: &Handle, s: &Screen) -> Result<(), ComputerError> {
+    fn same_window(window: &Handle, s: &Screen) -> Result<()> {
         if *window == s.dump.root.handle {
             return Ok(());
         }
@@ -478,7 +479,7 @@ impl AndroidDriver {
 
     /// `Ok` when the ADB Keyboard is the current keyboard (it receives broadcasts
     /// only then); else `COMPUTER_INPUT_UNAVAILABLE` naming `chars` and what to do.
-    async fn require_ime(&self, chars: &[char]) -> Result<(), ComputerError> {
+    async fn require_ime(&self, chars: &[char]) -> Result<()> {
         let current = self
             .shell(&["settings", "get", "secure", "default_input_method"])
             .await?
@@ -508,7 +509,7 @@ impl AndroidDriver {
     /// Types `text` into whatever has focus: `input text` when every character is
     /// typable, else one ADB Keyboard broadcast (the caller checked it is current).
     /// Returns how, for the result.
-    async fn type_text(&self, text: &str) -> Result<String, ComputerError> {
+    async fn type_text(&self, text: &str) -> Result<String> {
         if let Some(args) = input_text_args(text) {
             for a in &args {
                 self.input(&["text", a]).await?;
@@ -645,7 +646,7 @@ impl AndroidDriver {
 
 #[async_trait]
 impl Driver for AndroidDriver {
-    async fn hello(&self) -> Result<Hello, ComputerError> {
+    async fn hello(&self) -> Result<Hello> {
         let model = self.shell(&["getprop", "ro.product.model"]).await?.text();
         let release = self
             .shell(&["getprop", "ro.build.version.release"])
@@ -674,7 +675,7 @@ impl Driver for AndroidDriver {
         })
     }
 
-    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>> {
         let s = self.current().await?;
         let package = s.dump.package.clone();
         Ok(vec![AppInfo {
@@ -689,7 +690,7 @@ impl Driver for AndroidDriver {
         }])
     }
 
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult> {
         let pkg = p
             .command
             .first()
@@ -723,17 +724,17 @@ impl Driver for AndroidDriver {
         })
     }
 
-    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>> {
         let s = self.current().await?;
         Ok(vec![Self::window_of(&s)])
     }
 
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty> {
         let s = self.current().await?;
         Self::same_window(&p.window, &s).map(|()| Empty {})
     }
 
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot> {
         let s = self.current().await?;
         Self::same_window(&p.window, &s)?;
         let limits = Limits {
@@ -783,7 +784,7 @@ impl Driver for AndroidDriver {
         })
     }
 
-    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult> {
         let s = self.current().await?;
         if let Some(w) = &p.window {
             Self::same_window(w, &s)?;
@@ -823,7 +824,7 @@ impl Driver for AndroidDriver {
         Ok(FindResult { matches })
     }
 
-    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult> {
         let t0 = Instant::now();
         let s = self.current().await?;
         Self::same_window(&p.window, &s)?;
@@ -970,19 +971,19 @@ impl Driver for AndroidDriver {
         })
     }
 
-    async fn subscribe(&self, _p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+    async fn subscribe(&self, _p: SubscribeParams) -> Result<SubscribeResult> {
         Err(ComputerError::platform_unsupported(
             "accessibility events over adb (the driver settles by reading the screen again)",
         ))
     }
 
-    async fn next_events(&self, _s: u64, _t: u64) -> Result<EventBatch, ComputerError> {
+    async fn next_events(&self, _s: u64, _t: u64) -> Result<EventBatch> {
         Err(ComputerError::platform_unsupported(
             "accessibility events over adb",
         ))
     }
 
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult> {
         let t0 = Instant::now();
         let s = self.current().await?;
         Self::same_window(&p.window, &s)?;
@@ -1047,7 +1048,7 @@ impl Driver for AndroidDriver {
         })
     }
 
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult> {
         let t0 = Instant::now();
         let s = self.current().await?;
         Self::same_window(&p.window, &s)?;
@@ -1081,7 +1082,7 @@ impl Driver for AndroidDriver {
         })
     }
 
-    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult> {
         if !p.paint.is_empty() {
             // Never hand out pixels of a field that was asked to be painted over.
             return Err(ComputerError::platform_unsupported(
@@ -1119,7 +1120,7 @@ impl Driver for AndroidDriver {
         })
     }
 
-    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, ComputerError> {
+    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult> {
         Err(ComputerError::platform_unsupported(
             "OCR on an Android device",
         ))

@@ -7,6 +7,7 @@
 
 use deskpilot_core::{Handle, Node, Op, Role, State};
 use deskpilot_driver_android::{AdbOptions, AndroidDriver, Level};
+use deskpilot_protocol::Result;
 use deskpilot_protocol::types::{ActParams, KeysParams, Settle, SnapshotParams, WindowInfo};
 use deskpilot_protocol::{Driver, ErrorCode};
 use serde_json::{Value, json};
@@ -109,7 +110,7 @@ impl Phone {
         h: &Handle,
         op: Op,
         value: Option<&str>,
-    ) -> Result<deskpilot_protocol::types::ActResult, deskpilot_protocol::ComputerError> {
+    ) -> Result<deskpilot_protocol::types::ActResult> {
         self.driver
             .act(ActParams {
                 window: w.handle.clone(),

@@ -13,6 +13,7 @@
 
 #![forbid(unsafe_code)]
 
+mod desktop_types;
 mod hotkey_types;
 pub mod loopback_sshd;
 mod presence_types;

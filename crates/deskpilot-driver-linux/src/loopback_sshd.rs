@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use deskpilot_protocol::Result;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
 /// The `Host` name of the client config: the device is `ssh:deskpilot-loopback`.
@@ -44,7 +45,7 @@ fn io(what: &str, e: std::io::Error) -> ComputerError {
     ComputerError::internal(format!("{what}: {e}"))
 }
 
-fn keygen(path: &Path) -> Result<(), ComputerError> {
+fn keygen(path: &Path) -> Result<()> {
     let st = Command::new("ssh-keygen")
         .args([
             "-q",
@@ -70,7 +71,7 @@ fn keygen(path: &Path) -> Result<(), ComputerError> {
     }
 }
 
-fn current_user() -> Result<String, ComputerError> {
+fn current_user() -> Result<String> {
     let out = Command::new("id")
         .arg("-un")
         .output()
@@ -91,7 +92,7 @@ impl LoopbackSshd {
     /// `sshd` or `ssh-keygen` is missing; `COMPUTER_INVALID_ARGUMENT` for an
     /// environment value sshd_config cannot hold; `COMPUTER_INTERNAL` when the
     /// server exits or does not listen within 20 s.
-    pub fn start(dir: &Path, env: &[(String, String)]) -> Result<LoopbackSshd, ComputerError> {
+    pub fn start(dir: &Path, env: &[(String, String)]) -> Result<LoopbackSshd> {
         let unwritable = |s: &str| s.chars().any(|c| c.is_whitespace() || c == '"');
         for (k, v) in env {
             if k.is_empty() || k.contains('=') || unwritable(k) || unwritable(v) {

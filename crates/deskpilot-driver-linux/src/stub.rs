@@ -17,6 +17,7 @@ use deskpilot_protocol::{ComputerError, Driver};
 
 use self::atspi::ConnectOptions;
 use self::input::XInput;
+use deskpilot_protocol::Result;
 
 /// What the driver's refusals name.
 const DRIVER: &str = "the AT-SPI2 driver";
@@ -34,7 +35,7 @@ impl std::fmt::Debug for LinuxDriver {
 
 impl LinuxDriver {
     /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED` (AT-SPI2 exists only on Linux).
-    pub async fn connect(opts: ConnectOptions) -> Result<LinuxDriver, ComputerError> {
+    pub async fn connect(opts: ConnectOptions) -> Result<LinuxDriver> {
         let _ = opts;
         Err(ComputerError::platform_unsupported(DRIVER))
     }
@@ -42,7 +43,7 @@ impl LinuxDriver {
     /// [`LinuxDriver::connect`] with [`ConnectOptions::from_env`].
     ///
     /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-    pub async fn from_env() -> Result<LinuxDriver, ComputerError> {
+    pub async fn from_env() -> Result<LinuxDriver> {
         Self::connect(ConnectOptions::from_env()).await
     }
 
@@ -52,7 +53,7 @@ impl LinuxDriver {
     }
 
     /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-    pub async fn input(&self) -> Result<Arc<XInput>, ComputerError> {
+    pub async fn input(&self) -> Result<Arc<XInput>> {
         Err(ComputerError::platform_unsupported(DRIVER))
     }
 }
@@ -62,7 +63,7 @@ macro_rules! unsupported {
     ($($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
         #[async_trait]
         impl Driver for LinuxDriver {
-            $(async fn $name(&self, $($arg: $ty),*) -> Result<$ret, ComputerError> {
+            $(async fn $name(&self, $($arg: $ty),*) -> Result<$ret> {
                 $(let _ = $arg;)*
                 Err(ComputerError::platform_unsupported(DRIVER))
             })*
@@ -99,6 +100,7 @@ mod connect_options;
 
 /// Sandbox desktops need Xvfb, D-Bus and AT-SPI2: Linux only.
 pub mod sandbox {
+    use deskpilot_protocol::Result;
     use std::collections::BTreeMap;
     use std::convert::Infallible;
     use std::path::PathBuf;
@@ -159,7 +161,7 @@ pub mod sandbox {
     /// A running sandbox desktop, unavailable on this OS: no value of it can exist.
     #[derive(Debug)]
     pub struct Sandbox {
-        never: Infallible,
+        pub(crate) never: Infallible,
     }
 
     /// Accessibility buses are an AT-SPI (Linux) notion.
@@ -175,13 +177,13 @@ pub mod sandbox {
 
     impl Sandbox {
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn start(opts: SandboxOptions) -> Result<Sandbox, ComputerError> {
+        pub fn start(opts: SandboxOptions) -> Result<Sandbox> {
             let _ = opts;
             Err(ComputerError::platform_unsupported(SANDBOX))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn open(n: u32) -> Result<Sandbox, ComputerError> {
+        pub fn open(n: u32) -> Result<Sandbox> {
             let _ = n;
             Err(ComputerError::platform_unsupported(SANDBOX))
         }
@@ -217,7 +219,7 @@ pub mod sandbox {
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn spawn(&mut self, argv: &[String]) -> Result<Child, ComputerError> {
+        pub fn spawn(&mut self, argv: &[String]) -> Result<Child> {
             let _ = argv;
             Err(ComputerError::platform_unsupported(SANDBOX))
         }
@@ -264,6 +266,50 @@ pub mod sandbox {
     }
 }
 
+/// Desktops are X displays with a session bus: Linux only.
+pub mod desktop {
+    use deskpilot_protocol::Result;
+    use std::path::PathBuf;
+
+    use deskpilot_protocol::ComputerError;
+
+    pub use crate::desktop_types::Desktop;
+
+    use super::LinuxDriver;
+    use super::sandbox::Sandbox;
+
+    /// What the refusals name.
+    const DESKTOP: &str = "X11 desktops with AT-SPI2";
+
+    impl Desktop {
+        /// Unreachable: no sandbox exists off Linux.
+        pub fn of_sandbox(sb: &Sandbox) -> Desktop {
+            match sb.never {}
+        }
+    }
+
+    /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+    pub fn resolve(sandbox: Option<u32>) -> Result<Desktop> {
+        let _ = sandbox;
+        Err(ComputerError::platform_unsupported(DESKTOP))
+    }
+
+    /// None: no sandbox runs off Linux.
+    pub fn sandbox_of_bus(bus: &str) -> Option<u32> {
+        let _ = bus;
+        None
+    }
+
+    /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
+    pub async fn connect(
+        desktop: &Desktop,
+        hidden: (Vec<PathBuf>, Vec<PathBuf>),
+    ) -> Result<LinuxDriver> {
+        let _ = (desktop, hidden);
+        Err(ComputerError::platform_unsupported(DESKTOP))
+    }
+}
+
 /// Confining launched apps uses bubblewrap: Linux only.
 pub mod confine {
     use std::path::Path;
@@ -277,6 +323,7 @@ pub mod confine {
 /// The global stop hotkey is an X11 key grab: Linux only.
 pub mod hotkey {
     pub use crate::hotkey_types::{DEFAULT_STOP_HOTKEY, HotkeyError};
+    use deskpilot_protocol::Result;
 
     /// Never constructed here.
     pub struct StopHotkey(std::convert::Infallible);
@@ -318,6 +365,7 @@ pub mod hotkey {
 /// X11 overlay windows: Linux only. The same names, constants and button geometry
 /// as on Linux; [`presence::Presence::open`] always errors.
 pub mod presence {
+    use deskpilot_protocol::Result;
     use std::sync::mpsc::Receiver;
 
     use deskpilot_core::Bounds;
@@ -376,6 +424,7 @@ pub mod presence {
 
 /// Synthetic keyboard and pointer input goes through X11 XTest: Linux only.
 pub mod input {
+    use deskpilot_protocol::Result;
     use std::convert::Infallible;
 
     use deskpilot_core::Bounds;
@@ -399,7 +448,7 @@ pub mod input {
     }
 
     /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-    pub fn restore_left_keymap(display: &str) -> Result<Vec<u8>, ComputerError> {
+    pub fn restore_left_keymap(display: &str) -> Result<Vec<u8>> {
         let _ = display;
         Err(ComputerError::platform_unsupported(INPUT))
     }
@@ -418,7 +467,7 @@ pub mod input {
 
     impl XInput {
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn connect(display: Option<&str>) -> Result<XInput, ComputerError> {
+        pub fn connect(display: Option<&str>) -> Result<XInput> {
             let _ = display;
             Err(ComputerError::platform_unsupported(INPUT))
         }
@@ -434,40 +483,40 @@ pub mod input {
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn keys_down(&self) -> Result<Vec<u8>, ComputerError> {
+        pub fn keys_down(&self) -> Result<Vec<u8>> {
             Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn focused_toplevel(&self) -> Result<Option<TopLevel>, ComputerError> {
+        pub fn focused_toplevel(&self) -> Result<Option<TopLevel>> {
             Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn toplevels(&self) -> Result<Vec<TopLevel>, ComputerError> {
+        pub fn toplevels(&self) -> Result<Vec<TopLevel>> {
             Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn activate(&self, xid: u32) -> Result<(), ComputerError> {
+        pub fn activate(&self, xid: u32) -> Result<()> {
             let _ = xid;
             Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn send_chords(&self, chords: &str) -> Result<u64, ComputerError> {
+        pub fn send_chords(&self, chords: &str) -> Result<u64> {
             let _ = chords;
             Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn type_text(&self, text: &str) -> Result<u64, ComputerError> {
+        pub fn type_text(&self, text: &str) -> Result<u64> {
             let _ = text;
             Err(ComputerError::platform_unsupported(INPUT))
         }
 
         /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-        pub fn pointer(&self, p: &PointerParams) -> Result<u64, ComputerError> {
+        pub fn pointer(&self, p: &PointerParams) -> Result<u64> {
             let _ = p;
             Err(ComputerError::platform_unsupported(INPUT))
         }
@@ -510,12 +559,13 @@ mod tests {
 /// The clipboard is the X11 `CLIPBOARD` selection: Linux only.
 pub mod clipboard {
     use deskpilot_protocol::ComputerError;
+    use deskpilot_protocol::Result;
 
     /// The argument that makes the deskpilot binary a clipboard holder.
     pub const HOLD_SUBCOMMAND: &str = "clipboard-hold";
 
     /// Errors: always `COMPUTER_PLATFORM_UNSUPPORTED`.
-    pub fn serve(display: &str, text: &str, ready: impl FnOnce()) -> Result<(), ComputerError> {
+    pub fn serve(display: &str, text: &str, ready: impl FnOnce()) -> Result<()> {
         let _ = (display, text, ready);
         Err(ComputerError::platform_unsupported("the clipboard"))
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{desk, dump};
 use deskpilot_core::{Op, Role, State};
-use deskpilot_driver_linux::atspi::table::{MAX_COLUMNS, MAX_ROWS};
+use deskpilot_driver_linux::atspi::{MAX_COLUMNS, MAX_ROWS};
 use deskpilot_protocol::Driver;
 use deskpilot_protocol::types::{ActParams, ActStatus, Channel, Settle};
 

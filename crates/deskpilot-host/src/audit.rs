@@ -34,7 +34,7 @@ pub fn audit_path() -> PathBuf {
     }
     let base = var("XDG_STATE_HOME")
         .map(PathBuf::from)
-        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".local").join("state")))
+        .or_else(|| deskpilot_os::home_dir().map(|h| h.join(".local").join("state")))
         .unwrap_or_else(|| PathBuf::from(".local/state"));
     base.join("deskpilot").join("audit.jsonl")
 }
@@ -70,15 +70,20 @@ impl AuditLog {
     /// Errors: a message saying what failed and on which path. Never panics.
     pub fn append(&self, rec: &AuditRecord) -> Result<(), String> {
         let path = &self.path;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-            && !dir.is_dir()
-        {
-            deskpilot_os::create_private_dir_all(dir).map_err(|e| {
-                format!(
-                    "cannot create the audit log directory {}: {e}",
-                    dir.display()
-                )
-            })?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if std::fs::symlink_metadata(dir).is_err() {
+                deskpilot_os::create_private_dir_all(dir).map_err(|e| {
+                    format!(
+                        "cannot create the audit log directory {}: {e}",
+                        dir.display()
+                    )
+                })?;
+            }
+            // The one check of deskpilot's directories (docs/ARCHITECTURE.md §12):
+            // a symlink, another user's directory or one others can write to is
+            // refused, as the runtime directory is; never re-permissioned.
+            deskpilot_os::check_own_dir(dir)
+                .map_err(|e| format!("cannot use the audit log directory: {e}"))?;
         }
         let mut opts = OpenOptions::new();
         opts.append(true).create(true);
@@ -244,43 +249,12 @@ pub fn format_record(r: &AuditRecord) -> String {
 
 /// The current UTC time as RFC 3339 with milliseconds (`2026-11-29T20:00:00.123Z`).
 pub fn now_rfc3339() -> String {
-    let ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
-    rfc3339_from_unix_ms(u64::try_from(ms).unwrap_or(u64::MAX))
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 /// A time in ms since the Unix epoch as RFC 3339 UTC with milliseconds.
 pub fn rfc3339_from_unix_ms(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
-}
-
-/// Days since 1970-01-01 → (year, month 1–12, day 1–31) in the proleptic Gregorian
-/// calendar: the inverse of Howard Hinnant's `days_from_civil`, after his
-/// `civil_from_days` ("chrono-Compatible Low-Level Date Algorithms"). Eras are 400-year
-/// cycles of 146 097 days starting on 0000-03-01, so leap days fall at an era's end.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468; // days from 0000-03-01 to 1970-01-01
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // day of era, 0..=146096
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // 0..=399
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of year from March 1
-    let mp = (5 * doy + 2) / 153; // month from March, 0..=11
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    humantime::format_rfc3339_millis(UNIX_EPOCH + std::time::Duration::from_millis(ms)).to_string()
 }
 
 #[cfg(test)]
@@ -294,6 +268,48 @@ mod tests {
             .prefix(&format!("deskpilot-audit-test-{tag}-"))
             .tempdir()
             .unwrap()
+    }
+
+    /// An audit directory owned by another user, a symlink or open to others'
+    /// writes was used; it is refused as the runtime directory is, and nothing is
+    /// written there.
+    #[cfg(unix)]
+    #[test]
+    fn an_audit_dir_that_is_not_ours_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = temp_dir("notours");
+        let real = d.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
+        AuditLog::new(real.join("audit.jsonl"))
+            .append(&rec(1))
+            .unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let e = AuditLog::new(link.join("audit.jsonl"))
+            .append(&rec(2))
+            .unwrap_err();
+        assert!(e.contains("symlink"), "{e}");
+        let open = d.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = AuditLog::new(open.join("audit.jsonl"))
+            .append(&rec(3))
+            .unwrap_err();
+        assert!(e.contains("written by other users"), "{e}");
+        assert!(!open.join("audit.jsonl").exists());
+        if deskpilot_os::current_uid() == 0 {
+            // As root the test can give a directory away to another user.
+            let theirs = d.path().join("theirs");
+            std::fs::create_dir(&theirs).unwrap();
+            std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+            let e = AuditLog::new(theirs.join("audit.jsonl"))
+                .append(&rec(4))
+                .unwrap_err();
+            assert!(e.contains("belongs to uid 65534"), "{e}");
+        }
+        let lines = std::fs::read_to_string(real.join("audit.jsonl")).unwrap();
+        assert_eq!(lines.lines().count(), 1, "nothing written through the link");
     }
 
     fn rec(i: u64) -> AuditRecord {
@@ -474,9 +490,14 @@ mod tests {
             "2026-11-29T20:00:00.123Z"
         );
         // Leap days: 2000 is a leap year (÷400), 2100 is not (÷100).
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(47_541), (2100, 3, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(
+            rfc3339_from_unix_ms(11_016 * 86_400_000),
+            "2000-02-29T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339_from_unix_ms(47_541 * 86_400_000 + 999),
+            "2100-03-01T00:00:00.999Z"
+        );
         let now = now_rfc3339();
         assert_eq!(now.len(), 24, "{now}");
         let b = now.as_bytes();

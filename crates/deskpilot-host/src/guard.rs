@@ -27,6 +27,7 @@ use crate::config::Effective;
 use crate::control;
 use crate::host::{Reload, refusals_for, vet_launch, window_facts};
 use crate::redacting::Redacting;
+use deskpilot_protocol::Result;
 
 /// What a guarded driver reads on its own machine.
 #[derive(Clone)]
@@ -61,7 +62,7 @@ impl Guarded {
 
     /// The machine's settings, when it may be used at all: the feature switch is
     /// on and no stop is in effect.
-    fn admit(&self) -> Result<Effective, ComputerError> {
+    fn admit(&self) -> Result<Effective> {
         let s = (self.o.reload)()?;
         if !s.enabled {
             return Err(ComputerError::new(
@@ -82,7 +83,7 @@ impl Guarded {
 
     /// The facts of the window `handle` as enumerated now, `None` when it is gone
     /// (the inner driver then answers for it).
-    async fn facts(&self, handle: &Handle) -> Result<Option<TargetFacts>, ComputerError> {
+    async fn facts(&self, handle: &Handle) -> Result<Option<TargetFacts>> {
         let apps = self.inner.apps().await?;
         Ok(apps.iter().find_map(|a| {
             a.windows
@@ -114,7 +115,7 @@ impl Guarded {
     }
 
     /// Refuses text that names one of this machine's deskpilot files.
-    fn unprotected(s: &Effective, text: Option<&str>) -> Result<(), ComputerError> {
+    fn unprotected(s: &Effective, text: Option<&str>) -> Result<()> {
         match text.and_then(|t| refusals_for(s).protected_in(t)) {
             Some(p) => Err(ComputerError::new(
                 ErrorCode::ScopeViolation,
@@ -129,6 +130,28 @@ impl Guarded {
 
     /// Refuses input into `window` while a password field could receive it (for an
     /// act, `element` is the element written to).
+    /// This machine's places for files an app is made to write
+    /// (docs/ARCHITECTURE.md §7.21): in a save dialog, an element action or keys
+    /// that would save outside them are refused. A window without a tree has no
+    /// save dialog anything could read.
+    async fn saves_allowed(
+        &self,
+        s: &Effective,
+        window: &Handle,
+        act: Option<(Op, Option<&str>, &Handle)>,
+        keys: Option<(Option<&str>, Option<&str>)>,
+    ) -> Result<()> {
+        match self
+            .inner
+            .snapshot(SnapshotParams::whole(window.clone()))
+            .await
+        {
+            Ok(snap) => crate::host::files::check_served(s, act, keys, &snap.root),
+            Err(e) if e.code == ErrorCode::AccessibilityDisabled => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     async fn secure_input(
         &self,
         s: &Effective,
@@ -136,7 +159,7 @@ impl Guarded {
         window: &Handle,
         element: Option<&Handle>,
         typing: bool,
-    ) -> Result<(), ComputerError> {
+    ) -> Result<()> {
         let snap = match self
             .inner
             .snapshot(SnapshotParams::whole(window.clone()))
@@ -190,7 +213,7 @@ impl Guarded {
         op: &str,
         facts: Option<&TargetFacts>,
         text_len: Option<usize>,
-        r: &Result<T, ComputerError>,
+        r: &Result<T>,
     ) {
         let refusal = r.as_ref().err().is_some_and(|e| {
             matches!(
@@ -231,14 +254,14 @@ impl Guarded {
 
 #[async_trait]
 impl Driver for Guarded {
-    async fn hello(&self) -> Result<Hello, ComputerError> {
+    async fn hello(&self) -> Result<Hello> {
         self.inner.hello().await
     }
 
     /// The apps, with each process's uid and executable filled in from this
     /// machine's `/proc`: a host on another machine judges its refusals on these
     /// facts and never looks a remote pid up on its own machine.
-    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>> {
         self.admit()?;
         let mut apps = self.inner.apps().await?;
         for a in &mut apps {
@@ -253,10 +276,11 @@ impl Driver for Guarded {
         Ok(apps)
     }
 
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult> {
         let len = Some(p.command.join(" ").chars().count());
         let r = async {
             let s = self.admit()?;
+            Self::effects_allowed(&s)?;
             vet_launch(&p.command, &refusals_for(&s))?;
             self.inner.launch(p).await
         }
@@ -265,17 +289,17 @@ impl Driver for Guarded {
         r
     }
 
-    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>> {
         self.admit()?;
         self.inner.windows().await
     }
 
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty> {
         self.admit_window(&p.window).await?;
         self.inner.activate(p).await
     }
 
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot> {
         self.admit_window(&p.window).await?;
         if let Some(h) = &p.scope {
             same_app(&p.window, h)?;
@@ -283,7 +307,7 @@ impl Driver for Guarded {
         self.inner.snapshot(p).await
     }
 
-    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult> {
         let s = match &p.window {
             Some(w) => self.admit_window(w).await?.0,
             None => self.admit()?,
@@ -304,12 +328,13 @@ impl Driver for Guarded {
         Ok(r)
     }
 
-    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult> {
         let len = p.value.as_ref().map(|v| v.chars().count());
         let mut facts = None;
         let r = async {
             let (s, f) = self.admit_window(&p.window).await?;
             facts = f;
+            Self::effects_allowed(&s)?;
             // The element must be the admitted window's app's: a handle of a refused
             // app's element sent with a permitted window would act outside the rules.
             same_app(&p.window, &p.handle)?;
@@ -321,6 +346,18 @@ impl Driver for Guarded {
                     &p.window,
                     Some(&p.handle),
                     p.op == Op::Type,
+                )
+                .await?;
+            }
+            if matches!(
+                p.op,
+                Op::SetValue | Op::Type | Op::Click | Op::DoubleClick | Op::Toggle
+            ) {
+                self.saves_allowed(
+                    &s,
+                    &p.window,
+                    Some((p.op, p.value.as_deref(), &p.handle)),
+                    None,
                 )
                 .await?;
             }
@@ -338,20 +375,16 @@ impl Driver for Guarded {
         r
     }
 
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult> {
         self.admit()?;
         self.inner.subscribe(p).await
     }
 
-    async fn next_events(
-        &self,
-        subscription: u64,
-        timeout_ms: u64,
-    ) -> Result<EventBatch, ComputerError> {
+    async fn next_events(&self, subscription: u64, timeout_ms: u64) -> Result<EventBatch> {
         self.inner.next_events(subscription, timeout_ms).await
     }
 
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult> {
         let len = p
             .chord
             .as_deref()
@@ -361,7 +394,43 @@ impl Driver for Guarded {
         let r = async {
             let (s, f) = self.admit_window(&p.window).await?;
             facts = f;
+            Self::effects_allowed(&s)?;
             Self::unprotected(&s, p.text.as_deref())?;
+            if let Some(c) = p.chord.as_deref() {
+                // What the keys reach, as the host judges it (docs/ARCHITECTURE.md
+                // §7.6): keys after a focus move in one chord land unjudged, and a
+                // paste needs this machine's clipboard switch.
+                if let Some(bad) = deskpilot_policy::reach::lands_after_focus_move(c) {
+                    return Err(ComputerError::new(
+                        ErrorCode::InvalidArgument,
+                        format!(
+                            "in {:?} keys are pressed after focus moves to another control: send them as separate chords",
+                            deskpilot_core::sanitize::one_line(&bad)
+                        ),
+                    ));
+                }
+                if !s.clipboard && deskpilot_policy::reach::pastes(c) {
+                    return Err(ComputerError::new(
+                        ErrorCode::ScopeViolation,
+                        "a paste writes whatever this machine's clipboard holds; its user allows that with `deskpilot config set clipboard true`",
+                    ));
+                }
+                // Never a password a password manager marked (docs/ARCHITECTURE.md
+                // §7.20), whatever the host decided.
+                for selection in deskpilot_policy::reach::pasted_selections(c) {
+                    let offer = self
+                        .inner
+                        .clipboard_targets(ClipboardTargetsParams { selection })
+                        .await?;
+                    if let Some(e) = deskpilot_policy::clipboard::marked_refused(
+                        "pasting",
+                        selection,
+                        &offer.targets,
+                    ) {
+                        return Err(e);
+                    }
+                }
+            }
             // This machine's own switch for desktop shortcuts, whatever the host
             // decided (docs/ARCHITECTURE.md §7.18).
             if let Some(why) = p
@@ -379,6 +448,13 @@ impl Driver for Guarded {
             }
             self.secure_input(&s, facts.as_ref(), &p.window, None, true)
                 .await?;
+            self.saves_allowed(
+                &s,
+                &p.window,
+                None,
+                Some((p.chord.as_deref(), p.text.as_deref())),
+            )
+            .await?;
             self.inner.keys(p.clone()).await
         }
         .await;
@@ -386,12 +462,13 @@ impl Driver for Guarded {
         r
     }
 
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult> {
         let mut facts = None;
         let op = format!("pointer_{:?}", p.action).to_lowercase();
         let r = async {
-            let (_, f) = self.admit_window(&p.window).await?;
+            let (s, f) = self.admit_window(&p.window).await?;
             facts = f;
+            Self::effects_allowed(&s)?;
             self.inner.pointer(p.clone()).await
         }
         .await;
@@ -399,7 +476,7 @@ impl Driver for Guarded {
         r
     }
 
-    async fn capture(&self, mut p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+    async fn capture(&self, mut p: CaptureParams) -> Result<CaptureResult> {
         let mut facts = None;
         let r = async {
             p.paint
@@ -411,7 +488,7 @@ impl Driver for Guarded {
         r
     }
 
-    async fn ocr(&self, mut p: OcrParams) -> Result<OcrResult, ComputerError> {
+    async fn ocr(&self, mut p: OcrParams) -> Result<OcrResult> {
         let mut facts = None;
         let r = async {
             p.paint
@@ -423,35 +500,60 @@ impl Driver for Guarded {
         r
     }
 
-    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+    async fn clipboard_read(&self) -> Result<ClipboardContent> {
         let r = async {
             Self::clipboard_allowed(&self.admit()?)?;
-            self.inner.clipboard_read().await
+            let c = self.inner.clipboard_read().await?;
+            match deskpilot_policy::clipboard::marked_refused(
+                "reading this machine's clipboard",
+                Selection::Clipboard,
+                &c.targets,
+            ) {
+                Some(e) => Err(e),
+                None => Ok(c),
+            }
         }
         .await;
         self.audit(AuditEvent::Capture, "clipboard_read", None, None, &r);
         r
     }
 
-    async fn clipboard_write(
-        &self,
-        p: ClipboardWriteParams,
-    ) -> Result<ClipboardWritten, ComputerError> {
+    async fn clipboard_write(&self, p: ClipboardWriteParams) -> Result<ClipboardWritten> {
         let len = Some(p.text.chars().count());
         let r = async {
-            Self::clipboard_allowed(&self.admit()?)?;
+            let s = self.admit()?;
+            Self::effects_allowed(&s)?;
+            Self::clipboard_allowed(&s)?;
             self.inner.clipboard_write(p).await
         }
         .await;
         self.audit(AuditEvent::Action, "clipboard_write", None, len, &r);
         r
     }
+
+    async fn clipboard_targets(&self, p: ClipboardTargetsParams) -> Result<ClipboardTargets> {
+        // Target names only, never content: what the host needs to refuse a paste.
+        self.admit()?;
+        self.inner.clipboard_targets(p).await
+    }
 }
 
 impl Guarded {
+    /// This machine's own mode: in `plan` it is read-only, whatever the host asks
+    /// (`deskpilot driver` on a machine in plan mode reads and never acts).
+    fn effects_allowed(s: &Effective) -> Result<()> {
+        if s.mode == deskpilot_policy::mode::Mode::Plan {
+            return Err(ComputerError::new(
+                ErrorCode::ScopeViolation,
+                "this machine's mode is plan (read-only): it serves reads and no effect; its user changes that with `deskpilot config set mode default`",
+            ));
+        }
+        Ok(())
+    }
+
     /// This machine's own clipboard switch, whatever the host decided
     /// (docs/ARCHITECTURE.md §7.20).
-    fn clipboard_allowed(s: &Effective) -> Result<(), ComputerError> {
+    fn clipboard_allowed(s: &Effective) -> Result<()> {
         if s.clipboard {
             return Ok(());
         }
@@ -470,7 +572,7 @@ impl Guarded {
         &self,
         window: &Handle,
         facts: &mut Option<TargetFacts>,
-    ) -> Result<Vec<deskpilot_core::Bounds>, ComputerError> {
+    ) -> Result<Vec<deskpilot_core::Bounds>> {
         let (s, f) = self.admit_window(window).await?;
         facts.clone_from(&f);
         Self::pixels_allowed(&s)?;
@@ -481,7 +583,7 @@ impl Guarded {
 
     /// This machine's own `capture` setting allows pixels, whatever the remote
     /// host's grant says.
-    fn pixels_allowed(s: &Effective) -> Result<(), ComputerError> {
+    fn pixels_allowed(s: &Effective) -> Result<()> {
         if s.capture == deskpilot_policy::grant::Capture::A11yAndPixels {
             return Ok(());
         }
@@ -498,7 +600,7 @@ impl Guarded {
         &self,
         s: &Effective,
         window: &Handle,
-    ) -> Result<Vec<deskpilot_core::Bounds>, ComputerError> {
+    ) -> Result<Vec<deskpilot_core::Bounds>> {
         let info = self
             .inner
             .windows()
@@ -560,7 +662,7 @@ impl Guarded {
 /// element handle of another shape must be the window itself.
 ///
 /// Errors: `COMPUTER_SCOPE_VIOLATION` naming both handles.
-fn same_app(window: &Handle, element: &Handle) -> Result<(), ComputerError> {
+fn same_app(window: &Handle, element: &Handle) -> Result<()> {
     let bus = |h: &Handle| h.as_str().split_once('|').map(|(b, _)| b.to_owned());
     let ok = match (bus(window), bus(element)) {
         (Some(w), Some(e)) => w == e,
@@ -665,5 +767,107 @@ mod tests {
         let x = Handle::new("x11win:4194313.77");
         assert!(same_app(&x, &x).is_ok());
         assert!(same_app(&x, &w).is_err());
+    }
+
+    /// `deskpilot driver` on a machine in plan mode clicked Delete: the served driver
+    /// applies its machine's mode, so plan serves reads and refuses every effect (and
+    /// audits the refusal); a paste needs its machine's clipboard switch.
+    #[test]
+    fn plan_mode_on_the_served_machine_refuses_every_effect() {
+        use deskpilot_protocol::fixture_driver::{FixtureDriver, RecordedAction};
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = Arc::new(FixtureDriver::desktop());
+        fixture.mutate(|apps| {
+            for a in apps.iter_mut() {
+                a.info.uid = Some(deskpilot_os::current_uid());
+            }
+            apps[0].windows[0].actions = vec!["click".into()];
+        });
+        let mode = Arc::new(std::sync::Mutex::new(deskpilot_policy::mode::Mode::Plan));
+        let m = mode.clone();
+        let reload: Reload = Arc::new(move || {
+            let mut s = crate::config::Config::default().effective(true);
+            s.enabled = true;
+            s.mode = *m.lock().unwrap();
+            Ok(s)
+        });
+        let audit = dir.path().join("audit.jsonl");
+        let g = Guarded::new(
+            fixture.clone(),
+            GuardOptions {
+                reload,
+                runtime_dir: dir.path().to_path_buf(),
+                audit: AuditLog::new(audit.clone()),
+            },
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let window = g.windows().await.unwrap()[0].clone();
+            let click = ActParams {
+                window: window.handle.clone(),
+                handle: window.handle.clone(),
+                op: Op::Click,
+                value: None,
+                settle: None,
+            };
+            let e = g.act(click.clone()).await.unwrap_err();
+            assert_eq!(e.code, ErrorCode::ScopeViolation, "{e:?}");
+            assert!(e.message.contains("plan"), "{e:?}");
+            let keys = KeysParams {
+                window: window.handle.clone(),
+                chord: Some("Delete".into()),
+                text: None,
+            };
+            assert_eq!(
+                g.keys(keys).await.unwrap_err().code,
+                ErrorCode::ScopeViolation
+            );
+            let ptr = PointerParams {
+                window: window.handle.clone(),
+                action: PointerAction::Click,
+                x: 1,
+                y: 1,
+                to: None,
+            };
+            assert_eq!(
+                g.pointer(ptr).await.unwrap_err().code,
+                ErrorCode::ScopeViolation
+            );
+            // Reads still work in plan mode.
+            g.snapshot(SnapshotParams::whole(window.handle.clone()))
+                .await
+                .unwrap();
+            assert!(
+                fixture.actions().is_empty(),
+                "nothing reached the desktop: {:?}",
+                fixture.actions()
+            );
+            *mode.lock().unwrap() = deskpilot_policy::mode::Mode::Bypass;
+            g.act(click).await.unwrap();
+            assert!(matches!(
+                fixture.actions().as_slice(),
+                [RecordedAction::Act { .. }]
+            ));
+            let paste = KeysParams {
+                window: window.handle.clone(),
+                chord: Some("ctrl+v".into()),
+                text: None,
+            };
+            assert_eq!(
+                g.keys(paste).await.unwrap_err().code,
+                ErrorCode::ScopeViolation
+            );
+        });
+        let log = std::fs::read_to_string(&audit).unwrap();
+        assert!(
+            log.lines()
+                .filter(|l| l.contains("\"refused\"") || l.contains("refusal"))
+                .count()
+                >= 3,
+            "{log}"
+        );
     }
 }

@@ -9,7 +9,8 @@
 //! the cross-process [`control`] plumbing (grant lock, stop record, control sockets).
 //! Every tool a caller offers an agent goes through [`host::Host`].
 //! [`listing`] is the application list as text, the same for every caller.
-//! [`remote`] is a driver on another machine, reached through a command's stdio.
+//! [`remote`] is a driver on another machine, reached through a command's stdio, and
+//! [`device`] names which machine (`--device`).
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,7 @@ pub mod apps;
 pub mod audit;
 pub mod config;
 pub mod control;
+pub mod device;
 pub mod guard;
 pub mod host;
 pub mod listing;
@@ -26,6 +28,6 @@ pub mod remote;
 pub mod session;
 pub mod store;
 
-pub use host::{Host, HostOptions};
+pub use host::{Host, HostOptions, own_paths, protected_dirs};
 pub use session::{ActOutcome, Change, KeysOutcome, Observation, ObserveOptions, Session, Target};
 pub use store::{SessionState, StateStore};

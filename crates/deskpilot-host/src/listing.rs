@@ -95,6 +95,7 @@ mod tests {
                 name: "mousepad".into(),
                 pid: Some(42),
                 status: AppStatus::Ok,
+                toolkit: None,
                 windows: vec![
                     window("w1", "notes.txt\nsecond line", true, true),
                     window("w2", "Untitled", false, false),
@@ -104,6 +105,7 @@ mod tests {
                 name: "gcr-prompter".into(),
                 pid: None,
                 status: AppStatus::NotResponding,
+                toolkit: None,
                 windows: vec![refused],
             },
         ];

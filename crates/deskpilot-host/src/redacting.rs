@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use deskpilot_core::redact::{PASSWORD_MASK, mask_secrets, scrub};
+use deskpilot_protocol::Result;
 use deskpilot_protocol::types::*;
 use deskpilot_protocol::{ComputerError, Driver};
 
@@ -159,11 +160,11 @@ fn error(mut e: ComputerError) -> ComputerError {
 
 #[async_trait]
 impl Driver for Redacting {
-    async fn hello(&self) -> Result<Hello, ComputerError> {
+    async fn hello(&self) -> Result<Hello> {
         self.inner.hello().await.map_err(error)
     }
 
-    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>> {
         let mut apps = self.inner.apps().await.map_err(error)?;
         for a in &mut apps {
             masked(&mut a.name);
@@ -172,7 +173,7 @@ impl Driver for Redacting {
         Ok(apps)
     }
 
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult> {
         let mut r = self.inner.launch(p).await.map_err(error)?;
         if let Some(w) = &mut r.window {
             window(w);
@@ -180,23 +181,23 @@ impl Driver for Redacting {
         Ok(r)
     }
 
-    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>> {
         let mut ws = self.inner.windows().await.map_err(error)?;
         ws.iter_mut().for_each(window);
         Ok(ws)
     }
 
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty> {
         self.inner.activate(p).await.map_err(error)
     }
 
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot> {
         let mut s = self.inner.snapshot(p).await.map_err(error)?;
         self.redact_read(&mut s);
         Ok(s)
     }
 
-    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult> {
         let mut r = self.inner.find(p).await.map_err(error)?;
         for m in &mut r.matches {
             self.remember_secrets(&m.node);
@@ -207,7 +208,7 @@ impl Driver for Redacting {
         Ok(r)
     }
 
-    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult> {
         let mut r = self.inner.act(p).await.map_err(error)?;
         if let Some(n) = &mut r.note {
             masked(n);
@@ -219,15 +220,11 @@ impl Driver for Redacting {
         Ok(r)
     }
 
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult> {
         self.inner.subscribe(p).await.map_err(error)
     }
 
-    async fn next_events(
-        &self,
-        subscription: u64,
-        timeout_ms: u64,
-    ) -> Result<EventBatch, ComputerError> {
+    async fn next_events(&self, subscription: u64, timeout_ms: u64) -> Result<EventBatch> {
         let mut b = self
             .inner
             .next_events(subscription, timeout_ms)
@@ -244,19 +241,19 @@ impl Driver for Redacting {
         Ok(b)
     }
 
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult> {
         self.inner.keys(p).await.map_err(error)
     }
 
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult> {
         self.inner.pointer(p).await.map_err(error)
     }
 
-    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult> {
         self.inner.capture(p).await.map_err(error)
     }
 
-    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult> {
         let mut r = self.inner.ocr(p).await.map_err(error)?;
         for word in &mut r.words {
             masked(&mut word.text);
@@ -271,7 +268,7 @@ impl Driver for Redacting {
         Ok(r)
     }
 
-    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+    async fn clipboard_read(&self) -> Result<ClipboardContent> {
         let mut r = self.inner.clipboard_read().await.map_err(error)?;
         if let Some(t) = &mut r.text {
             // Whatever was copied — a token, a key, a value deskpilot masked in a
@@ -283,11 +280,12 @@ impl Driver for Redacting {
         Ok(r)
     }
 
-    async fn clipboard_write(
-        &self,
-        p: ClipboardWriteParams,
-    ) -> Result<ClipboardWritten, ComputerError> {
+    async fn clipboard_write(&self, p: ClipboardWriteParams) -> Result<ClipboardWritten> {
         self.inner.clipboard_write(p).await.map_err(error)
+    }
+
+    async fn clipboard_targets(&self, p: ClipboardTargetsParams) -> Result<ClipboardTargets> {
+        self.inner.clipboard_targets(p).await.map_err(error)
     }
 }
 

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use deskpilot_protocol::Result;
 use deskpilot_protocol::rpc::{RpcDriver, RpcOptions};
 use deskpilot_protocol::types::*;
 use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
@@ -71,7 +72,7 @@ impl LinkDriver {
 
     /// The live link's client, opening one when there is none or the last one
     /// dropped.
-    async fn rpc(&self) -> Result<Arc<RpcDriver>, ComputerError> {
+    async fn rpc(&self) -> Result<Arc<RpcDriver>> {
         let mut slot = self.link.lock().await;
         if let Some(link) = slot.as_ref() {
             if link.rpc.closed_reason().is_none() {
@@ -86,7 +87,7 @@ impl LinkDriver {
         Ok(rpc)
     }
 
-    async fn connect(&self) -> Result<Link, ComputerError> {
+    async fn connect(&self) -> Result<Link> {
         let started = Instant::now();
         let mut child = Command::new(&self.program)
             .args(&self.args)
@@ -256,7 +257,7 @@ macro_rules! on_link {
 
 #[async_trait]
 impl Driver for LinkDriver {
-    async fn hello(&self) -> Result<Hello, ComputerError> {
+    async fn hello(&self) -> Result<Hello> {
         self.rpc().await?;
         let slot = self.link.lock().await;
         match slot.as_ref() {
@@ -267,57 +268,53 @@ impl Driver for LinkDriver {
             ))),
         }
     }
-    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>> {
         on_link!(self, r => r.apps())
     }
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult> {
         on_link!(self, r => r.launch(p))
     }
-    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>> {
         on_link!(self, r => r.windows())
     }
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty> {
         on_link!(self, r => r.activate(p))
     }
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot> {
         on_link!(self, r => r.snapshot(p))
     }
-    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult> {
         on_link!(self, r => r.find(p))
     }
-    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult> {
         on_link!(self, r => r.act(p))
     }
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult> {
         on_link!(self, r => r.subscribe(p))
     }
-    async fn next_events(
-        &self,
-        subscription: u64,
-        timeout_ms: u64,
-    ) -> Result<EventBatch, ComputerError> {
+    async fn next_events(&self, subscription: u64, timeout_ms: u64) -> Result<EventBatch> {
         on_link!(self, r => r.next_events(subscription, timeout_ms))
     }
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult> {
         on_link!(self, r => r.keys(p))
     }
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult> {
         on_link!(self, r => r.pointer(p))
     }
-    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult> {
         on_link!(self, r => r.capture(p))
     }
-    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult> {
         on_link!(self, r => r.ocr(p))
     }
-    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+    async fn clipboard_read(&self) -> Result<ClipboardContent> {
         on_link!(self, r => r.clipboard_read())
     }
-    async fn clipboard_write(
-        &self,
-        p: ClipboardWriteParams,
-    ) -> Result<ClipboardWritten, ComputerError> {
+    async fn clipboard_write(&self, p: ClipboardWriteParams) -> Result<ClipboardWritten> {
         on_link!(self, r => r.clipboard_write(p))
+    }
+    async fn clipboard_targets(&self, p: ClipboardTargetsParams) -> Result<ClipboardTargets> {
+        on_link!(self, r => r.clipboard_targets(p))
     }
 }
 

@@ -14,9 +14,10 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use deskpilot_core::Node;
 use deskpilot_core::refs::{RefRegistry, WindowRefs};
+use deskpilot_core::{Bounds, Node};
 use deskpilot_protocol::ComputerError;
+use deskpilot_protocol::Result;
 use deskpilot_protocol::types::WindowInfo;
 use serde::{Deserialize, Serialize};
 
@@ -41,7 +42,22 @@ pub struct WindowState {
     pub revision: u64,
     /// The OCR elements (`o1`…) of the window's last OCR read, device pixels.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub ocr: Vec<crate::host::pixels::OcrElement>,
+    pub ocr: Vec<OcrElement>,
+}
+
+/// One OCR element as the host keeps it between calls (per window): the
+/// elements `act oN` clicks (docs/ARCHITECTURE.md §8a).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OcrElement {
+    /// `o3`.
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    /// The recognised text, redacted.
+    pub text: String,
+    /// Device pixels.
+    pub bounds: Bounds,
+    /// The basis (device geometry, scale 1) it was read under.
+    pub basis: String,
 }
 
 /// Everything persisted for one desktop.
@@ -80,16 +96,29 @@ pub fn state_dir() -> PathBuf {
     deskpilot_os::runtime_dir()
 }
 
+/// Creates `dir` (and its parents) restricted to its owner (mode 0700).
+///
+/// Errors: `COMPUTER_OS_PERMISSION_MISSING` when the system refuses it,
+/// `COMPUTER_INTERNAL` for any other failure; both name the directory.
+pub fn ensure_private_dir(dir: &Path) -> Result<()> {
+    deskpilot_os::ensure_private_dir(dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            ComputerError::new(
+                deskpilot_protocol::ErrorCode::OsPermissionMissing,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        } else {
+            ComputerError::internal(format!("cannot create {}: {e}", dir.display()))
+        }
+    })
+}
+
 /// A short stable key for a desktop: its display and session bus.
 pub fn desktop_key(display: &str, bus: &str) -> String {
-    // FNV-1a: stable across runs and Rust versions, unlike DefaultHasher.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     // The whole display name is hashed too: the name part keeps only letters and
     // digits, so `ssh:lab-1` and `ssh:lab1` (devices have no bus) would meet there.
-    for b in display.bytes().chain([0]).chain(bus.bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let key = [display.as_bytes(), &[0], bus.as_bytes()].concat();
+    let h = deskpilot_core::hash::fnv1a(&key);
     let d: String = display
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())
@@ -100,13 +129,13 @@ pub fn desktop_key(display: &str, bus: &str) -> String {
 impl StateStore {
     /// Opens (creating if needed) and exclusively locks the state file for `key`.
     /// Blocks while another call on the same desktop holds it.
-    pub fn open(key: &str) -> Result<StateStore, ComputerError> {
+    pub fn open(key: &str) -> Result<StateStore> {
         Self::open_in(&state_dir(), key)
     }
 
     /// As [`StateStore::open`], in an explicit directory (tests).
-    pub fn open_in(dir: &Path, key: &str) -> Result<StateStore, ComputerError> {
-        deskpilot_os::ensure_private_dir(dir).map_err(|e| crate::control::dir_error(dir, &e))?;
+    pub fn open_in(dir: &Path, key: &str) -> Result<StateStore> {
+        ensure_private_dir(dir)?;
         let lock_path = dir.join(format!("session-{key}.lock"));
         let lock = deskpilot_os::lock_file(&lock_path).map_err(|e| {
             ComputerError::internal(format!("cannot lock {}: {e}", lock_path.display()))
@@ -142,7 +171,7 @@ impl StateStore {
     }
 
     /// Writes the state atomically, mode 0600 ([`write_private_atomic`]).
-    pub fn save(&self, state: &SessionState) -> Result<(), ComputerError> {
+    pub fn save(&self, state: &SessionState) -> Result<()> {
         let text = serde_json::to_vec(state)
             .map_err(|e| ComputerError::internal(format!("cannot encode session state: {e}")))?;
         write_private_atomic(&self.path, &text).map_err(|e| {

@@ -22,6 +22,7 @@ use deskpilot_host::host::{Basis, Host, HostOptions};
 use deskpilot_host::{Observation, Session, StateStore, Target};
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::mode::Mode;
+use deskpilot_protocol::Result;
 use deskpilot_protocol::fixture_driver::FixtureDriver;
 use deskpilot_protocol::types::PointerAction;
 use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
@@ -142,12 +143,7 @@ fn focus_a_delete_button(env: &Env) {
 /// Performs `entry` in the bound window, aimed with what `obs` showed: the first
 /// button of the window (or, `typing`, text into the editor's body) for `act`; the
 /// chord `ctrl+s` (or the text) for `keys`; a click at (5, 5) of `obs`'s basis.
-async fn perform(
-    h: &mut Host,
-    entry: Entry,
-    obs: &Observation,
-    typing: bool,
-) -> Result<(), ComputerError> {
+async fn perform(h: &mut Host, entry: Entry, obs: &Observation, typing: bool) -> Result<()> {
     match entry {
         Entry::Act if typing => {
             let body = ref_of(&obs.text, &["textbox \"Body\""]);

@@ -188,6 +188,37 @@ fn a_damaged_stop_record_means_stopped_until_the_user_grants() {
     });
 }
 
+/// An app the agent drives deleted `stop.json` right after `deskpilot stop`: the
+/// grant went on and agent grants came back at once. The stop is also kept in the
+/// user's keyring: the deleted file lifts nothing until the user grants.
+#[test]
+fn a_deleted_stop_record_still_stops_until_the_user_grants() {
+    let env = Env::new("deleted");
+    rt().block_on(async {
+        let mut h = env.host();
+        let obs = observe(&mut h, &editor()).await;
+        let save = ref_of(&obs.text, &["button \"Save\""]);
+        control::write_stop_in(&env.runtime(), control::now_ms()).unwrap();
+        std::fs::remove_file(env.runtime().join("stop.json")).unwrap();
+        let e = failed(h.act(&save, Op::Click, None).await);
+        assert_code(&e, ErrorCode::StoppedByUser);
+        assert!(h.grant_view().is_none(), "the grant was revoked");
+        // The next one-off call (a host of its own, after this one ended) is
+        // refused too.
+        drop(h);
+        let mut h = env.host();
+        let e = failed(h.observe(&editor(), &ObserveOptions::default()).await);
+        assert_code(&e, ErrorCode::StoppedByUser);
+        assert!(env.driver.actions().is_empty());
+        h.issue_user_grant(Scope::Desktop, &editor()).await.unwrap();
+        assert!(control::read_stop_in(&env.runtime()).is_none());
+        let obs = observe(&mut h, &editor()).await;
+        let save = ref_of(&obs.text, &["button \"Save\""]);
+        h.act(&save, Op::Click, None).await.unwrap();
+        assert_eq!(env.driver.actions().len(), 1);
+    });
+}
+
 #[test]
 fn a_later_stop_also_ends_a_user_grant() {
     let env = Env::new("stop-user-grant");

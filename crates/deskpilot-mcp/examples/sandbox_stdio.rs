@@ -14,7 +14,7 @@ use deskpilot_host::config::Config;
 use deskpilot_host::host::{Host, HostOptions};
 use deskpilot_host::store::desktop_key;
 use deskpilot_host::{Session, StateStore};
-use deskpilot_protocol::ComputerError;
+use deskpilot_protocol::Result;
 
 fn main() {
     tracing_subscriber::fmt()
@@ -35,7 +35,7 @@ fn main() {
     }
 }
 
-async fn run() -> Result<(), ComputerError> {
+async fn run() -> Result<()> {
     let sb = Sandbox::start(SandboxOptions::default())?;
     let vars: Vec<(String, String)> = sb.env().into_iter().collect();
     let driver = LinuxDriver::connect(ConnectOptions::from_vars(vars)).await?;

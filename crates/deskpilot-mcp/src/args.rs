@@ -207,7 +207,8 @@ pub struct LaunchArgs {
     /// Program and arguments, no shell: e.g. ["mousepad", "/tmp/notes.txt"].
     #[schemars(length(min = 1))]
     pub command: Vec<String>,
-    /// How long to wait for the app's first window, ms: default 15000, at most 60000.
+    /// How long to wait for the app's first window to be readable, ms: default
+    /// 15000, at most 60000.
     #[serde(default)]
     #[schemars(range(min = 0, max = 60000))]
     pub wait_ms: Option<u64>,

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use deskpilot_protocol::Result;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Bytes;
@@ -32,7 +33,7 @@ impl HttpAuth {
     /// Authentication with this token (at least 32 characters).
     ///
     /// Errors: `COMPUTER_INVALID_ARGUMENT` for a shorter token.
-    pub fn new(token: impl Into<String>) -> Result<HttpAuth, ComputerError> {
+    pub fn new(token: impl Into<String>) -> Result<HttpAuth> {
         let token = token.into().trim().to_owned();
         if token.len() < 32 {
             return Err(ComputerError::new(
@@ -48,24 +49,49 @@ impl HttpAuth {
         &self.token
     }
 
-    /// The token kept in `path` (mode 0600, in a private directory of this user):
-    /// read when the file exists, else a new random one written there, so a client
-    /// configured once keeps working across restarts. Remove the file to rotate it.
+    /// The token kept in `path` (mode 0600): read when the file exists, else a new
+    /// random one written there, so a client configured once keeps working across
+    /// restarts. Remove the file to rotate it. Only the file is deskpilot's: a
+    /// missing directory is made (0700), an existing one is used as it is when it
+    /// is this user's and nobody else can write to it
+    /// ([`deskpilot_os::check_own_dir`]), never re-permissioned; the file must be
+    /// this user's own regular file.
     ///
-    /// Errors: `COMPUTER_OS_PERMISSION_MISSING` when the directory is not this
-    /// user's own; `COMPUTER_INTERNAL` when the file cannot be read or written or
+    /// Errors: `COMPUTER_OS_PERMISSION_MISSING` when the directory or the file is
+    /// not this user's own; `COMPUTER_INTERNAL` when the file cannot be read or written or
     /// the system has no randomness; `COMPUTER_INVALID_ARGUMENT` for a file whose
     /// token is too short.
-    pub fn from_file(path: &Path) -> Result<HttpAuth, ComputerError> {
+    pub fn from_file(path: &Path) -> Result<HttpAuth> {
+        let cannot_use = |what: &Path, e: std::io::Error| {
+            let code = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                ErrorCode::OsPermissionMissing
+            } else {
+                ErrorCode::Internal
+            };
+            ComputerError::new(code, format!("cannot use {}: {e}", what.display()))
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            deskpilot_os::ensure_private_dir(dir).map_err(|e| {
-                let code = if e.kind() == std::io::ErrorKind::PermissionDenied {
-                    ErrorCode::OsPermissionMissing
-                } else {
-                    ErrorCode::Internal
-                };
-                ComputerError::new(code, format!("cannot use {}: {e}", dir.display()))
-            })?;
+            // A directory made here is private; one that exists is checked, and
+            // left as it is (a shared directory is not closed to its other users).
+            let made = !dir.exists();
+            if made {
+                deskpilot_os::ensure_private_dir(dir).map_err(|e| cannot_use(dir, e))?;
+            } else {
+                deskpilot_os::check_own_dir(dir).map_err(|e| cannot_use(dir, e))?;
+            }
+        }
+        #[cfg(unix)]
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            use std::os::unix::fs::MetadataExt;
+            if !meta.file_type().is_file() || meta.uid() != deskpilot_os::current_uid() {
+                return Err(cannot_use(
+                    path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::PermissionDenied,
+                        "is not a regular file of this user's own (a symlink, a directory, another user's); remove it",
+                    ),
+                ));
+            }
         }
         match std::fs::read_to_string(path) {
             Ok(t) => HttpAuth::new(t),
@@ -217,6 +243,43 @@ mod tests {
             );
         }
         assert!(HttpAuth::new("short").is_err());
+    }
+
+    /// `--token-file` in a directory the user shares closed that directory to
+    /// everyone else (chmod 0700). Only the file is deskpilot's; a directory others
+    /// can write to is refused.
+    #[cfg(unix)]
+    #[test]
+    fn a_token_file_leaves_its_directory_as_it_is() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let shared = d.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let a = HttpAuth::from_file(&shared.join("mcp.token")).unwrap();
+        assert_eq!(a.token().len(), 64);
+        let mode = std::fs::metadata(&shared).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755, "the shared directory keeps its mode");
+        let mode = std::fs::metadata(shared.join("mcp.token"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+
+        let open = d.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = HttpAuth::from_file(&open.join("mcp.token")).unwrap_err();
+        assert_eq!(e.code, ErrorCode::OsPermissionMissing, "{}", e.message);
+        let mode = std::fs::metadata(&open).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o777, "refused, not re-permissioned");
+        assert!(!open.join("mcp.token").exists());
+
+        let link = d.path().join("link.token");
+        std::os::unix::fs::symlink(shared.join("mcp.token"), &link).unwrap();
+        let e = HttpAuth::from_file(&link).unwrap_err();
+        assert_eq!(e.code, ErrorCode::OsPermissionMissing, "{}", e.message);
     }
 
     #[test]

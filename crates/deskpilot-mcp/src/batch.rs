@@ -16,6 +16,9 @@ pub enum Boundary {
     /// The action opened or closed a window: the next refs may belong to a window
     /// the model has not seen.
     WindowsChanged { opened: usize, closed: usize },
+    /// The action ran but the desktop could not be read after it: what it changed
+    /// is unknown.
+    Unread,
 }
 
 impl Boundary {
@@ -24,6 +27,7 @@ impl Boundary {
         match self {
             Boundary::NotExecuted(_) => "not_executed",
             Boundary::WindowsChanged { .. } => "windows_changed",
+            Boundary::Unread => "unread",
         }
     }
 
@@ -33,6 +37,9 @@ impl Boundary {
             Boundary::NotExecuted(s) => format!(
                 "{r} ended {}, so the rest was not run: check the diff (or observe) before going on, and never repeat a non-idempotent action whose outcome is unknown",
                 s.as_str()
+            ),
+            Boundary::Unread => format!(
+                "{r} ran, but the desktop could not be read after it, so the rest was not run: observe before going on"
             ),
             Boundary::WindowsChanged { opened, closed } => {
                 let mut what = Vec::new();
@@ -65,6 +72,9 @@ pub fn boundary_after(out: &ActOutcome) -> Option<Boundary> {
     let closed = out.change.closed_windows.len();
     if opened + closed > 0 {
         return Some(Boundary::WindowsChanged { opened, closed });
+    }
+    if out.change.unread.is_some() {
+        return Some(Boundary::Unread);
     }
     None
 }

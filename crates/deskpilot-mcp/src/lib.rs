@@ -25,14 +25,17 @@
 pub mod args;
 pub mod auth;
 mod batch;
+mod handlers;
 pub mod output;
 mod server;
+mod service;
 mod stdio;
 pub mod tools;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use deskpilot_protocol::Result;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use rmcp::ServiceExt;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -56,7 +59,7 @@ pub const MAX_HTTP_BODY: usize = 4 * 1024 * 1024;
 ///
 /// Errors: `COMPUTER_INTERNAL` when the MCP handshake fails or the session ends
 /// abnormally.
-pub async fn serve_stdio(server: Server) -> Result<(), ComputerError> {
+pub async fn serve_stdio(server: Server) -> Result<()> {
     let watcher = server.watch_stop();
     // stdin → framing checks → the service → one writer → stdout (see `stdio`).
     let (service_in, filter_out) = tokio::io::duplex(1 << 20);
@@ -102,11 +105,7 @@ pub async fn serve_stdio(server: Server) -> Result<(), ComputerError> {
 ///
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for a non-loopback address;
 /// `COMPUTER_INTERNAL` when the address cannot be bound or accepting fails.
-pub async fn serve_http(
-    server: Server,
-    addr: SocketAddr,
-    auth: HttpAuth,
-) -> Result<(), ComputerError> {
+pub async fn serve_http(server: Server, addr: SocketAddr, auth: HttpAuth) -> Result<()> {
     if !addr.ip().is_loopback() {
         return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
@@ -183,7 +182,7 @@ pub async fn serve_listener(
     server: Server,
     listener: tokio::net::TcpListener,
     auth: HttpAuth,
-) -> Result<(), ComputerError> {
+) -> Result<()> {
     let local = listener
         .local_addr()
         .map_err(|e| ComputerError::internal(format!("cannot read the bound address: {e}")))?;
@@ -222,7 +221,7 @@ pub async fn serve_listener(
 ///
 /// Errors: `COMPUTER_INTERNAL` when the socket cannot be bound or accepting fails.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub async fn serve_unix(server: Server, path: &std::path::Path) -> Result<(), ComputerError> {
+pub async fn serve_unix(server: Server, path: &std::path::Path) -> Result<()> {
     use std::os::fd::AsFd;
     use std::os::unix::fs::PermissionsExt;
     let internal = |what: &str, e: std::io::Error| {

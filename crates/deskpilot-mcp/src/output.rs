@@ -130,6 +130,7 @@ impl NullFields for ListedWindow {
 
 impl NullFields for ListedApp {
     fn fill(v: &mut Map<String, Value>) {
+        null_keys(v, &["toolkit"]);
         fill_each::<ListedWindow>(v, "windows");
     }
 }
@@ -142,6 +143,7 @@ impl NullFields for NewWindow {
 
 impl NullFields for Change {
     fn fill(v: &mut Map<String, Value>) {
+        null_keys(v, &["unread"]);
         fill_each::<NewWindow>(v, "new_windows");
     }
 }
@@ -351,7 +353,7 @@ impl ActItemOut {
 /// Why a batch stopped before its last action.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct StopOut {
-    /// `not_executed`, `windows_changed`, `token_budget`, `stopped_by_user` or
+    /// `not_executed`, `windows_changed`, `unread`, `token_budget`, `stopped_by_user` or
     /// `cancelled`.
     pub reason: String,
     /// One sentence for the model.
@@ -410,7 +412,8 @@ pub struct LaunchedWindow {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct LaunchOutput {
     pub pid: u32,
-    /// The app's first window, or null when none appeared within `wait_ms`.
+    /// The app's first window, readable through its tree (a launch whose window
+    /// cannot be read within `wait_ms` fails `COMPUTER_TIMEOUT` instead).
     pub window: Option<LaunchedWindow>,
     pub elapsed_ms: u64,
 }
@@ -592,6 +595,7 @@ mod tests {
             name: "mousepad".into(),
             pid: Some(42),
             status: AppStatus::Ok,
+            toolkit: None,
             windows: vec![
                 window("w1", None),
                 window(
@@ -634,12 +638,13 @@ mod tests {
                 refused: None,
             }],
             closed_windows: vec!["w3".into()],
+            unread: None,
         };
         let v = serde_json::to_value(ChangeOut::new(&c, true)).unwrap();
         assert_eq!(
             v,
             json!({
-                "diff": "", "diff_tokens": 12, "diff_omitted": true, "closed_windows": ["w3"],
+                "diff": "", "diff_tokens": 12, "diff_omitted": true, "closed_windows": ["w3"], "unread": null,
                 "new_windows": [{ "window_ref": "w2", "app": "mousepad", "role": "dialog", "title": "Save As", "refused": null }]
             })
         );

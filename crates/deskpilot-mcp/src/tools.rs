@@ -1,6 +1,8 @@
-//! The tool list the server publishes: names, descriptions, annotations, and the
-//! input and output schemas generated from [`crate::args`] and [`crate::output`];
-//! and the server instructions that teach the working method.
+//! The tool table: every tool declared once — name, kind, input and output types,
+//! handler, title, description — from which the published list, the names and the
+//! dispatch are made; the schemas generated from [`crate::args`] and
+//! [`crate::output`] with standard formats only; and the server instructions that
+//! teach the working method.
 
 use std::sync::Arc;
 
@@ -12,38 +14,6 @@ use serde_json::Value;
 
 use crate::args::*;
 use crate::output::*;
-
-pub const APPS: &str = "computer_apps";
-pub const OBSERVE: &str = "computer_observe";
-pub const FIND: &str = "computer_find";
-pub const READ: &str = "computer_read";
-pub const ACT: &str = "computer_act";
-pub const WAIT: &str = "computer_wait";
-pub const KEYS: &str = "computer_keys";
-pub const LAUNCH: &str = "computer_launch";
-pub const SCREENSHOT: &str = "computer_screenshot";
-pub const TASK: &str = "computer_task";
-pub const CLIPBOARD: &str = "computer_clipboard";
-pub const TEACH_STEP: &str = "computer_teach_step";
-pub const TEACH_BATCH: &str = "computer_teach_batch";
-
-/// Every tool name, in the order the list publishes them (the two teach tools only
-/// when the server was started with `--teach`).
-pub const NAMES: [&str; 13] = [
-    APPS,
-    OBSERVE,
-    FIND,
-    READ,
-    ACT,
-    WAIT,
-    KEYS,
-    LAUNCH,
-    SCREENSHOT,
-    TASK,
-    CLIPBOARD,
-    TEACH_STEP,
-    TEACH_BATCH,
-];
 
 /// The server instructions (about 245 words, at most 250): the working method of
 /// docs/ARCHITECTURE.md §1 and §4 as a model should apply it.
@@ -60,17 +30,76 @@ Working method:
 8. Failures are results with a COMPUTER_* code. A refusal is final: do not work around it. After a rebind, old refs are stale: observe again.
 9. computer_task hands a whole instruction to the user's configured model.";
 
+/// `format` values of the JSON Schema vocabulary (draft 2020-12, §7.3): every other
+/// `format` (schemars writes `uint32`, `uint64`, `uint`, `int64`, `double`, …) is an
+/// annotation clients do not know — Ajv in strict mode, as Claude Code runs it, warns
+/// once per occurrence — and is dropped. The bounds it stood for stay as `minimum`.
+pub const FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Drops every `format` that [`FORMATS`] does not hold from a schema, at any depth
+/// (a property named `format` is a property, not the keyword, and stays).
+pub fn standard_formats(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if m.get("format")
+                .is_some_and(|f| f.as_str().is_none_or(|f| !FORMATS.contains(&f)))
+            {
+                m.remove("format");
+            }
+            for (k, child) in m.iter_mut() {
+                if k == "properties" || k == "$defs" || k == "patternProperties" {
+                    // Maps of names to schemas: each value is a schema.
+                    if let Value::Object(named) = child {
+                        named.values_mut().for_each(standard_formats);
+                    }
+                } else {
+                    standard_formats(child);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(standard_formats),
+        _ => {}
+    }
+}
+
 fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     // Every argument type is a struct, so its schema is an object: a failure here is
     // a programming error caught by the schema tests.
-    schema_for_input::<T>().unwrap_or_else(|e| panic!("input schema of a tool: {e}"))
+    let schema = schema_for_input::<T>().unwrap_or_else(|e| panic!("input schema of a tool: {e}"));
+    let mut v = Value::Object(schema.as_ref().clone());
+    standard_formats(&mut v);
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => unreachable!("an object schema stays an object"),
+    }
 }
 
 /// The output schema of a tool whose successful result is `O`: either `O` or the
 /// [`ErrorOutput`] every failed call (`isError: true`) carries, as `anyOf` under a root
 /// `"type": "object"` (MCP wants an object schema at the root; rmcp drops any other
 /// for clients of protocol versions before 2026-07-28). Generated for what the types
-/// serialize, without the root title and description.
+/// serialize, without the root title and description, with standard formats only
+/// ([`standard_formats`]).
 pub fn output_schema<O: JsonSchema>() -> Arc<JsonObject> {
     let mut generator = SchemaSettings::draft2020_12()
         .for_serialize()
@@ -92,122 +121,119 @@ pub fn output_schema<O: JsonSchema>() -> Arc<JsonObject> {
         "anyOf".into(),
         Value::Array(vec![Value::Object(success), refusal.to_value()]),
     );
-    Arc::new(root)
-}
-
-fn tool<I: JsonSchema + 'static, O: JsonSchema + 'static>(
-    name: &'static str,
-    title: &str,
-    description: &'static str,
-    annotations: ToolAnnotations,
-) -> Tool {
-    Tool::new(name, description, input::<I>())
-        .with_title(title)
-        .with_raw_output_schema(output_schema::<O>())
-        .with_annotations(annotations)
-}
-
-fn read_only(title: &str) -> ToolAnnotations {
-    ToolAnnotations::with_title(title)
-        .read_only(true)
-        .destructive(false)
-        .open_world(false)
-}
-
-fn acting(title: &str) -> ToolAnnotations {
-    ToolAnnotations::with_title(title)
-        .read_only(false)
-        .destructive(true)
-        .idempotent(false)
-        .open_world(false)
-}
-
-/// The published tools; the teach tools only when `teach`.
-pub fn tools(teach: bool) -> Vec<Tool> {
-    let mut list = vec![
-        tool::<AppsArgs, AppsOutput>(
-            APPS,
-            "List applications",
-            "List the applications and windows on the desktop, with window refs (w1, w2), which window is active, which one you work in, and why a window is refused. Read-only.",
-            read_only("List applications"),
-        ),
-        tool::<ObserveArgs, ObserveOutput>(
-            OBSERVE,
-            "Observe a window",
-            "Read a window as compact indented text, one element per line with refs like [e5] to act on. Picking another app or window moves your work there (earlier refs become stale). Budgeted: what does not fit is named; reach it with scope or query.",
-            read_only("Observe a window"),
-        ),
-        tool::<FindArgs, FindOutput>(
-            FIND,
-            "Find elements",
-            "Find elements whose name, value or description contains a text (optionally of one role), with their refs. Read-only.",
-            read_only("Find elements"),
-        ),
-        tool::<ReadArgs, TextRead>(
-            READ,
-            "Read a text",
-            "Return the text of an element (a text field, a document) exactly, whole or a part by character offsets (from/to, or tail): for a long text that snapshots show only the head of. Read-only.",
-            read_only("Read a text"),
-        ),
-        tool::<ActArgs, ActOutput>(
-            ACT,
-            "Act on elements",
-            "Perform actions on elements by ref (click, set_value, toggle, select, …) in the window you work in, and return what changed as a diff. A batch stops at the first side-effect boundary and says which actions ran.",
-            acting("Act on elements"),
-        ),
-        tool::<WaitArgs, WaitOutput>(
-            WAIT,
-            "Wait for a condition",
-            "Wait until a text appears or disappears, an element of a role appears, or a window with a title exists; fails with COMPUTER_TIMEOUT. Sends progress; can be cancelled. Read-only.",
-            read_only("Wait for a condition"),
-        ),
-        tool::<KeysArgs, KeysOutput>(
-            KEYS,
-            "Send keys",
-            "Send key chords or literal text to the window you work in through synthetic keyboard input, and return what changed. A fallback: prefer computer_act.",
-            acting("Send keys"),
-        ),
-        tool::<LaunchArgs, LaunchOutput>(
-            LAUNCH,
-            "Launch an application",
-            "Start an application (program and arguments, no shell) and wait for its first window. Sends progress.",
-            acting("Launch an application"),
-        ),
-        Tool::new(
-            SCREENSHOT,
-            "Capture the bound (or named) window when the user allowed pixels (config capture = a11y-and-pixels): mode image (a PNG), marks (a PNG with a numbered box on each interactive element, labelled with the ref computer_act takes) or ocr (text read locally from the pixels as elements o1, o2… that computer_act can click). Returns the basis for click-at coordinates and the image's estimated tokens. Prefer computer_observe: use pixels where the tree is silent (no tree, a canvas, an image). Password fields are painted over; refused while one has focus.",
-            input::<ScreenshotArgs>(),
-        )
-        .with_title("Screenshot")
-        .with_annotations(read_only("Screenshot")),
-        tool::<TaskArgs, TaskOutput>(
-            TASK,
-            "Run a task with the configured model",
-            "Hand a whole instruction to the model bound in deskpilot's config ([model]), which works one step at a time (observe, decide, act) under the same grant and policy as the other tools, up to max_steps. Returns what the host executed (actions with channels, windows touched, tokens, time) and why the run stopped; the model's own account is labelled unverified. Fails with COMPUTER_NO_MODEL_BINDING when no model is bound. observe_only describes what the task could reach without a model or any action. Sends one progress notification per step; cancelling ends the run before its next step.",
-            acting("Run a task with the configured model"),
-        ),
-        tool::<ClipboardArgs, ClipboardOutput>(
-            CLIPBOARD,
-            "Read or write the clipboard",
-            "Read the clipboard's text (secrets masked) or put a text on it, for pasting with computer_keys ctrl+v. A grant of its own: refused with COMPUTER_SCOPE_VIOLATION unless the user turned the clipboard on (config clipboard = true). A write counts as an action.",
-            acting("Read or write the clipboard"),
-        ),
-    ];
-    if teach {
-        list.push(tool::<TeachStepArgs, TeachOutput>(
-            TEACH_STEP,
-            "Teach one step",
-            "Teach mode: show the person a bubble beside the element of ref with your explanation (text) and Next / Exit buttons. On Next the action (op, default click) runs under the usual policy and its diff comes back; on Exit teaching ends (COMPUTER_CONFIRMATION_REQUIRED) and later teach calls are refused. Waits for the person, up to 10 minutes.",
-            acting("Teach one step"),
-        ));
-        list.push(tool::<TeachBatchArgs, TeachOutput>(
-            TEACH_BATCH,
-            "Teach several steps",
-            "Teach mode: computer_teach_step for each step in order, stopping at the first Exit or failure. Refs must come from one observe: a step that changes the window may make later refs stale.",
-            acting("Teach several steps"),
-        ));
+    let mut v = Value::Object(root);
+    standard_formats(&mut v);
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => unreachable!("an object schema stays an object"),
     }
-    list
+}
+
+fn annotations(read_only: bool, title: &str) -> ToolAnnotations {
+    let a = ToolAnnotations::with_title(title)
+        .read_only(read_only)
+        .destructive(!read_only)
+        .open_world(false);
+    if read_only { a } else { a.idempotent(false) }
+}
+
+/// Declares every tool once: its wire name (and the constant naming it), whether it
+/// reads or acts, whether only teach mode serves it, its input and output types
+/// (`none`: no output schema), the `Server` method that handles it, its title and its
+/// description. From the one table come [`NAMES`], [`tools`] (the published list) and
+/// `Server::dispatch` (the call of each name's handler with its parsed arguments).
+macro_rules! tool_table {
+    ($( $konst:ident = $name:literal, $kind:ident $(+ $teach:ident)?,
+        $args:ident => $out:tt, $method:ident,
+        $title:literal, $desc:literal; )*) => {
+        $( #[doc = concat!("`", $name, "`: ", $title, ".")] pub const $konst: &str = $name; )*
+
+        /// Every tool name, in the order the list publishes them (the teach tools only
+        /// when the server was started with `--teach`).
+        pub const NAMES: [&str; [$( $name ),*].len()] = [$( $name ),*];
+
+        /// The published tools; the teach tools only when `teach`.
+        pub fn tools(teach: bool) -> Vec<Tool> {
+            let mut list = Vec::new();
+            $(
+                if teach || !tool_table!(@teach $($teach)?) {
+                    let read_only = tool_table!(@read_only $kind);
+                    let t = Tool::new($name, $desc, input::<$args>())
+                        .with_title($title)
+                        .with_annotations(annotations(read_only, $title));
+                    list.push(tool_table!(@output t, $out));
+                }
+            )*
+            list
+        }
+
+        impl crate::server::Server {
+            /// Parses `args` as the tool `name` takes them and runs its handler;
+            /// `None` for a name no tool has.
+            pub(crate) async fn dispatch(
+                &self,
+                name: &str,
+                args: Option<JsonObject>,
+                ctx: &rmcp::service::RequestContext<rmcp::RoleServer>,
+            ) -> Option<rmcp::model::CallToolResult> {
+                Some(match name {
+                    $( $name => match crate::server::parse::<$args>(name, args) {
+                        Ok(a) => self.$method(a, ctx).await,
+                        Err(refused) => refused,
+                    }, )*
+                    _ => return None,
+                })
+            }
+        }
+    };
+    (@teach teach) => { true };
+    (@teach) => { false };
+    (@read_only read) => { true };
+    (@read_only act) => { false };
+    (@output $t:ident, none) => { $t };
+    (@output $t:ident, $out:ident) => { $t.with_raw_output_schema(output_schema::<$out>()) };
+}
+
+tool_table! {
+    APPS = "computer_apps", read, AppsArgs => AppsOutput, apps,
+        "List applications",
+        "List the applications and windows on the desktop, with window refs (w1, w2), which window is active, which one you work in, and why a window is refused. Read-only.";
+    OBSERVE = "computer_observe", read, ObserveArgs => ObserveOutput, observe,
+        "Observe a window",
+        "Read a window as compact indented text, one element per line with refs like [e5] to act on. Picking another app or window moves your work there (earlier refs become stale). Budgeted: what does not fit is named; reach it with scope or query.";
+    FIND = "computer_find", read, FindArgs => FindOutput, find,
+        "Find elements",
+        "Find elements whose name, value or description contains a text (optionally of one role), with their refs and the field that matched. Read-only.";
+    READ = "computer_read", read, ReadArgs => TextRead, read,
+        "Read a text",
+        "Return the text of an element (a text field, a document) exactly, whole or a part by character offsets (from/to, or tail): for a long text that snapshots show only the head of. Read-only.";
+    ACT = "computer_act", act, ActArgs => ActOutput, act,
+        "Act on elements",
+        "Perform actions on elements by ref (click, set_value, toggle, select, …) in the window you work in, and return what changed as a diff. A batch stops at the first side-effect boundary and says which actions ran.";
+    WAIT = "computer_wait", read, WaitArgs => WaitOutput, wait,
+        "Wait for a condition",
+        "Wait until a text appears or disappears, an element of a role appears, or a window with a title exists; fails with COMPUTER_TIMEOUT. Sends progress; can be cancelled. Read-only.";
+    KEYS = "computer_keys", act, KeysArgs => KeysOutput, keys,
+        "Send keys",
+        "Send key chords or literal text to the window you work in through synthetic keyboard input, and return what changed. A fallback: prefer computer_act.";
+    LAUNCH = "computer_launch", act, LaunchArgs => LaunchOutput, launch,
+        "Launch an application",
+        "Start an application (program and arguments, no shell) and wait until its first window can be read through its accessibility tree, so computer_observe app=<the app name returned> works at once. A window that cannot be read within wait_ms fails COMPUTER_TIMEOUT naming the remedy for the app's toolkit. Sends progress.";
+    SCREENSHOT = "computer_screenshot", read, ScreenshotArgs => none, screenshot,
+        "Screenshot",
+        "Capture the bound (or named) window when the user allowed pixels (config capture = a11y-and-pixels): mode image (a PNG), marks (a PNG with a numbered box on each interactive element, labelled with the ref computer_act takes) or ocr (text read locally from the pixels as elements o1, o2… that computer_act can click). Returns the basis for click-at coordinates and the image's estimated tokens. Prefer computer_observe: use pixels where the tree is silent (no tree, a canvas, an image). Password fields are painted over; refused while one has focus.";
+    TASK = "computer_task", act, TaskArgs => TaskOutput, task,
+        "Run a task with the configured model",
+        "Hand a whole instruction to the model bound in deskpilot's config ([model]), which works one step at a time (observe, decide, act) under the same grant and policy as the other tools, up to max_steps. Returns what the host executed (actions with channels, windows touched, tokens, time) and why the run stopped; the model's own account is labelled unverified. Fails with COMPUTER_NO_MODEL_BINDING when no model is bound. observe_only describes what the task could reach without a model or any action. Sends one progress notification per step; cancelling ends the run before its next step.";
+    CLIPBOARD = "computer_clipboard", act, ClipboardArgs => ClipboardOutput, clipboard,
+        "Read or write the clipboard",
+        "Read the clipboard's text (secrets masked) or put a text on it, for pasting with computer_keys ctrl+v. A grant of its own: refused with COMPUTER_SCOPE_VIOLATION unless the user turned the clipboard on (config clipboard = true). A write counts as an action.";
+    TEACH_STEP = "computer_teach_step", act + teach, TeachStepArgs => TeachOutput, teach_step,
+        "Teach one step",
+        "Teach mode: show the person a bubble beside the element of ref with your explanation (text) and Next / Exit buttons. On Next the action (op, default click) runs under the usual policy and its diff comes back; on Exit teaching ends (COMPUTER_CONFIRMATION_REQUIRED) and later teach calls are refused. Waits for the person, up to 10 minutes.";
+    TEACH_BATCH = "computer_teach_batch", act + teach, TeachBatchArgs => TeachOutput, teach_batch,
+        "Teach several steps",
+        "Teach mode: computer_teach_step for each step in order, stopping at the first Exit or failure. Refs must come from one observe: a step that changes the window may make later refs stale.";
 }
 
 #[cfg(test)]

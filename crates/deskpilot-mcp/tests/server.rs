@@ -295,6 +295,7 @@ fn schema<T: schemars::JsonSchema>(serialize: bool) -> Value {
     let m = v.as_object_mut().unwrap();
     m.remove("title");
     m.remove("description");
+    deskpilot_mcp::tools::standard_formats(&mut v);
     v
 }
 
@@ -313,6 +314,7 @@ fn output_schema<T: schemars::JsonSchema>() -> Value {
             .into_root_schema_for::<ErrorOutput>(),
     )
     .unwrap();
+    deskpilot_mcp::tools::standard_formats(&mut refusal);
     let r = refusal.as_object_mut().unwrap();
     r.remove("$schema");
     r.remove("title");
@@ -326,6 +328,54 @@ fn output_schema<T: schemars::JsonSchema>() -> Value {
         "anyOf": [success, { "$ref": "#/$defs/ErrorOutput" }],
         "$defs": defs,
     })
+}
+
+/// The `format` values JSON Schema draft 2020-12 defines (its §7.3, "Defined
+/// Formats"), written out here rather than taken from the crate under test.
+const VOCABULARY_FORMATS: [&str; 19] = [
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Every `format` keyword's value in `schema` (keys of `properties` and `$defs`
+/// maps are names, not keywords).
+fn formats_in(schema: &Value, out: &mut Vec<String>) {
+    match schema {
+        Value::Object(m) => {
+            if let Some(f) = m.get("format") {
+                out.push(f.as_str().map_or_else(|| f.to_string(), str::to_owned));
+            }
+            for (k, v) in m {
+                if k == "properties" || k == "$defs" || k == "patternProperties" {
+                    v.as_object()
+                        .into_iter()
+                        .flat_map(|named| named.values())
+                        .for_each(|s| formats_in(s, out));
+                } else {
+                    formats_in(v, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|s| formats_in(s, out)),
+        _ => {}
+    }
 }
 
 /// The validators of every published output schema, by tool name.
@@ -400,6 +450,25 @@ fn handshake_tools_and_the_schema_contract() {
 
         let list = c.request("tools/list", json!({})).await;
         let tools = list["result"]["tools"].as_array().unwrap().clone();
+        // Every schema is a valid draft 2020-12 schema whose `format`s are the
+        // vocabulary's own (clients such as Claude Code warn on any other).
+        for t in &tools {
+            for key in ["inputSchema", "outputSchema"] {
+                let Some(schema) = t.get(key) else { continue };
+                assert!(
+                    jsonschema::meta::is_valid(schema),
+                    "{}: {key} is not a valid JSON Schema",
+                    t["name"]
+                );
+                let mut formats = Vec::new();
+                formats_in(schema, &mut formats);
+                let unknown: Vec<&String> = formats
+                    .iter()
+                    .filter(|f| !VOCABULARY_FORMATS.contains(&f.as_str()))
+                    .collect();
+                assert!(unknown.is_empty(), "{}: {key} uses {unknown:?}", t["name"]);
+            }
+        }
         let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
         assert_eq!(
             names,

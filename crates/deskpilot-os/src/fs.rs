@@ -61,7 +61,7 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::symlink_metadata(dir)?;
+        let meta = dir_meta(dir)?;
         let denied = |why: String| {
             Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -95,6 +95,45 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Checks that an existing `dir` may hold a private file of this user without
+/// being changed: a directory (not a symlink) owned by this user that no other user
+/// can write to (no group or other write bit), so nobody else can replace a file
+/// in it. Unlike [`ensure_private_dir`] it never changes the directory's mode: a
+/// directory the user shares (a project folder, 0755) stays as it is.
+///
+/// Errors: `PermissionDenied` naming what is wrong; the error of reading the
+/// directory's metadata (e.g. `NotFound`).
+pub fn check_own_dir(dir: &Path) -> io::Result<()> {
+    let meta = dir_meta(dir)?;
+    let denied = |why: String| {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} {why}; choose a directory of your own", dir.display()),
+        ))
+    };
+    if meta.file_type().is_symlink() || !meta.is_dir() {
+        return denied("is not a directory of its own (a symlink or a file)".into());
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let me = crate::process::current_uid();
+        if meta.uid() != me {
+            return denied(format!(
+                "belongs to uid {}, not to this user (uid {me})",
+                meta.uid()
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return denied(format!(
+                "can be written by other users (mode {:o})",
+                meta.mode() & 0o777
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Creates `dir` and its missing parents, each new one with mode 0700; directories
 /// that already exist keep their mode. An empty path is a no-op.
 ///
@@ -113,12 +152,29 @@ pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
     b.create(dir)
 }
 
-/// Whether `dir` is owned by this process's real uid and closed to group and others
-/// (no bit of 0o077 set). Always true where the OS has no owners or modes.
+/// The metadata of `dir` itself, never of what it links to: trailing separators are
+/// dropped first (`/tmp/link/` would otherwise resolve the link). The one way the
+/// directory checks here ([`ensure_private_dir`], [`check_own_dir`],
+/// [`is_private_dir`]) look at a directory, so a symlink is refused by all of them.
+fn dir_meta(dir: &Path) -> io::Result<std::fs::Metadata> {
+    let plain: PathBuf = dir.components().collect();
+    std::fs::symlink_metadata(if plain.as_os_str().is_empty() {
+        dir
+    } else {
+        &plain
+    })
+}
+
+/// Whether `dir` is a directory (not a symlink to one) owned by this process's real
+/// uid and closed to group and others (no bit of 0o077 set). Always true for a
+/// directory where the OS has no owners or modes.
 ///
 /// Errors: the error of reading the directory's metadata (e.g. `NotFound`).
 pub fn is_private_dir(dir: &Path) -> io::Result<bool> {
-    let meta = std::fs::metadata(dir)?;
+    let meta = dir_meta(dir)?;
+    if meta.file_type().is_symlink() || !meta.is_dir() {
+        return Ok(false);
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -258,15 +314,16 @@ pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// `n` bytes from the system's randomness (`/dev/urandom`, the kernel's CSPRNG),
-/// as `2n` lower-case hex digits: for secrets such as bearer tokens.
+/// `n` bytes from the operating system's randomness (the `getrandom` crate: the
+/// kernel's CSPRNG on Linux, `ProcessPrng` on Windows, `getentropy` on macOS), as
+/// `2n` lower-case hex digits. deskpilot's one source of ids and secrets: bearer
+/// tokens, grant and approval ids, seal keys.
 ///
-/// Errors: the error of opening or reading `/dev/urandom`; there is no weaker
-/// fallback.
+/// Errors: the system's error when it has no randomness to give; there is no
+/// weaker fallback.
 pub fn random_hex(n: usize) -> io::Result<String> {
     let mut buf = vec![0u8; n];
-    let mut f = File::open("/dev/urandom")?;
-    io::Read::read_exact(&mut f, &mut buf)?;
+    getrandom::fill(&mut buf).map_err(io::Error::other)?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -278,6 +335,32 @@ mod tests {
     fn mode(p: &Path) -> u32 {
         use std::os::unix::fs::PermissionsExt;
         std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    /// A symlinked runtime directory passed the check the sandbox lookup made
+    /// (`is_private_dir` followed the link) and, written with a trailing slash,
+    /// the one `stop` made too. Every check sees the link itself.
+    #[cfg(unix)]
+    #[test]
+    fn every_directory_check_refuses_a_symlink_however_written() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        ensure_private_dir(&real).unwrap();
+        assert!(is_private_dir(&real).unwrap());
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        for p in [
+            link.clone(),
+            PathBuf::from(format!("{}/", link.display())),
+            PathBuf::from(format!("{}//", link.display())),
+        ] {
+            assert!(!is_private_dir(&p).unwrap(), "{}", p.display());
+            let e = ensure_private_dir(&p).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{}", p.display());
+            let e = check_own_dir(&p).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{}", p.display());
+        }
+        check_own_dir(&real).unwrap();
     }
 
     #[cfg(unix)]

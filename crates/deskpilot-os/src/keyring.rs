@@ -72,6 +72,29 @@ pub fn set_user_flag(description: &str, ttl_secs: usize) -> io::Result<()> {
     key.set_timeout(ttl_secs).map_err(other)
 }
 
+/// Sets the entry `description` of this user's keyring to `value` (replacing one
+/// there), with no expiry: a record that a file cannot roll back or remove, such as
+/// the last stop. Read it back with [`find_user_secret`].
+///
+/// Errors: `Unsupported` where the kernel has no keyrings, else the keyring call's.
+#[cfg(target_os = "linux")]
+pub fn set_user_entry(description: &str, value: &[u8]) -> io::Result<()> {
+    use linux_keyutils::{KeyRing, KeyRingIdentifier};
+    let ring = KeyRing::from_special_id(KeyRingIdentifier::User, true).map_err(unsupported)?;
+    ring.add_key(description, value).map_err(other)?;
+    Ok(())
+}
+
+/// Off Linux there is no kernel keyring: `Unsupported`.
+#[cfg(not(target_os = "linux"))]
+pub fn set_user_entry(description: &str, value: &[u8]) -> io::Result<()> {
+    let _ = (description, value);
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no kernel keyring on this system",
+    ))
+}
+
 /// Removes the entry `description` from this user's keyring; a missing entry is
 /// not an error.
 ///

@@ -21,19 +21,19 @@ pub mod paths;
 pub mod process;
 
 pub use fs::{
-    create_private_dir_all, ensure_private_dir, is_private_dir, lock_exclusive, lock_file,
-    narrow_to_owner, no_follow_nonblocking, owner_only_dir, private_file, random_hex,
+    check_own_dir, create_private_dir_all, ensure_private_dir, is_private_dir, lock_exclusive,
+    lock_file, narrow_to_owner, no_follow_nonblocking, owner_only_dir, private_file, random_hex,
     write_private_atomic,
 };
 pub use paths::{
-    RUNTIME_DIR_VAR, runtime_dir, runtime_dir_from, runtime_dir_is_explicit, user_tag,
+    RUNTIME_DIR_VAR, home_dir, runtime_dir, runtime_dir_from, runtime_dir_is_explicit, user_tag,
 };
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub use process::peer_uid;
 pub use process::{
-    Signal, ancestors, boot_id, current_uid, effective_uid, pid_alive, process_comm,
-    process_env_contains, process_exe, process_ids, process_start, process_uid, reap_if_exited,
-    signal_group_or_pid,
+    Signal, ancestors, boot_id, current_uid, descends_from, effective_uid, own_process_group,
+    pid_alive, process_comm, process_env_contains, process_env_has, process_exe, process_ids,
+    process_name, process_start, process_uid, program_name, reap_if_exited, signal_group_or_pid,
 };
 
 /// Wall-clock ms since the Unix epoch. Grants and stop records are compared across

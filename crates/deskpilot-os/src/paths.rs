@@ -41,6 +41,16 @@ pub fn runtime_dir_from(runtime: Option<&OsStr>, tmpdir: Option<&OsStr>, user: &
     base.join(format!("deskpilot-{user}"))
 }
 
+/// The user's home directory: `$HOME`, else on Windows `%USERPROFILE%` (where
+/// `HOME` is seldom set); `None` when neither is set and non-empty.
+pub fn home_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let home = var("HOME");
+    #[cfg(windows)]
+    let home = home.or_else(|| var("USERPROFILE"));
+    home.map(PathBuf::from)
+}
+
 /// The runtime directory of this process: [`runtime_dir_from`] with
 /// `$DESKPILOT_RUNTIME_DIR`, `$TMPDIR` (on other systems than Unix, the OS's
 /// temporary directory) and [`user_tag`]. Deliberately not `$XDG_RUNTIME_DIR`, which a

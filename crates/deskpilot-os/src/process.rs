@@ -58,6 +58,7 @@ fn stat_tail(stat: &str) -> Option<&str> {
 }
 
 /// Process state letter (field 3 of `/proc/PID/stat`: `R`, `S`, `Z`…).
+#[cfg(any(unix, test))]
 fn parse_stat_state(stat: &str) -> Option<char> {
     stat_tail(stat)?.split_whitespace().next()?.chars().next()
 }
@@ -94,6 +95,32 @@ pub fn process_uid(pid: u32) -> Option<u32> {
 /// keeps it); `None` when unreadable or not on Linux.
 pub fn process_comm(pid: u32) -> Option<String> {
     Some(proc_read(pid, "comm")?.trim().to_string())
+}
+
+/// The program name a process was started as: the file name of `argv[0]` in
+/// `/proc/PID/cmdline` (`gnome-calculator`, where `comm` keeps the kernel's 15
+/// bytes, `gnome-calculato`), else its `comm`. `None` when both are unreadable
+/// (a process that ended, another user's) or not on Linux.
+pub fn process_name(pid: u32) -> Option<String> {
+    if cfg!(target_os = "linux") && pid != 0 {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok();
+        if let Some(name) = cmdline.as_deref().and_then(program_name) {
+            return Some(name);
+        }
+    }
+    process_comm(pid).filter(|c| !c.is_empty())
+}
+
+/// The file name of `argv[0]` in a `/proc/PID/cmdline` image (NUL-separated
+/// arguments), pure. A process that rewrote its title into one string
+/// (`setproctitle`: `name: worker --flag`) gives the part before the first space.
+/// `None` for an empty image or an empty name (a kernel thread, a zombie).
+pub fn program_name(cmdline: &[u8]) -> Option<String> {
+    let argv0 = cmdline.split(|&b| b == 0).next()?;
+    let argv0 = String::from_utf8_lossy(argv0);
+    let first = argv0.split(' ').next().unwrap_or_default();
+    let name = first.rsplit('/').next().unwrap_or_default().trim();
+    (!name.is_empty()).then(|| name.to_string())
 }
 
 /// Start time of `pid` in clock ticks since boot (`/proc/PID/stat` field 22): with
@@ -136,6 +163,12 @@ pub fn ancestors(pid: u32) -> Vec<u32> {
     out
 }
 
+/// True when `pid` is `ancestor` or one of its descendants ([`ancestors`]; `false`
+/// for pid 0 and 1, and off Linux).
+pub fn descends_from(pid: u32, ancestor: u32) -> bool {
+    ancestors(pid).contains(&ancestor)
+}
+
 /// This boot's id (`/proc/sys/kernel/random/boot_id`, trimmed: a 36-character
 /// UUID); `None` when unreadable or not on Linux.
 pub fn boot_id() -> Option<String> {
@@ -173,6 +206,20 @@ pub fn process_env_contains(pid: u32, name: &str, value: &str) -> bool {
         .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
 }
 
+/// Whether the environment `pid` started with holds `name` with a value that
+/// begins with `value_prefix` (`""`: whatever its value). False when unreadable
+/// (another user's process, or gone) or not on Linux.
+pub fn process_env_has(pid: u32, name: &str, value_prefix: &str) -> bool {
+    if !cfg!(target_os = "linux") || pid == 0 {
+        return false;
+    }
+    let prefix = format!("{name}={value_prefix}");
+    std::fs::read(Path::new("/proc").join(pid.to_string()).join("environ")).is_ok_and(|env| {
+        env.split(|&b| b == 0)
+            .any(|kv| kv.starts_with(prefix.as_bytes()))
+    })
+}
+
 /// The real uid of this process (`getuid`); 0 off Unix.
 pub fn current_uid() -> u32 {
     #[cfg(unix)]
@@ -207,6 +254,20 @@ pub enum Signal {
     Term,
     /// `SIGKILL`: ends it at once.
     Kill,
+}
+
+/// Makes the process `cmd` will start lead a process group of its own, so
+/// [`signal_group_or_pid`] ends it with everything it started. A no-op off Unix,
+/// where process groups do not exist (the child alone is ended there).
+pub fn own_process_group(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    #[cfg(unix)]
+    {
+        std::os::unix::process::CommandExt::process_group(cmd, 0)
+    }
+    #[cfg(not(unix))]
+    {
+        cmd
+    }
 }
 
 /// Sends `sig` to the process group led by `pid`, or, when there is no such group
@@ -316,10 +377,30 @@ mod tests {
             }
             assert!(!chain.contains(&1));
             assert!(process_comm(me).is_some_and(|c| !c.is_empty() && c.len() <= 15));
+            let exe = std::env::current_exe().unwrap();
+            let own = exe.file_name().unwrap().to_string_lossy().to_string();
+            assert_eq!(process_name(me), Some(own));
             assert!(boot_id().is_some_and(|b| b.len() == 36));
         }
         assert_eq!(ancestors(0), Vec::<u32>::new());
         assert_eq!(ancestors(1), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_program_is_named_by_its_first_argument_in_full() {
+        let name = |b: &[u8]| program_name(b);
+        assert_eq!(
+            name(b"/usr/bin/gnome-calculator\0--mode\0").as_deref(),
+            Some("gnome-calculator")
+        );
+        assert_eq!(name(b"mousepad\0").as_deref(), Some("mousepad"));
+        assert_eq!(
+            name(b"postgres: writer process   ").as_deref(),
+            Some("postgres:")
+        );
+        assert_eq!(name(b""), None);
+        assert_eq!(name(b"\0"), None);
+        assert_eq!(name(b"/usr/bin/\0"), None);
     }
 
     #[cfg(target_os = "linux")]
@@ -429,5 +510,15 @@ mod tests {
         use std::os::fd::AsFd;
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
         assert_eq!(peer_uid(a.as_fd()), Some(current_uid()));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_process_descends_from_itself_and_its_parent() {
+        let me = std::process::id();
+        assert!(descends_from(me, me));
+        let parent = *ancestors(me).get(1).expect("a parent");
+        assert!(descends_from(me, parent));
+        assert!(!descends_from(parent, me));
     }
 }

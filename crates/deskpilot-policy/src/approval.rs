@@ -21,12 +21,7 @@ pub const APPROVAL_TTL_MS: u64 = 5 * 60 * 1_000;
 /// FNV-1a 64-bit: a stable hash of canonical text (not a secret, not a MAC: it only
 /// tells one action or screen from another).
 pub fn stable_hash(text: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+    deskpilot_core::hash::fnv1a(text.as_bytes())
 }
 
 /// The exact action an approval is for.

@@ -26,10 +26,12 @@ pub fn focused(root: &Node) -> Option<&Node> {
     Some(f)
 }
 
-/// Whether `n` is a password field (AT-SPI `password text` role or the ARIA
-/// `password` state, both mapped to [`State::Password`]).
+/// Whether `n` is a password field: AT-SPI `password text` role or the ARIA
+/// `password` state (both mapped to [`State::Password`]), or a text field labelled as
+/// one in any language the redaction reads (`Kennwort`, `PIN`, 密码;
+/// [`deskpilot_core::redact::is_password_field`]).
 pub fn is_password(n: &Node) -> bool {
-    n.has(State::Password)
+    deskpilot_core::redact::is_password_field(n)
 }
 
 /// Whether synthesized input into the window could reach a password field: an
@@ -114,12 +116,13 @@ fn presses_any(chord: Option<&str>, text: Option<&str>, set: &[Keysym]) -> bool 
 /// spelled (`Return`, `ret`, `0xff0d`, `KP_Enter`, `space`, `U0020`, `0x20`, a
 /// space or line break in text), is one of the activating keysyms.
 pub fn keys_activate(chord: Option<&str>, text: Option<&str>) -> bool {
-    presses_any(chord, text, &ENTER) || presses_any(chord, text, &PRESS)
+    keys_enter(chord, text) || presses_any(chord, text, &PRESS)
 }
 
-/// Whether keyboard input presses a key of the Enter family (any spelling).
+/// Whether keyboard input presses a key of the Enter family, any spelling — Ctrl+M
+/// and Ctrl+J included ([`crate::reach::control_enter`]): one rule for every Enter.
 pub fn keys_enter(chord: Option<&str>, text: Option<&str>) -> bool {
-    presses_any(chord, text, &ENTER)
+    presses_any(chord, text, &ENTER) || chord.is_some_and(crate::reach::control_enter)
 }
 
 /// Roles whose activation by a key counts as a click for [`classify_act`].
@@ -157,9 +160,22 @@ pub fn enter_submits(root: &Node) -> Option<Irreversible> {
 /// irreversible, judged by what it activates:
 /// - a key that activates ([`keys_activate`]) a focused control that is itself
 ///   irreversible ("Delete", "Pay", any spelling of its label), in any app;
-/// - Enter (any spelling, or a line break in text) while the focus is a field or
-///   nothing: what Enter submits there ([`enter_submits`]), outside chat apps.
+/// - Enter (any spelling, Ctrl+M and Ctrl+J, or a line break in text) while the
+///   focus is a field or nothing: what Enter submits there ([`enter_submits`]),
+///   outside chat apps;
+/// - an Alt mnemonic, judged as the clicks it may cause
+///   ([`crate::reach::mnemonic_irreversible`]).
 pub fn keys_irreversible(
+    chord: Option<&str>,
+    text: Option<&str>,
+    app: &str,
+    root: &Node,
+) -> Option<Irreversible> {
+    keys_irreversible_by_focus(chord, text, app, root)
+        .or_else(|| chord.and_then(|c| crate::reach::mnemonic_irreversible(c, root)))
+}
+
+fn keys_irreversible_by_focus(
     chord: Option<&str>,
     text: Option<&str>,
     app: &str,

@@ -176,6 +176,9 @@ pub fn classify_element(
             matched: format!("{} (in its description)", m.matched),
         });
     }
+    if let Some(m) = root.and_then(|r| confirms_irreversible(name, r)) {
+        return Some(m);
+    }
     let l = fold(name);
     let word = OVERWRITE_EN
         .iter()
@@ -190,6 +193,83 @@ pub fn classify_element(
         kind: "overwrite".into(),
         matched: (*word).into(),
     })
+}
+
+/// Generic confirmations: a button with one of these labels does what its dialog
+/// says ("Yes" under "Permanently delete 1,204 files?").
+const CONFIRM_EN: &[&str] = &[
+    "yes",
+    "ok",
+    "okay",
+    "continue",
+    "confirm",
+    "proceed",
+    "accept",
+    "apply",
+    "agree",
+    "i agree",
+    "i understand",
+    "do it",
+    "go ahead",
+];
+const CONFIRM_ZH: &[&str] = &["是", "确定", "確定", "继续", "繼續", "确认", "確認", "好"];
+/// What a dialog says when what it confirms cannot be taken back.
+const FINAL_EN: &[&str] = &[
+    "cannot be undone",
+    "can't be undone",
+    "permanently",
+    "irreversible",
+    "irrevocably",
+    "will be lost",
+];
+const FINAL_ZH: &[&str] = &["无法撤销", "無法撤銷", "不可恢复", "永久"];
+
+/// When `name` is a generic confirmation ([`CONFIRM_EN`]: "Yes", "OK", "Continue"…),
+/// what it confirms: in a dialog `root` (role dialog or alert), the first text of it (its name, labels, texts,
+/// paragraphs, headings and alerts, and descriptions) that is irreversible by the
+/// label rules or says it cannot be undone.
+fn confirms_irreversible(name: &str, root: &Node) -> Option<Irreversible> {
+    let l = fold(name);
+    let generic = CONFIRM_EN.iter().any(|w| l.trim() == fold_keyword(w))
+        || CONFIRM_ZH.iter().any(|w| l.trim() == fold_keyword(w));
+    // Only a dialog's own question decides: in a main window, an "OK" beside some
+    // "Delete" elsewhere confirms nothing of it.
+    if !generic || !matches!(root.role, Role::Dialog | Role::Alert) {
+        return None;
+    }
+    root.walk()
+        .filter(|n| {
+            std::ptr::eq(*n, root)
+                || matches!(
+                    n.role,
+                    Role::Label
+                        | Role::Text
+                        | Role::Paragraph
+                        | Role::Heading
+                        | Role::Alert
+                        | Role::Dialog
+                        | Role::Statusbar
+                )
+        })
+        .flat_map(|n| std::iter::once(n.name.as_str()).chain(n.description.as_deref()))
+        .find_map(|text| {
+            let t = fold(text);
+            let final_word = FINAL_EN
+                .iter()
+                .find(|w| t.contains(&fold_keyword(w)))
+                .or_else(|| FINAL_ZH.iter().find(|w| t.contains(&fold_keyword(w))));
+            classify_label(text)
+                .map(|m| m.kind)
+                .or_else(|| final_word.map(|_| "other".to_owned()))
+                .map(|kind| Irreversible {
+                    kind,
+                    matched: format!(
+                        "{:?} confirms {:?}",
+                        name.trim(),
+                        text.chars().take(80).collect::<String>()
+                    ),
+                })
+        })
 }
 
 /// Whether `op` activates an element the way a click does: click, double click,
@@ -351,5 +431,40 @@ mod tests {
             node(Role::Button, "替换"),
         ]);
         assert!(classify_act(Op::Click, &node(Role::Button, "替换"), Some(&zh)).is_some());
+    }
+
+    #[test]
+    fn a_generic_confirm_is_judged_by_its_dialog() {
+        let mut d = Node::new("d", Role::Dialog, "Empty trash");
+        d.children = vec![
+            Node::new(
+                "q",
+                Role::Label,
+                "Permanently remove 1,204 files? This cannot be undone.",
+            ),
+            Node::new("n", Role::Button, "No"),
+            Node::new("y", Role::Button, "Yes"),
+        ];
+        let yes = d.children[2].clone();
+        let m = classify_act(Op::Click, &yes, Some(&d)).expect("Yes confirms the removal");
+        assert!(m.matched.contains("confirms"), "{m:?}");
+        assert!(classify_act(Op::Click, &d.children[1], Some(&d)).is_none());
+        let mut only_final = d.clone();
+        only_final.children[0].name = "This cannot be undone.".into();
+        assert!(classify_act(Op::Click, &yes, Some(&only_final)).is_some());
+        let mut harmless = d.clone();
+        harmless.name = "Settings".into();
+        harmless.children[0].name = "Save the settings?".into();
+        assert!(classify_act(Op::Click, &yes, Some(&harmless)).is_none());
+        // In a main window an OK beside a Delete elsewhere confirms nothing of it.
+        let mut w = d.clone();
+        w.role = Role::Window;
+        assert!(classify_act(Op::Click, &yes, Some(&w)).is_none());
+        let mut zh = Node::new("z", Role::Dialog, "");
+        zh.children = vec![
+            Node::new("q", Role::Label, "永久删除这些文件？"),
+            Node::new("y", Role::Button, "确定"),
+        ];
+        assert!(classify_act(Op::Click, &zh.children[1], Some(&zh)).is_some());
     }
 }

@@ -18,11 +18,14 @@
 pub mod allow;
 pub mod approval;
 pub mod audit;
+pub mod clipboard;
+pub mod files;
 pub mod grant;
 pub mod input;
 pub mod irreversible;
 pub mod launch;
 pub mod mode;
+pub mod reach;
 pub mod refusal;
 pub mod system_keys;
 pub mod view;

@@ -12,9 +12,11 @@
 //!   `Sys_Req`, `Terminate_Server`;
 //! - Ctrl+Alt with Delete, BackSpace, a function key, an arrow, Home/End/Page keys,
 //!   Tab, Escape, `t` (a terminal in GNOME, Xfce, Cinnamon), `l` (lock), `d` (show
-//!   the desktop);
+//!   the desktop); Ctrl+Alt+Shift+R (GNOME's screen recording);
 //! - Alt with Tab, Escape or grave (switch windows), F1, F2, F3 (menus and run
 //!   dialogs), F7, F8, F10 (move, resize, maximize) or space (the window menu);
+//!   Shift+Alt with an arrow, Home/End/Page key (Openbox and others send the window
+//!   to another workspace);
 //! - Ctrl+Escape (the applications menu).
 //!
 //! Ordinary app shortcuts stay ordinary keys: `ctrl+c`, `ctrl+v`, `ctrl+s`,
@@ -86,7 +88,7 @@ fn judge(keys: &[Keysym]) -> Option<&'static str> {
             "is taken by the desktop or the X server (screenshots, SysRq, ending the server)",
         );
     }
-    let (ctrl, alt) = (has(&CONTROL), has(&ALT));
+    let (ctrl, alt, shift) = (has(&CONTROL), has(&ALT), has(&SHIFT));
     let others: Vec<Keysym> = keys
         .iter()
         .copied()
@@ -118,6 +120,9 @@ fn judge(keys: &[Keysym]) -> Option<&'static str> {
         if any(&|k| letter(k, 'd')) {
             return Some("shows the desktop");
         }
+        if shift && any(&|k| letter(k, 'r')) {
+            return Some("starts or stops the desktop's screen recording");
+        }
         return None;
     }
     if alt && !ctrl {
@@ -132,6 +137,9 @@ fn judge(keys: &[Keysym]) -> Option<&'static str> {
         }
         if any(&|k| k == SPACE) {
             return Some("opens the window manager's window menu");
+        }
+        if shift && any(&|k| navigation(k)) {
+            return Some("sends the window to another workspace through the window manager");
         }
         return None;
     }
@@ -179,6 +187,15 @@ mod tests {
             ("0xfed5", "X server"),
             ("0x1008ff2a", "power"),
             ("ctrl+alt+0x1008fe02", "power"),
+            ("ctrl+alt+shift+r", "screen recording"),
+            ("shift+ctrl+alt+R", "screen recording"),
+            ("ctrl+alt+shift+Left", "workspaces"),
+            ("ctrl+alt+F5", "text console"),
+            ("shift+alt+Left", "another workspace"),
+            ("alt+shift+KP_Up", "another workspace"),
+            ("alt+shift+End", "another workspace"),
+            ("super+shift+a", "desktop shortcut"),
+            ("super+Left", "desktop shortcut"),
         ] {
             let why = system_chord(chord).unwrap_or_else(|| panic!("{chord} is let through"));
             assert!(why.contains(says), "{chord}: {why}");
@@ -204,6 +221,10 @@ mod tests {
             "Delete",
             "ctrl+Delete",
             "ctrl+Left",
+            "alt+Left",
+            "shift+Left",
+            "ctrl+shift+r",
+            "alt+shift+r",
             "a b c",
         ] {
             assert_eq!(system_chord(chord), None, "{chord}");

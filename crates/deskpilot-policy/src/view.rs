@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::grant::{Authority, Capture, InputPolicy, Issuer, Scope};
 use crate::mode::Mode;
 use crate::{ComputerError, ErrorCode};
+use deskpilot_protocol::Result;
 
 /// The host's policy bookkeeping for one session, kept with its refs in the
 /// per-desktop runtime state file. A grant never outlives the boot it was issued in,
@@ -90,7 +91,7 @@ impl Basis {
     /// Parses `rREV:X,Y,WxH@SCALE`.
     ///
     /// Errors: `COMPUTER_INVALID_ARGUMENT` naming the expected form.
-    pub fn parse(s: &str) -> Result<Basis, ComputerError> {
+    pub fn parse(s: &str) -> Result<Basis> {
         let bad = || {
             ComputerError::new(
                 ErrorCode::InvalidArgument,

@@ -29,5 +29,5 @@ pub mod wire_error;
 
 pub use code::ErrorCode;
 pub use driver::Driver;
-pub use error::ComputerError;
+pub use error::{ComputerError, Result};
 pub use methods::Method;

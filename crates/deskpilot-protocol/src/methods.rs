@@ -38,6 +38,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::Result;
 use crate::jsonrpc::{ErrorObject, Notification, Request, to_params};
 use crate::types::*;
 use crate::{ComputerError, Driver, ErrorCode};
@@ -65,13 +66,16 @@ pub enum Method {
     ClipboardRead,
     /// Owns the CLIPBOARD selection with a text.
     ClipboardWrite,
+    /// The targets a selection's owner offers (what the clipboard holds, not its
+    /// content): a password manager marks a copied password among them.
+    ClipboardTargets,
     /// Notification, driver → host: pushed events.
     EventsBatch,
 }
 
 impl Method {
     /// Every method, requests first, then notifications.
-    pub const ALL: [Method; 17] = [
+    pub const ALL: [Method; 18] = [
         Method::Hello,
         Method::AppsList,
         Method::AppsLaunch,
@@ -88,6 +92,7 @@ impl Method {
         Method::ScreenOcr,
         Method::ClipboardRead,
         Method::ClipboardWrite,
+        Method::ClipboardTargets,
         Method::EventsBatch,
     ];
 
@@ -110,6 +115,7 @@ impl Method {
             Method::ScreenOcr => "screen.ocr",
             Method::ClipboardRead => "clipboard.read",
             Method::ClipboardWrite => "clipboard.write",
+            Method::ClipboardTargets => "clipboard.targets",
             Method::EventsBatch => "events.batch",
         }
     }
@@ -150,6 +156,7 @@ pub enum Call {
     ScreenOcr(OcrParams),
     ClipboardRead,
     ClipboardWrite(ClipboardWriteParams),
+    ClipboardTargets(ClipboardTargetsParams),
 }
 
 impl Call {
@@ -172,6 +179,7 @@ impl Call {
             Call::ScreenOcr(_) => Method::ScreenOcr,
             Call::ClipboardRead => Method::ClipboardRead,
             Call::ClipboardWrite(_) => Method::ClipboardWrite,
+            Call::ClipboardTargets(_) => Method::ClipboardTargets,
         }
     }
 
@@ -194,6 +202,7 @@ impl Call {
             Call::ScreenCapture(p) => to_params(p),
             Call::ScreenOcr(p) => to_params(p),
             Call::ClipboardWrite(p) => to_params(p),
+            Call::ClipboardTargets(p) => to_params(p),
         }
     }
 
@@ -243,6 +252,7 @@ impl Call {
                 Call::ClipboardRead
             }
             Method::ClipboardWrite => Call::ClipboardWrite(decode_params(m, params)?),
+            Method::ClipboardTargets => Call::ClipboardTargets(decode_params(m, params)?),
             Method::EventsBatch => {
                 return Err(
                     ErrorObject::method_not_found(method).with_data(Value::String(
@@ -269,10 +279,7 @@ pub fn decode_params<T: DeserializeOwned>(
 ///
 /// Errors: [`ErrorCode::Internal`] naming the method: the driver answered with a
 /// result of another shape (a driver of another protocol version, or a bug).
-pub fn decode_result<T: DeserializeOwned>(
-    method: Method,
-    result: Value,
-) -> Result<T, ComputerError> {
+pub fn decode_result<T: DeserializeOwned>(method: Method, result: Value) -> Result<T> {
     serde_json::from_value(result).map_err(|e| {
         ComputerError::new(
             ErrorCode::Internal,
@@ -304,7 +311,7 @@ pub fn decode_event_batch(n: &Notification) -> Result<EventBatch, ErrorObject> {
 ///
 /// Errors: the driver's own error, or [`ErrorCode::Internal`] if the result does not
 /// serialize.
-pub async fn dispatch(driver: &dyn Driver, call: Call) -> Result<Value, ComputerError> {
+pub async fn dispatch(driver: &dyn Driver, call: Call) -> Result<Value> {
     match call {
         Call::Hello => to_result(driver.hello().await?),
         Call::AppsList => to_result(driver.apps().await?),
@@ -322,10 +329,11 @@ pub async fn dispatch(driver: &dyn Driver, call: Call) -> Result<Value, Computer
         Call::ScreenOcr(p) => to_result(driver.ocr(p).await?),
         Call::ClipboardRead => to_result(driver.clipboard_read().await?),
         Call::ClipboardWrite(p) => to_result(driver.clipboard_write(p).await?),
+        Call::ClipboardTargets(p) => to_result(driver.clipboard_targets(p).await?),
     }
 }
 
-fn to_result<T: Serialize>(r: T) -> Result<Value, ComputerError> {
+fn to_result<T: Serialize>(r: T) -> Result<Value> {
     serde_json::to_value(r).map_err(|e| {
         ComputerError::new(
             ErrorCode::Internal,

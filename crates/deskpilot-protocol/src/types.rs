@@ -217,6 +217,14 @@ pub struct SnapshotParams {
     /// list in one read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_cap: Option<u32>,
+    /// Read the whole text of the root (the scope) even where the application gives
+    /// only the part in view: a document whose children exist only on screen
+    /// (LibreOffice Writer) is paged through with its own scroll bar, the view only,
+    /// and scrolled back; the root's `value` holds the text and its `document` says
+    /// how it was read and what was not. For `read`; default false. A driver without
+    /// such documents ignores it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_text: bool,
 }
 
 impl SnapshotParams {
@@ -232,6 +240,7 @@ impl SnapshotParams {
             from: None,
             hidden: false,
             child_cap: None,
+            whole_text: false,
         }
     }
 }
@@ -681,6 +690,70 @@ pub struct ClipboardContent {
     /// character boundary).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// The targets (formats) the owner offered when it was read, asked before the
+    /// text (X11 `TARGETS` atom names, e.g. `UTF8_STRING`,
+    /// `x-kde-passwordManagerHint`); empty when nothing is on the clipboard or the
+    /// owner does not answer `TARGETS`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
+}
+
+/// The targets by which password managers mark a copied password as secret, for
+/// clipboard managers and history to leave alone (docs/ARCHITECTURE.md §7.20):
+/// KDE's `x-kde-passwordManagerHint` (content `secret`; KeePassXC, KWallet and
+/// others on X11 and Wayland), the `NSPasteboard` concealed type under its two
+/// names (KeePassXC and others on macOS, cross-platform toolkits), and Windows'
+/// `ExcludeClipboardContentFromMonitorProcessing` (Wine, cross-platform apps).
+/// Matched by name, ASCII case-insensitively; the target being offered is the mark,
+/// whatever its content.
+pub const PASSWORD_MARK_TARGETS: [&str; 4] = [
+    "x-kde-passwordManagerHint",
+    "application/x-nspasteboard-concealed-type",
+    "org.nspasteboard.ConcealedType",
+    "ExcludeClipboardContentFromMonitorProcessing",
+];
+
+/// The first of `targets` that marks the selection's content as a password
+/// ([`PASSWORD_MARK_TARGETS`]), if any.
+pub fn password_mark(targets: &[String]) -> Option<&str> {
+    targets
+        .iter()
+        .find(|t| {
+            PASSWORD_MARK_TARGETS
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(t.trim()))
+        })
+        .map(String::as_str)
+}
+
+/// Which X selection `clipboard.targets` asks about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Selection {
+    /// `CLIPBOARD`: what Ctrl+C copies and Ctrl+V pastes.
+    #[default]
+    Clipboard,
+    /// `PRIMARY`: the last text selected, which a middle click and, in some apps
+    /// (xterm), Shift+Insert paste.
+    Primary,
+}
+
+/// `clipboard.targets` params.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ClipboardTargetsParams {
+    #[serde(default)]
+    pub selection: Selection,
+}
+
+/// `clipboard.targets` result: what a selection's owner offers, never its content.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ClipboardTargets {
+    /// Some client owns the selection.
+    pub owned: bool,
+    /// The target names the owner answered `TARGETS` with, in its order; empty
+    /// when it is not owned or the owner does not answer `TARGETS`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<String>,
 }
 
 /// The most text the clipboard methods carry, in UTF-8 bytes (256 KiB: far more

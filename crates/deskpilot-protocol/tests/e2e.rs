@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use deskpilot_core::{Handle, Op, Role};
+use deskpilot_protocol::Result;
 use deskpilot_protocol::fixture_driver::{FixtureDriver, RecordedAction};
 use deskpilot_protocol::rpc::{RpcDriver, RpcOptions, serve};
 use deskpilot_protocol::types::*;
-use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
+use deskpilot_protocol::{Driver, ErrorCode};
 
 fn h(s: &str) -> Handle {
     Handle::new(s)
@@ -28,11 +29,7 @@ fn connect(
     (RpcDriver::with_options(cr, cw, opts), server)
 }
 
-fn same<T: PartialEq + Debug>(
-    what: &str,
-    remote: Result<T, ComputerError>,
-    local: Result<T, ComputerError>,
-) {
+fn same<T: PartialEq + Debug>(what: &str, remote: Result<T>, local: Result<T>) {
     assert_eq!(remote, local, "{what}: wire and in-process differ");
 }
 
@@ -199,47 +196,47 @@ struct Quirky(FixtureDriver);
 
 #[async_trait]
 impl Driver for Quirky {
-    async fn hello(&self) -> Result<Hello, ComputerError> {
+    async fn hello(&self) -> Result<Hello> {
         self.0.hello().await
     }
-    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>> {
         self.0.apps().await
     }
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult> {
         self.0.launch(p).await
     }
-    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>> {
         self.0.windows().await
     }
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty> {
         self.0.activate(p).await
     }
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot> {
         tokio::time::sleep(Duration::from_millis(800)).await;
         self.0.snapshot(p).await
     }
-    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult> {
         self.0.find(p).await
     }
-    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult> {
         self.0.act(p).await
     }
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult> {
         self.0.subscribe(p).await
     }
-    async fn next_events(&self, s: u64, t: u64) -> Result<EventBatch, ComputerError> {
+    async fn next_events(&self, s: u64, t: u64) -> Result<EventBatch> {
         self.0.next_events(s, t).await
     }
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult> {
         self.0.keys(p).await
     }
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult> {
         self.0.pointer(p).await
     }
-    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult> {
         self.0.capture(p).await
     }
-    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, ComputerError> {
+    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult> {
         panic!("ocr engine crashed")
     }
 }

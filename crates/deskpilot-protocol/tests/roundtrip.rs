@@ -46,6 +46,7 @@ fn result_round_trips(method: Method, v: Value) {
         Method::ScreenOcr => typed::<OcrResult>(method, v),
         Method::ClipboardRead => typed::<ClipboardContent>(method, v),
         Method::ClipboardWrite => typed::<ClipboardWritten>(method, v),
+        Method::ClipboardTargets => typed::<ClipboardTargets>(method, v),
         other => panic!("{other} has no result"),
     }
 }

@@ -8,9 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod cmd;
-mod device;
 mod output;
-mod target;
 mod usage;
 
 use clap::{Args, Parser, Subcommand};
@@ -25,6 +23,7 @@ use clap::{Args, Parser, Subcommand};
   deskpilot demo                               # sandbox + mousepad: type, Save As, verify
   deskpilot sandbox start                      # an isolated desktop (Xvfb + AT-SPI)
   deskpilot sandbox run -- mousepad            # launch an app inside it
+  deskpilot launch mousepad                    # start an app, wait until it can be read
   deskpilot observe --app mousepad             # the window as text, with refs
   deskpilot act e12 set_value 'Hello'          # act by ref; prints what changed
   deskpilot keys ctrl+s --app mousepad         # keyboard fallback (declared)
@@ -163,6 +162,22 @@ enum Command {
         op: deskpilot_core::Op,
         /// Text for set_value/type; direction for scroll (up, down, left, right, into_view).
         value: Option<String>,
+    },
+    /// Launch an installed application (no shell, under the policy, audited) and
+    /// wait until its first window can be read through the accessibility tree;
+    /// prints the app name `observe --app` takes.
+    #[command(after_help = "Examples:
+  deskpilot launch gnome-calculator
+  deskpilot observe --app gnome-calculator
+  deskpilot launch --wait-ms 30000 mousepad /tmp/notes.txt")]
+    Launch {
+        /// How long the first window may take to become readable, ms; past it the
+        /// launch fails COMPUTER_TIMEOUT naming the remedy for the app's toolkit.
+        #[arg(long, default_value_t = 15_000, value_name = "MS")]
+        wait_ms: u64,
+        /// Program and arguments (files or URLs, never options).
+        #[arg(trailing_var_arg = true, required = true, value_name = "APP ARGS")]
+        command: Vec<String>,
     },
     /// Send keys to a window through the keyboard fallback (moves no pointer, but is
     /// synthetic input: prefer `act`).
@@ -350,6 +365,20 @@ printed at start and kept in the token file (mode 0600; remove it to rotate).")]
     },
     /// Serve the driver over JSON-RPC 2.0 on stdin/stdout (one message per line).
     Driver,
+    /// Print a shell completion script for bash, zsh, fish, elvish or powershell.
+    #[command(after_help = "Examples:
+  deskpilot completions bash > ~/.local/share/bash-completion/completions/deskpilot
+  deskpilot completions zsh > ~/.zfunc/_deskpilot
+  deskpilot completions fish > ~/.config/fish/completions/deskpilot.fish")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), made from this help.
+    #[command(after_help = "Examples:
+  deskpilot man > deskpilot.1 && man ./deskpilot.1
+  deskpilot man | sudo tee /usr/local/share/man/man1/deskpilot.1 >/dev/null")]
+    Man,
     /// Measure observe, tokens, act, find, whole CLI processes and the MCP server's
     /// memory on real apps in a sandbox of its own, against a pyatspi walk,
     /// screenshots, OSWorld's flat tree and, with --peers, xa11y and cua-driver
@@ -573,7 +602,13 @@ fn main() {
         Ok(()) => 0,
         Err(e) => {
             output::print_error(json, &e);
-            1
+            // Bad usage is 2 whoever found it (clap or the command); every other
+            // failure is 1.
+            if e.code == deskpilot_protocol::ErrorCode::InvalidArgument {
+                2
+            } else {
+                1
+            }
         }
     };
     // Leave no stray tasks holding D-Bus connections open.

@@ -150,6 +150,14 @@ pub fn sandbox(s: &str) -> Result<String, String> {
         Ok(s.to_string())
     } else if let Ok(n) = display_number(s) {
         Ok(n.to_string())
+    } else if let Some(n) = std::path::Path::new(s)
+        .file_name()
+        .and_then(|f| f.to_str()?.strip_prefix("sandbox-")?.parse::<u32>().ok())
+        .filter(|_| s.starts_with('/'))
+    {
+        // A process a sandbox started carries the sandbox's directory
+        // (`…/sandbox-90`) in DESKPILOT_SANDBOX: that sandbox.
+        Ok(n.to_string())
     } else {
         Err(format!(
             "--sandbox {s:?}: give the sandbox's display number (see `deskpilot sandbox list`); only `deskpilot mcp --sandbox` starts a new one"
@@ -220,6 +228,19 @@ mod tests {
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("deskpilot").chain(args.iter().copied()))
             .and_then(check)
+    }
+
+    #[test]
+    fn a_sandbox_is_named_by_number_or_by_its_directory() {
+        assert_eq!(sandbox("90").unwrap(), "90");
+        assert_eq!(sandbox(":91").unwrap(), "91");
+        assert_eq!(sandbox("/tmp/deskpilot-0/sandbox-92").unwrap(), "92");
+        assert!(
+            sandbox("sandbox-93").is_err(),
+            "a relative path is no sandbox"
+        );
+        assert!(sandbox("/tmp/x/sandbox-").is_err());
+        assert!(sandbox("/tmp/x/other-94").is_err());
     }
 
     #[test]

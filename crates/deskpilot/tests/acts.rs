@@ -499,3 +499,48 @@ fn a_reaction_250_ms_after_the_action_is_in_its_diff() {
     let waited = v["result"]["settle"]["waited_ms"].as_u64().unwrap();
     assert!(waited >= 250, "the settle outlasted the reaction: {v}");
 }
+
+/// `type` into a Qt 5 line edit holding "abc" leaves "abcé😀中" in the app: Qt counts
+/// `InsertText`'s length in UTF-16 code units (4 here), not UTF-8 bytes (9, which
+/// made it insert a NUL and bytes past the string) nor characters (3, which drops
+/// `中`). The oracle is the app's own text, written by it on every change
+/// (docs/ARCHITECTURE.md §6 "Acting").
+#[test]
+fn typing_into_a_qt_line_edit_leaves_exactly_the_text_asked_for() {
+    let dir = TempDir::new("qt-type");
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    desk.run_python(
+        dir.path(),
+        "qt_line.py",
+        include_str!("fixtures/qt_line.py"),
+    );
+    desk.ok(&[
+        "wait",
+        "--app",
+        "qt_line.py",
+        "--text",
+        "abc",
+        "--timeout-ms",
+        "60000",
+    ]);
+    desk.ok(&["observe", "--app", "qt_line.py"]);
+    let entry = find_ref(&desk, "textbox", "abc");
+    let v = desk.ok(&["act", &entry, "type", "é😀中"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    let oracle = dir.path().join("qt_line.json");
+    let start = Instant::now();
+    let held = loop {
+        let held: Option<String> = std::fs::read_to_string(&oracle)
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok());
+        if held.as_deref() == Some("abcé😀中") || start.elapsed() > Duration::from_secs(5) {
+            break held;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        held.as_deref(),
+        Some("abcé😀中"),
+        "the app's own text after `type`: {v}"
+    );
+}

@@ -45,8 +45,12 @@ fn peer<'a>(f: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn bench_json_on_mousepad_has_every_figure_and_its_peers() {
+    // The bench's acts go through the host's pipeline: each is in the audit log.
+    let audit_dir = tempfile::tempdir().expect("a temporary directory");
+    let audit = audit_dir.path().join("audit.jsonl");
     let child = Command::new(env!("CARGO_BIN_EXE_deskpilot"))
         .args(["bench", "--json", "--runs", "2", "--apps", "mousepad"])
+        .env("DESKPILOT_AUDIT", &audit)
         .env_remove("DISPLAY")
         .env_remove("DBUS_SESSION_BUS_ADDRESS")
         .env_remove("DESKPILOT_SANDBOX")
@@ -223,6 +227,28 @@ fn bench_json_on_mousepad_has_every_figure_and_its_peers() {
 
     let scratch = std::env::temp_dir().join(format!("deskpilot-bench-{pid}"));
     assert!(!scratch.exists(), "{} is left behind", scratch.display());
+
+    // One warm-up and two counted set_value acts, each judged and audited by the
+    // host under the bench's session, none refused.
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap_or_else(|e| panic!("the audit log {} was written: {e}", audit.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON record a line"))
+        .collect();
+    let acts: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["session"] == "bench" && r["event"] == "action")
+        .collect();
+    assert_eq!(acts.len(), 3, "{records:#?}");
+    for a in &acts {
+        assert_eq!(a["op"], "set_value", "{a:#}");
+        assert_eq!(a["status"], "executed", "{a:#}");
+        assert_eq!(a["app"], "mousepad", "{a:#}");
+    }
+    assert!(
+        !records.iter().any(|r| r["event"] == "refusal"),
+        "{records:#?}"
+    );
 }
 
 #[test]

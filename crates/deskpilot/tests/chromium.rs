@@ -430,26 +430,6 @@ fn chromium_actions_that_would_pay_or_run_script_do_not_fire() {
     assert_eq!(logger.hits(), vec!["/ping".to_owned()]);
 }
 
-/// The titles of the sandbox's top-level X windows (`xprop`, an oracle deskpilot did
-/// not write).
-fn x_titles(display: u32) -> Vec<String> {
-    let xprop = |args: &[&str]| {
-        let out = std::process::Command::new("xprop")
-            .env("DISPLAY", format!(":{display}"))
-            .args(args)
-            .output()
-            .expect("xprop runs (Debian x11-utils)");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let list = xprop(&["-root", "_NET_CLIENT_LIST"]);
-    let ids = list.split('#').nth(1).unwrap_or_default();
-    ids.split(',')
-        .map(str::trim)
-        .filter(|id| !id.is_empty())
-        .map(|id| xprop(&["-id", id, "_NET_WM_NAME"]))
-        .collect()
-}
-
 /// An accept-edits sandbox with Chromium showing `html`, written to `file` in `dir`.
 fn page_desk<'a>(dir: &'a TempDir, file: &str, html: &str) -> Desk<'a> {
     page_desk_with(dir, file, html, "")
@@ -516,14 +496,14 @@ fn a_web_select_takes_the_option_clicked_and_shows_it() {
     let v = sb.ok(&["act", &france, "click"]);
     assert_eq!(v["result"]["status"], "executed", "{v}");
     let start = Instant::now();
-    while !x_titles(sb.display)
+    while !common::x_titles(sb.display)
         .iter()
         .any(|t| t.contains("picked France"))
     {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "the page never saw France: {:?}",
-            x_titles(sb.display)
+            common::x_titles(sb.display)
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -580,7 +560,7 @@ fn two_thousand_mixed_characters_land_exactly_in_chromium() {
     let took = started.elapsed();
     assert_eq!(v["result"]["verified_chars"], 2000, "{v}");
     // The call returned once the text was there: the title already says so.
-    let titles = x_titles(sb.display);
+    let titles = common::x_titles(sb.display);
     assert!(
         titles.iter().any(|t| t.contains(&want)),
         "the page holds other text than was typed: want {want}, titles {titles:?}"

@@ -45,6 +45,23 @@ fn records(dir: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The attempt logs of every attempt that did not succeed, for a failing assertion.
+fn failed_logs(dir: &Path) -> String {
+    let mut text = String::new();
+    let Ok(entries) = std::fs::read_dir(dir.join("attempts")) else {
+        return text;
+    };
+    for e in entries.flatten() {
+        let rec = std::fs::read_to_string(e.path().join("record.json")).unwrap_or_default();
+        if rec.contains("\"outcome\":\"success\"") {
+            continue;
+        }
+        let log = std::fs::read_to_string(e.path().join("attempt.log")).unwrap_or_default();
+        text.push_str(&format!("\n--- {}\n{log}", e.path().display()));
+    }
+    text
+}
+
 fn group<'a>(s: &'a Value, list: &str, key: &str) -> &'a Value {
     s[list]
         .as_array()
@@ -223,8 +240,9 @@ fn a_scripted_model_is_scored_task_by_task() {
         stderr(&o)
     );
     let s = summary(&out_dir);
+    let logs = failed_logs(&out_dir);
     assert_eq!(s["overall"]["attempts"], 5, "{s}");
-    assert_eq!(s["overall"]["successes"], 4, "{s}");
+    assert_eq!(s["overall"]["successes"], 4, "{s}{logs}");
     assert_eq!(group(&s, "by_task", "calc-multiply")["successes"], 1, "{s}");
     assert_eq!(group(&s, "by_task", "widget-page")["successes"], 1, "{s}");
     assert_eq!(
@@ -341,7 +359,7 @@ fn a_model_run_needs_a_binding() {
     let v: Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
     assert_eq!(v["error"]["code"], "COMPUTER_NO_MODEL_BINDING", "{v}");
     let o = eval(dir.path(), &["--tasks", "no-such-task-*"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("COMPUTER_INVALID_ARGUMENT"),
         "{}",
@@ -433,7 +451,7 @@ fn shards_merge_into_one_run_and_the_report_renders() {
         .arg("--out")
         .arg(root.join("twice"));
     let o = twice.output().unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 
     // The report in a real browser.
     let page = merged.join("report.html");

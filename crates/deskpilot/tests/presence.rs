@@ -541,6 +541,26 @@ fn the_clipboard_needs_its_switch_and_round_trips_with_xclip() {
     let v = desk.ok(&["clipboard", "write", "héllo, 世界"]);
     assert_eq!(v["verified"], true, "{v}");
     assert_eq!(xclip(&desk, &["-o"], None), "héllo, 世界");
+    // A write passes the host's one pipeline: judged on the bound window, audited
+    // as an action with its length only.
+    let audit = desk.ok(&["audit", "--tail", "5"]);
+    let write = audit["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|r| r["op"] == "clipboard_write")
+        .unwrap_or_else(|| panic!("no clipboard_write record: {audit}"));
+    assert_eq!(write["event"], "action", "{write}");
+    assert_eq!(write["status"], "executed", "{write}");
+    assert_eq!(write["channel"], "clipboard", "{write}");
+    assert_eq!(write["text_len"], 9, "{write}");
+    assert_eq!(write["app"], "mousepad", "{write}");
+    // The judge reads what is written: a path into deskpilot's own files, ready
+    // to be pasted into a Save As field, is refused and nothing is written.
+    let config = desk.config().display().to_string();
+    desk.fails_with(&["clipboard", "write", &config], "COMPUTER_SCOPE_VIOLATION");
+    assert_eq!(xclip(&desk, &["-o"], None), "héllo, 世界");
     xclip(
         &desk,
         &["-i"],

@@ -411,24 +411,7 @@ fn apps_without_a_tree_are_listed_with_the_remedy() {
     let dir = TempDir::new("no-tree");
     let desk = Desk::start(dir.path());
     desk.ok(&["sandbox", "run", "--", "env", "NO_AT_BRIDGE=1", "mousepad"]);
-    let start = std::time::Instant::now();
-    let app = loop {
-        let apps = desk.ok(&["apps"]);
-        let found = apps["apps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|a| a["name"] == "mousepad")
-            .cloned();
-        if let Some(a) = found {
-            break a;
-        }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(60),
-            "mousepad never listed: {apps}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    };
+    let app = desk.listed_app("mousepad", |n| n == "mousepad");
     assert_eq!(app["status"], "accessibility_disabled", "{app}");
     let v = desk.fails_with(
         &["observe", "--app", "mousepad"],
@@ -908,38 +891,299 @@ fn writer_paragraphs_are_read_and_found() {
     assert_eq!(found["matches"][0]["role"], "paragraph", "{found}");
 
     // pyatspi reads the same two paragraphs under the document.
-    let env = desk.ok(&["sandbox", "env"]);
-    // Debian's own Python, which python3-pyatspi installs into.
-    let mut py = std::process::Command::new("/usr/bin/python3");
-    py.arg("-c").arg(
-        "import pyatspi\n\
-         def walk(n, d=0):\n\
-         \x20   if d > 40: return None\n\
-         \x20   if n.getRoleName() == 'document text': return n\n\
-         \x20   for c in n:\n\
-         \x20       r = walk(c, d + 1)\n\
-         \x20       if r is not None: return r\n\
-         \x20   return None\n\
-         for a in pyatspi.Registry.getDesktop(0):\n\
-         \x20   doc = walk(a) if a and 'soffice' in (a.name or '') else None\n\
-         \x20   if doc is not None:\n\
-         \x20       print('\\n'.join(c.queryText().getText(0, -1) for c in doc))\n",
-    );
-    for (k, v) in env.as_object().unwrap() {
-        if let Some(v) = v.as_str() {
-            py.env(k, v);
-        }
-    }
-    let out = py.output().expect("/usr/bin/python3 runs");
-    let listed = String::from_utf8_lossy(&out.stdout);
+    let oracle = writer_oracle(&desk, "LibreOffice Writer");
     assert_eq!(
-        listed.lines().collect::<Vec<_>>(),
-        [
+        oracle["paragraphs"],
+        serde_json::json!([
             "First paragraph WRITER_ONE.",
             "Second paragraph WRITER_TWO."
-        ],
-        "pyatspi: {}",
+        ]),
+        "{oracle}"
+    );
+}
+
+/// pyatspi's reading of the Writer window titled like `title`
+/// (`fixtures/writer_oracle.py`): `paragraphs` (the texts of the document's
+/// children, those in view), `carets`, `scroll` (the vertical scroll bar's value)
+/// and `pages` (the status bar's "Page 1 of N").
+fn writer_oracle(desk: &Desk<'_>, title: &str) -> serde_json::Value {
+    let out = desk.python_output(include_str!("fixtures/writer_oracle.py"), &[title]);
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("oracle output {out:?}: {e}"))
+}
+
+/// The ref of the first line of `text` (a snapshot) that holds `needle`.
+fn ref_of_line(text: &str, needle: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?}:\n{text}"));
+    let start = line.find('[').expect("a ref") + 1;
+    let end = start + line[start..].find(']').expect("a ref's end");
+    line[start..end].to_owned()
+}
+
+/// Words only: a paragraph that a page break splits is two parts of a read, each on
+/// its own line, where the source had one line.
+fn words(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Writes `NAME.txt` with `text` under `dir` and converts it to `NAME.odt` there with
+/// LibreOffice's own converter (a profile of its own, so no running LibreOffice
+/// takes the job). Returns the `.odt` path.
+fn odt(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let txt = dir.join(format!("{name}.txt"));
+    std::fs::write(&txt, text).unwrap();
+    let out = std::process::Command::new("soffice")
+        .arg(format!(
+            "-env:UserInstallation=file://{}",
+            dir.join("lo-convert").display()
+        ))
+        .args(["--headless", "--convert-to", "odt", "--outdir"])
+        .arg(dir)
+        .arg(&txt)
+        .output()
+        .expect("soffice runs");
+    let odt = dir.join(format!("{name}.odt"));
+    assert!(
+        odt.exists(),
+        "soffice made no {}: {}",
+        odt.display(),
         String::from_utf8_lossy(&out.stderr)
+    );
+    odt
+}
+
+/// A Writer document full when it opens — from the command line (one page) and
+/// through File ▸ Open, driven by deskpilot's own acts (over 50 pages) — shows the
+/// paragraphs in view, says that the rest was not read and how to reach it, is
+/// searched in view with the rest named as not searched, and `read` returns its whole
+/// text, paging the view and putting it back, within bounds. The oracles: pyatspi's
+/// reading of the same window (paragraphs in view, scroll bar, caret, page count)
+/// and the text the documents were made from.
+#[test]
+fn writer_documents_opened_from_files_are_read_found_and_read_whole() {
+    let dir = TempDir::new("writer-files");
+    let short = "ALPHA_PARA_TEXT first paragraph\n\nOMEGA_PARA_TEXT second paragraph\n";
+    let long: String = (1..=700)
+        .map(|i| {
+            let words: Vec<String> = (0..45)
+                .map(|j| format!("word{}", (i * 7 + j) % 97))
+                .collect();
+            let tag = if i == 700 { "LAST_PARA_TEXT " } else { "" };
+            format!("{tag}PARA{i:04} {}\n", words.join(" "))
+        })
+        .collect();
+    let short_odt = odt(dir.path(), "short", short);
+    let long_odt = odt(dir.path(), "long", &long);
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+
+    // From the command line: one page.
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "lowriter",
+        "--norestore",
+        "--nologo",
+        short_odt.to_str().unwrap(),
+    ]);
+    desk.ok(&[
+        "wait",
+        "--window-title",
+        "short.odt",
+        "--timeout-ms",
+        "120000",
+    ]);
+    desk.ok(&[
+        "wait",
+        "--window",
+        "short.odt",
+        "--text",
+        "ALPHA_PARA",
+        "--timeout-ms",
+        "60000",
+    ]);
+    let oracle = writer_oracle(&desk, "short.odt");
+    assert_eq!(
+        oracle["paragraphs"],
+        serde_json::json!([
+            "ALPHA_PARA_TEXT first paragraph",
+            "",
+            "OMEGA_PARA_TEXT second paragraph"
+        ]),
+        "{oracle}"
+    );
+    let obs = desk.ok(&["observe", "--window", "short.odt"]);
+    let text = obs["text"].as_str().unwrap();
+    for p in [
+        "ALPHA_PARA_TEXT first paragraph",
+        "OMEGA_PARA_TEXT second paragraph",
+    ] {
+        assert!(
+            text.contains(&format!("paragraph value=\"{p}\"")),
+            "{p}:\n{text}"
+        );
+    }
+    assert!(
+        !text.contains("more of the document"),
+        "all of it in view:\n{text}"
+    );
+    let found = desk.ok(&["find", "ALPHA_PARA", "--window", "short.odt"]);
+    assert_eq!(found["matches"][0]["role"], "paragraph", "{found}");
+    assert!(
+        found["matches"][0]["line"]
+            .as_str()
+            .is_some_and(|l| l.contains("value=\"ALPHA_PARA_TEXT first paragraph\"")),
+        "{found}"
+    );
+    let doc = ref_of_line(text, "document \"short - LibreOffice Document\"");
+    let read = desk.ok(&["read", &doc]);
+    let paragraphs: Vec<&str> = oracle["paragraphs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(read["text"], paragraphs.join("\n"), "{read}");
+    assert_eq!(read["complete"], true, "{read}");
+
+    // Through File ▸ Open, with deskpilot's acts: over 50 pages.
+    let menu = desk.ok(&[
+        "find",
+        "File",
+        "--window",
+        "short.odt",
+        "--role",
+        "menuitem",
+    ]);
+    let file = menu["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "File")
+        .unwrap_or_else(|| panic!("a File menu: {menu}"));
+    desk.ok(&["act", file["ref"].as_str().unwrap(), "click"]);
+    let items = desk.ok(&[
+        "find",
+        "Open...",
+        "--window",
+        "short.odt",
+        "--role",
+        "menuitem",
+    ]);
+    let open = items["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "Open...")
+        .unwrap_or_else(|| panic!("File ▸ Open...: {items}"));
+    desk.ok(&["act", open["ref"].as_str().unwrap(), "click"]);
+    desk.ok(&["wait", "--window-title", "Open", "--timeout-ms", "60000"]);
+    // GTK's file chooser (observed first: keys go to the window a read bound):
+    // ctrl+L shows the location field.
+    desk.ok(&["observe", "--window", "Open"]);
+    desk.ok(&["keys", "ctrl+l", "--window", "Open"]);
+    let dialog = desk.ok(&["observe", "--window", "Open", "--query", "textbox"]);
+    let location = ref_of_line(dialog["text"].as_str().unwrap(), "] textbox");
+    desk.ok(&["act", &location, "set_value", long_odt.to_str().unwrap()]);
+    let button = desk.ok(&["find", "Open", "--window", "Open", "--role", "button"]);
+    let button = button["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "Open")
+        .unwrap_or_else(|| panic!("the Open button: {button}"));
+    desk.ok(&["act", button["ref"].as_str().unwrap(), "click"]);
+    desk.ok(&[
+        "wait",
+        "--window-title",
+        "long.odt",
+        "--timeout-ms",
+        "120000",
+    ]);
+    desk.ok(&[
+        "wait",
+        "--window",
+        "long.odt",
+        "--text",
+        "PARA0001",
+        "--timeout-ms",
+        "60000",
+    ]);
+
+    let before = writer_oracle(&desk, "long.odt");
+    let pages: u64 = before["pages"]
+        .as_str()
+        .and_then(|p| p.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a page count: {before}"));
+    assert!(pages >= 50, "{pages} pages: {before}");
+    let in_view: Vec<&str> = before["paragraphs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(
+        in_view.len() >= 3 && in_view[0].starts_with("PARA0001 "),
+        "{before}"
+    );
+    let obs = desk.ok(&["observe", "--window", "long.odt"]);
+    let text = obs["text"].as_str().unwrap();
+    // The paragraphs in view, as pyatspi reads them (their heads: a line keeps 120
+    // characters), and nothing from beyond.
+    for p in &in_view {
+        let head: String = p.chars().take(60).collect();
+        assert!(
+            text.contains(&format!("paragraph value=\"{head}")),
+            "{head}:\n{text}"
+        );
+    }
+    assert!(!text.contains("PARA0100 "), "{text}");
+    let doc = ref_of_line(text, "document \"long - LibreOffice Document\"");
+    assert!(
+        text.contains(&format!(
+            "… more of the document below the view, not read: act {doc} scroll down to bring it into view, or read {doc} for the whole text"
+        )),
+        "{text}"
+    );
+    let found = desk.ok(&["find", "PARA0002 ", "--window", "long.odt"]);
+    assert_eq!(found["matches"][0]["role"], "paragraph", "{found}");
+    let found = desk.ok(&["find", "LAST_PARA_TEXT", "--window", "long.odt"]);
+    assert_eq!(found["matches"], serde_json::json!([]), "{found}");
+    assert_eq!(found["unsearched"]["documents_in_view"], 1, "{found}");
+
+    let started = std::time::Instant::now();
+    let read = desk.ok(&["read", &doc]);
+    let took = started.elapsed();
+    assert_eq!(read["complete"], true, "{read}");
+    let whole = read["text"].as_str().unwrap();
+    assert_eq!(words(whole), words(&long), "the whole text, in order");
+    assert!(whole.starts_with(in_view[0]), "{}", &whole[..200]);
+    let note = read["note"].as_str().unwrap_or_default();
+    assert!(note.contains("(put back where it was)"), "{note}");
+    // Bounded: the driver stops reading at 12 s; a 50-page document takes ~2–4 s.
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+    // The view and the caret are where they were.
+    let after = writer_oracle(&desk, "long.odt");
+    assert_eq!(after["scroll"], before["scroll"], "{after}");
+    assert_eq!(after["carets"], before["carets"], "{after}");
+    assert_eq!(after["paragraphs"], before["paragraphs"], "{after}");
+
+    // Scrolling brings the next view in (the scroll bar's page action: Writer's
+    // scroll bar ignores a new value).
+    let scrolled = desk.ok(&["act", &doc, "scroll", "down"]);
+    assert!(
+        scrolled["result"]["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("incrementBlock")),
+        "{scrolled}"
+    );
+    let moved = writer_oracle(&desk, "long.odt");
+    assert!(
+        moved["scroll"].as_f64() > before["scroll"].as_f64(),
+        "{moved}"
     );
 }
 

@@ -137,7 +137,7 @@ fn observe_act_and_diff_through_a_real_sshd() {
     assert_eq!(check("apps")["ok"], true, "{doc}");
     // What runs on this machine only says so.
     let (out, v) = link.run(&["sandbox", "list"]);
-    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(out.status.code(), Some(2), "{v}");
     assert_eq!(v["error"]["code"], "COMPUTER_INVALID_ARGUMENT", "{v}");
 
     let obs = link.ok(&["observe", "--app", "mousepad"]);

@@ -2,6 +2,7 @@
 //! executed actions, the observe-only scope and the [`RunReport`] with its summary.
 
 use deskpilot_host::host::GrantView;
+use deskpilot_protocol::Result;
 use deskpilot_protocol::types::ActStatus;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::Serialize;
@@ -354,7 +355,7 @@ impl RunReport {
     /// (lengths only) and no window content except an observe-only scope.
     ///
     /// Errors: `COMPUTER_INTERNAL` when the directory or file cannot be written.
-    pub fn write_record(&self, dir: &std::path::Path) -> Result<std::path::PathBuf, ComputerError> {
+    pub fn write_record(&self, dir: &std::path::Path) -> Result<std::path::PathBuf> {
         use std::io::Write;
         let internal = |m: String| ComputerError::new(ErrorCode::Internal, m);
         std::fs::create_dir_all(dir)

@@ -4,10 +4,10 @@ use std::time::Instant;
 
 use deskpilot_core::sanitize::one_line;
 use deskpilot_host::{Host, ObserveOptions, Target};
-use deskpilot_protocol::ComputerError;
 
 use super::report::{RunOptions, RunReport, RunStatus, ScopeView, ScopeWindow};
 use super::text::{bounded_text, window_label};
+use deskpilot_protocol::Result;
 
 /// Describes what a run could touch, without calling a model or acting: the bound
 /// window (binding the frontmost permitted one if none is), every window with its
@@ -16,10 +16,7 @@ use super::text::{bounded_text, window_label};
 /// Errors: the host's ([`Host::observe`], [`Host::apps`]), e.g.
 /// `COMPUTER_FEATURE_DISABLED`, `COMPUTER_STOPPED_BY_USER`, `COMPUTER_SCOPE_VIOLATION`
 /// when no window is permitted.
-pub async fn describe_scope(
-    host: &mut Host,
-    opts: &RunOptions,
-) -> Result<RunReport, ComputerError> {
+pub async fn describe_scope(host: &mut Host, opts: &RunOptions) -> Result<RunReport> {
     let started = Instant::now();
     let oo = ObserveOptions {
         max_tokens: opts.max_tokens_per_observation,

@@ -21,6 +21,7 @@ use super::text::{bounded_text, window_label};
 use crate::decision::{self, Decision};
 use crate::model::{DecideRequest, Model};
 use crate::prompt;
+use deskpilot_protocol::Result;
 
 /// Observations whose refs are remembered to tell a stale ref from an unknown one.
 const SEEN_OBSERVATIONS: usize = 32;
@@ -60,7 +61,7 @@ pub async fn run(
     model: &dyn Model,
     opts: &RunOptions,
     progress: &mut (dyn FnMut(&StepRecord) + Send),
-) -> Result<RunReport, ComputerError> {
+) -> Result<RunReport> {
     if opts.observe_only {
         return describe_scope(host, opts).await;
     }

@@ -13,7 +13,6 @@
 //! split pattern (about 4 ms in a release build) and touches only the table pages it
 //! looks up. Counting never performs I/O.
 
-mod hash;
 pub mod o200k;
 
 /// The estimated vision-token cost of an image of `width` × `height` pixels as a

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 
 use regex_automata::{Anchored, Input, meta};
 
-use super::hash::slot_hash;
+use crate::hash::slot_hash;
 
 /// The table `build.rs` writes; its layout is documented there.
 static TABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/o200k.bin"));

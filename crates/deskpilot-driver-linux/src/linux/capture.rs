@@ -19,6 +19,7 @@ use image::RgbaImage;
 use super::atspi::focus::{Target, is_window};
 use super::input::{TopLevel, WindowPixels};
 use super::{ocr, pixels};
+use deskpilot_protocol::Result;
 
 /// Prefix of the handle of an X11 window that publishes no accessibility tree.
 pub const X11_HANDLE_PREFIX: &str = "x11win:";
@@ -131,7 +132,7 @@ pub fn frame_scale(device: &Bounds, tree: &Bounds) -> Option<f64> {
     })
 }
 
-pub use super::input::Stacked;
+pub(crate) use super::input::Stacked;
 
 /// The areas of windows stacked above the top-level `xid` that overlap `area` and
 /// would take pointer input meant for it or hide its pixels (pure over `stack`):
@@ -321,7 +322,7 @@ pub fn finish(
 /// The tesseract languages installed, joined for `-l` (`eng+chi_sim`), read once.
 ///
 /// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when tesseract is not installed.
-fn languages() -> Result<String, ComputerError> {
+fn languages() -> Result<String> {
     static LANGS: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     LANGS
         .get_or_init(|| {

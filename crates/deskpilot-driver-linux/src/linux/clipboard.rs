@@ -9,6 +9,11 @@
 //! exits when another client takes the selection or the display closes — as
 //! `xclip` does. The written text is then read back.
 //!
+//! [`targets`] asks an owner (of `CLIPBOARD` or `PRIMARY`) only for `TARGETS`, the
+//! names of the formats it offers: a password manager marks a copied password
+//! among them ([`deskpilot_protocol::types::PASSWORD_MARK_TARGETS`]). [`read`] asks
+//! for them first and does not take the text of a marked selection.
+//!
 //! Texts are capped at [`CLIPBOARD_MAX_BYTES`]; incremental (`INCR`) transfers are
 //! not done: a larger text is reported truncated.
 
@@ -16,7 +21,11 @@ use std::io::{BufRead, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use deskpilot_protocol::types::{CLIPBOARD_MAX_BYTES, ClipboardContent, ClipboardWritten};
+use deskpilot_protocol::Result;
+use deskpilot_protocol::types::{
+    CLIPBOARD_MAX_BYTES, ClipboardContent, ClipboardTargets, ClipboardWritten, Selection,
+    password_mark,
+};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use x11rb::connection::Connection as _;
 use x11rb::protocol::Event;
@@ -30,6 +39,9 @@ use x11rb::{CURRENT_TIME, NONE};
 
 /// How long a clipboard owner may take to answer a conversion, ms.
 pub const CONVERT_TIMEOUT_MS: u64 = 2_000;
+
+/// The most targets taken from one `TARGETS` answer (owners offer a dozen or two).
+pub const MAX_TARGETS: usize = 256;
 
 /// The argument that makes the deskpilot binary a clipboard holder.
 pub const HOLD_SUBCOMMAND: &str = "clipboard-hold";
@@ -53,7 +65,12 @@ struct Clip {
 }
 
 impl Clip {
-    fn open(display: &str) -> Result<Clip, ComputerError> {
+    fn open(display: &str) -> Result<Clip> {
+        Clip::open_selection(display, Selection::Clipboard)
+    }
+
+    /// A connection asking about `selection` (its atom in `clipboard`).
+    fn open_selection(display: &str, selection: Selection) -> Result<Clip> {
         let (conn, screen) =
             RustConnection::connect(Some(display)).map_err(|e| err(display, "connect", e))?;
         let root = conn.setup().roots[screen].root;
@@ -73,7 +90,10 @@ impl Clip {
         )
         .map_err(|e| err(display, "CreateWindow", e))?;
         let names = [
-            "CLIPBOARD",
+            match selection {
+                Selection::Clipboard => "CLIPBOARD",
+                Selection::Primary => "PRIMARY",
+            },
             "UTF8_STRING",
             "TARGETS",
             "TEXT",
@@ -101,7 +121,7 @@ impl Clip {
         })
     }
 
-    fn owner(&self, display: &str) -> Result<Window, ComputerError> {
+    fn owner(&self, display: &str) -> Result<Window> {
         Ok(self
             .conn
             .get_selection_owner(self.clipboard)
@@ -111,12 +131,50 @@ impl Clip {
             .owner)
     }
 
+    /// The names of the targets the owner offers (at most [`MAX_TARGETS`]); empty
+    /// when it does not answer `TARGETS`.
+    fn offered(&self, display: &str) -> Result<Vec<String>> {
+        let Some(reply) = self.convert_reply(display, self.targets)? else {
+            return Ok(Vec::new());
+        };
+        let atoms: Vec<Atom> = match reply.value32() {
+            Some(v) => v.take(MAX_TARGETS).collect(),
+            None => return Ok(Vec::new()),
+        };
+        let cookies = atoms
+            .iter()
+            .map(|a| self.conn.get_atom_name(*a))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| err(display, "GetAtomName", e))?;
+        let mut names = Vec::with_capacity(cookies.len());
+        for c in cookies {
+            // An atom the server does not know names nothing.
+            if let Ok(r) = c.reply() {
+                names.push(String::from_utf8_lossy(&r.name).into_owned());
+            }
+        }
+        Ok(names)
+    }
+
     /// Asks for the selection as `target`; `None` when the owner refuses it.
-    fn convert(
+    fn convert(&self, display: &str, target: Atom) -> Result<Option<(Vec<u8>, bool)>> {
+        let Some(reply) = self.convert_reply(display, target)? else {
+            return Ok(None);
+        };
+        if reply.type_ == self.incr {
+            // The owner sends large texts in pieces; only the first is not taken.
+            return Ok(Some((Vec::new(), true)));
+        }
+        Ok(Some((reply.value, reply.bytes_after > 0)))
+    }
+
+    /// Asks for the selection as `target` and takes the property the owner wrote;
+    /// `None` when the owner refuses it.
+    fn convert_reply(
         &self,
         display: &str,
         target: Atom,
-    ) -> Result<Option<(Vec<u8>, bool)>, ComputerError> {
+    ) -> Result<Option<x11rb::protocol::xproto::GetPropertyReply>> {
         self.conn
             .convert_selection(self.win, self.clipboard, target, self.prop, CURRENT_TIME)
             .map_err(|e| err(display, "ConvertSelection", e))?;
@@ -154,12 +212,24 @@ impl Clip {
             .map_err(|e| err(display, "GetProperty", e))?
             .reply()
             .map_err(|e| err(display, "GetProperty", e))?;
-        if reply.type_ == self.incr {
-            // The owner sends large texts in pieces; only the first is not taken.
-            return Ok(Some((Vec::new(), true)));
-        }
-        Ok(Some((reply.value, reply.bytes_after > 0)))
+        Ok(Some(reply))
     }
+}
+
+/// What the owner of `selection` on `display` offers, never its content.
+///
+/// Errors: `COMPUTER_INPUT_UNAVAILABLE` (the display cannot be reached),
+/// `COMPUTER_NOT_RESPONDING` (the owner did not answer within
+/// [`CONVERT_TIMEOUT_MS`]).
+pub fn targets(display: &str, selection: Selection) -> Result<ClipboardTargets> {
+    let c = Clip::open_selection(display, selection)?;
+    if c.owner(display)? == NONE {
+        return Ok(ClipboardTargets::default());
+    }
+    Ok(ClipboardTargets {
+        owned: true,
+        targets: c.offered(display)?,
+    })
 }
 
 /// Cuts `s` to at most `max` bytes at a character boundary; whether it cut.
@@ -175,22 +245,51 @@ fn cap(mut s: String, max: usize) -> (String, bool) {
     (s, true)
 }
 
-/// The clipboard's text on `display` (`":91"`).
+/// The clipboard's text on `display` (`":91"`), with the targets its owner offered.
+/// A clipboard marked as holding a password (a target of
+/// [`deskpilot_protocol::types::PASSWORD_MARK_TARGETS`]) is not read: its text is
+/// `None` and its targets say why.
 ///
-/// Errors: `COMPUTER_INPUT_UNAVAILABLE` (the display cannot be reached),
-/// `COMPUTER_NOT_RESPONDING` (the owner did not answer within
-/// [`CONVERT_TIMEOUT_MS`]).
-pub fn read(display: &str) -> Result<ClipboardContent, ComputerError> {
+/// Errors: `COMPUTER_INPUT_UNAVAILABLE` (the display cannot be reached, or another
+/// app copied while it was read: read again), `COMPUTER_NOT_RESPONDING` (the owner
+/// did not answer within [`CONVERT_TIMEOUT_MS`]).
+pub fn read(display: &str) -> Result<ClipboardContent> {
     let c = Clip::open(display)?;
-    if c.owner(display)? == NONE {
+    let owner = c.owner(display)?;
+    if owner == NONE {
         return Ok(ClipboardContent::default());
     }
+    let targets = c.offered(display)?;
+    if password_mark(&targets).is_some() {
+        return Ok(ClipboardContent {
+            text: None,
+            truncated: false,
+            targets,
+        });
+    }
+    let mut content = read_text(&c, display)?;
+    // The targets judged are the text's: another owner (a password manager that
+    // copied meanwhile) could have answered the conversion.
+    if c.owner(display)? != owner {
+        return Err(err(
+            display,
+            "read",
+            "another app copied while the clipboard was read; read it again",
+        ));
+    }
+    content.targets = targets;
+    Ok(content)
+}
+
+/// The text of the selection `c` asks about: `UTF8_STRING`, then `STRING`.
+fn read_text(c: &Clip, display: &str) -> Result<ClipboardContent> {
     if let Some((bytes, more)) = c.convert(display, c.utf8)? {
         if bytes.is_empty() && more {
             // Offered only in pieces (INCR): too large to read here.
             return Ok(ClipboardContent {
                 text: None,
                 truncated: true,
+                targets: Vec::new(),
             });
         }
         let (text, cut) = cap(
@@ -200,6 +299,7 @@ pub fn read(display: &str) -> Result<ClipboardContent, ComputerError> {
         return Ok(ClipboardContent {
             text: Some(text),
             truncated: more || cut,
+            targets: Vec::new(),
         });
     }
     if let Some((bytes, more)) = c.convert(display, AtomEnum::STRING.into())? {
@@ -209,6 +309,7 @@ pub fn read(display: &str) -> Result<ClipboardContent, ComputerError> {
         return Ok(ClipboardContent {
             text: Some(text),
             truncated: more || cut,
+            targets: Vec::new(),
         });
     }
     Ok(ClipboardContent::default())
@@ -218,7 +319,7 @@ pub fn read(display: &str) -> Result<ClipboardContent, ComputerError> {
 /// the display closes. `ready` is called once the selection is owned.
 ///
 /// Errors: the display cannot be reached, or another client kept the selection.
-pub fn serve(display: &str, text: &str, ready: impl FnOnce()) -> Result<(), ComputerError> {
+pub fn serve(display: &str, text: &str, ready: impl FnOnce()) -> Result<()> {
     let c = Clip::open(display)?;
     c.conn
         .set_selection_owner(c.win, c.clipboard, CURRENT_TIME)
@@ -310,11 +411,7 @@ pub fn serve(display: &str, text: &str, ready: impl FnOnce()) -> Result<(), Comp
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for a text over [`CLIPBOARD_MAX_BYTES`] or
 /// with a NUL; `COMPUTER_INPUT_UNAVAILABLE` when the holder cannot start or take
 /// the selection.
-pub fn write(
-    display: &str,
-    text: &str,
-    holder: &std::path::Path,
-) -> Result<ClipboardWritten, ComputerError> {
+pub fn write(display: &str, text: &str, holder: &std::path::Path) -> Result<ClipboardWritten> {
     if text.contains('\0') {
         return Err(ComputerError::new(
             ErrorCode::InvalidArgument,

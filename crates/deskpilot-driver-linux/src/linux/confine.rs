@@ -20,9 +20,13 @@ use crate::atspi::Confinement;
 /// app could put a `bwrap` of its own on it).
 pub const BWRAP: &str = "/usr/bin/bwrap";
 
+/// The namespaces every confined app gets: the whole file system as it is (masks
+/// come after), and a process table with a procfs of its own.
+const NAMESPACES: [&str; 6] = ["--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc"];
+
 /// bubblewrap's path when it is installed at [`BWRAP`], owned by root and writable by
 /// no one else, and can make a mount namespace on this machine. Probed once per
-/// process by running `bwrap --dev-bind / / -- true` (a few milliseconds).
+/// process by running `bwrap` with [`NAMESPACES`] and `-- true` (a few milliseconds).
 pub fn bwrap() -> Option<&'static Path> {
     static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
     FOUND
@@ -35,7 +39,8 @@ pub fn bwrap() -> Option<&'static Path> {
                 return None;
             }
             let works = Command::new(&path)
-                .args(["--dev-bind", "/", "/", "--", "true"])
+                .args(NAMESPACES)
+                .args(["--", "true"])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -62,7 +67,7 @@ fn is_ours(dir: &Path) -> bool {
 
 /// The command that runs `program args` under `c`:
 /// `bwrap --new-session --dev-bind / / --bind A A… --tmpfs H… --ro-bind /dev/null M…
-/// --bind K K… -- program args`.
+/// --bind K K… -- /bin/sh -c 'exec "$0" "$@" </dev/null' program args`.
 ///
 /// - Each hidden directory's ancestors inside `$HOME` are bound onto themselves
 ///   first: a mount point cannot be renamed, so an app cannot move `~/.config` aside
@@ -71,6 +76,14 @@ fn is_ours(dir: &Path) -> bool {
 ///   first, so an app cannot create it on the real disk; any other missing one is
 ///   left out. One inside another is covered by the outer tmpfs.
 /// - `--new-session`: the app gets no controlling terminal to type into.
+/// - `--unshare-pid --proc /proc`: the app lives in a PID namespace of its own with a
+///   procfs of its own, so `/proc/PID/root` of a process outside (the X server, the
+///   host) is not there to walk into deskpilot's files through.
+/// - `--seccomp 0`: the kernel refuses the app the keyring system calls (`keyctl`,
+///   `add_key`, `request_key`: `EPERM`), so the secrets deskpilot seals its files
+///   with in the user keyring ([`deskpilot_os::keyring`]) are out of its reach. The
+///   program comes on the command's stdin ([`keyring_filter`]): callers must not
+///   replace it.
 /// - Kept and masked paths that do not exist are left out (bubblewrap would refuse).
 ///
 /// `None` when `c.hide` is empty or bubblewrap is not usable ([`bwrap`]): the caller
@@ -96,8 +109,18 @@ pub fn wrap(c: &Confinement, program: &OsStr, args: &[OsString]) -> Option<Comma
         .map(PathBuf::from)
         .filter(|h| h.is_absolute() && h.parent().is_some());
     let pinned = pins(&outer, home.as_deref());
+    let filter = match keyring_filter() {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!(error = %e, "the keyring filter could not be made: launched apps are not confined");
+            return None;
+        }
+    };
     let mut cmd = Command::new(bwrap);
-    cmd.args(["--new-session", "--dev-bind", "/", "/"]);
+    cmd.arg("--new-session")
+        .args(NAMESPACES)
+        .args(["--seccomp", "0"]);
+    cmd.stdin(filter);
     for a in &pinned {
         cmd.arg("--bind").arg(a).arg(a);
     }
@@ -124,8 +147,72 @@ pub fn wrap(c: &Confinement, program: &OsStr, args: &[OsString]) -> Option<Comma
     for k in keep {
         cmd.arg("--bind").arg(k).arg(k);
     }
-    cmd.arg("--").arg(program).args(args);
+    // bubblewrap closes the descriptor it read the filter from, which is the
+    // app's stdin: a shell inside gives the app /dev/null there and execs it.
+    cmd.args(["--", "/bin/sh", "-c", STDIN_NULL])
+        .arg(program)
+        .args(args);
     Some(cmd)
+}
+
+/// The shell script that runs `"$0" "$@"` (the app and its arguments) with stdin
+/// from `/dev/null`, in place of the shell.
+const STDIN_NULL: &str = "exec \"$0\" \"$@\" </dev/null";
+
+/// The system calls of the kernel keyrings, refused to launched apps with `EPERM`.
+const KEYRING_SYSCALLS: [libc::c_long; 3] =
+    [libc::SYS_keyctl, libc::SYS_add_key, libc::SYS_request_key];
+
+/// The bit that makes an x86-64 system call number one of the x32 ABI
+/// (`__X32_SYSCALL_BIT`, `asm/unistd.h`): x32 calls pass an x86-64 filter's
+/// architecture check, so the keyring calls are refused under both numbers.
+#[cfg(target_arch = "x86_64")]
+const X32_SYSCALL_BIT: libc::c_long = 0x4000_0000;
+
+/// The classic BPF program that refuses [`KEYRING_SYSCALLS`] (`EPERM`; on x86-64
+/// under their x32 numbers too) and allows
+/// every other system call of this architecture (the `seccompiler` crate; a call of
+/// another architecture's ABI kills the process, as the filter cannot judge it), as
+/// bubblewrap's `--seccomp` reads it: `struct sock_filter` records in this machine's
+/// byte order, here on the read end of a pipe (the program is far smaller than a
+/// pipe's buffer).
+///
+/// Errors: the filter's compilation error or the pipe's, as text.
+fn keyring_filter() -> Result<std::io::PipeReader, String> {
+    use std::io::Write as _;
+    #[cfg(target_arch = "x86_64")]
+    let arch = seccompiler::TargetArch::x86_64;
+    #[cfg(target_arch = "aarch64")]
+    let arch = seccompiler::TargetArch::aarch64;
+    #[cfg(target_arch = "riscv64")]
+    let arch = seccompiler::TargetArch::riscv64;
+    #[cfg(target_arch = "x86_64")]
+    let numbers = KEYRING_SYSCALLS
+        .into_iter()
+        .flat_map(|n| [n, n | X32_SYSCALL_BIT]);
+    #[cfg(not(target_arch = "x86_64"))]
+    let numbers = KEYRING_SYSCALLS.into_iter();
+    let rules = numbers.map(|n| (n, Vec::new())).collect();
+    let filter = seccompiler::SeccompFilter::new(
+        rules,
+        seccompiler::SeccompAction::Allow,
+        seccompiler::SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    let program: seccompiler::BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| e.to_string())?;
+    let mut bytes = Vec::with_capacity(program.len() * 8);
+    for f in &program {
+        bytes.extend_from_slice(&f.code.to_ne_bytes());
+        bytes.push(f.jt);
+        bytes.push(f.jf);
+        bytes.extend_from_slice(&f.k.to_ne_bytes());
+    }
+    let (reader, mut writer) = std::io::pipe().map_err(|e| e.to_string())?;
+    writer.write_all(&bytes).map_err(|e| e.to_string())?;
+    Ok(reader)
 }
 
 /// The ancestors of the `hidden` directories strictly inside `home` (none without
@@ -187,15 +274,26 @@ mod tests {
         };
         let cmd = wrap(&c, OsStr::new("mousepad"), &["a.txt".into()]).expect("wrapped");
         let r = |p: &str| root.join(p).display().to_string();
-        let mut want: Vec<String> = ["--new-session", "--dev-bind", "/", "/"]
-            .map(String::from)
-            .to_vec();
+        let mut want: Vec<String> = [
+            "--new-session",
+            "--dev-bind",
+            "/",
+            "/",
+            "--unshare-pid",
+            "--proc",
+            "/proc",
+            "--seccomp",
+            "0",
+        ]
+        .map(String::from)
+        .to_vec();
         want.extend(["--tmpfs".into(), r("deskpilot-cfg")]);
         want.extend(["--tmpfs".into(), r("deskpilot-run")]);
         want.extend(["--ro-bind".into(), "/dev/null".into(), r("etc/c.toml")]);
         let kept = r("deskpilot-run/sandbox-91/config");
         want.extend(["--bind".into(), kept.clone(), kept]);
-        want.extend(["--".into(), "mousepad".into(), "a.txt".into()]);
+        want.extend(["--", "/bin/sh", "-c", STDIN_NULL].map(String::from));
+        want.extend(["mousepad".into(), "a.txt".into()]);
         assert_eq!(argv(&cmd), want);
         assert!(
             root.join("deskpilot-cfg").is_dir(),

@@ -22,6 +22,7 @@ use super::atspi::{Bus, ConnectOptions, ObjRef, apps, find, focus, launch, snaps
 use super::capture;
 use super::input::{TopLevel, WindowPixels, XInput};
 use super::pixels;
+use deskpilot_protocol::Result;
 
 /// How long the keyboard fallback waits for the element to report `FOCUSED` after
 /// `GrabFocus`: 500 ms (GTK moves focus within one main-loop iteration).
@@ -55,7 +56,7 @@ impl LinuxDriver {
     /// accessibility bus or no registry; `COMPUTER_OS_PERMISSION_MISSING` when a bus
     /// refuses the connection. The message says to run `deskpilot doctor --fix` or to
     /// start a sandbox.
-    pub async fn connect(opts: ConnectOptions) -> Result<LinuxDriver, ComputerError> {
+    pub async fn connect(opts: ConnectOptions) -> Result<LinuxDriver> {
         let bus = Bus::connect(&opts).await?;
         Ok(LinuxDriver {
             bus,
@@ -66,7 +67,7 @@ impl LinuxDriver {
     }
 
     /// [`LinuxDriver::connect`] with [`ConnectOptions::from_env`].
-    pub async fn from_env() -> Result<LinuxDriver, ComputerError> {
+    pub async fn from_env() -> Result<LinuxDriver> {
         Self::connect(ConnectOptions::from_env()).await
     }
 
@@ -132,11 +133,7 @@ impl LinuxDriver {
     ///
     /// Errors: `COMPUTER_ELEMENT_NOT_FOUND` when no such top-level is mapped (gone,
     /// or its id now belongs to another process).
-    async fn focus_x11(
-        &self,
-        x: &Arc<XInput>,
-        (xid, pid): (u32, u32),
-    ) -> Result<(), ComputerError> {
+    async fn focus_x11(&self, x: &Arc<XInput>, (xid, pid): (u32, u32)) -> Result<()> {
         let x = Arc::clone(x);
         blocking(move || {
             if x.toplevel(xid)?.is_none_or(|t| t.pid != Some(pid)) {
@@ -154,7 +151,7 @@ impl LinuxDriver {
     }
 
     /// The X top-level a pointer gesture on window `h` must land in: its xid.
-    async fn pointer_target(&self, h: &Handle) -> Result<u32, ComputerError> {
+    async fn pointer_target(&self, h: &Handle) -> Result<u32> {
         if let Some((xid, _)) = capture::x11_xid(h) {
             return Ok(xid);
         }
@@ -179,7 +176,7 @@ impl LinuxDriver {
     /// The X input connection, opened on first use.
     ///
     /// Errors: `COMPUTER_INPUT_UNAVAILABLE` without an X display or XTEST.
-    pub async fn input(&self) -> Result<Arc<XInput>, ComputerError> {
+    pub async fn input(&self) -> Result<Arc<XInput>> {
         let display = self.opts.display.clone();
         self.input
             .get_or_try_init(|| async move {
@@ -203,7 +200,7 @@ impl LinuxDriver {
         obj: &ObjRef,
         text: &str,
         replace: bool,
-    ) -> Result<Outcome, ComputerError> {
+    ) -> Result<Outcome> {
         let unavailable = |e: ComputerError| {
             ComputerError::new(
                 ErrorCode::ElementNotActionable,
@@ -260,9 +257,25 @@ impl LinuxDriver {
                 })??;
             tokio::time::sleep(act::FOCUS_SETTLE).await;
         }
-        let (typed, verified, unverified) = self
+        // Once typing began, an error is no longer "nothing happened": some keys may
+        // have landed, so the result says the effect ran and was not confirmed
+        // (docs/ARCHITECTURE.md §7.12).
+        let (typed, verified, unverified) = match self
             .type_verified(x, window, Some(obj.clone()), text.to_string())
-            .await?;
+            .await
+        {
+            Ok(t) => t,
+            Err(e) => {
+                return Ok(Outcome {
+                    status: ActStatus::OutcomeUnknown,
+                    note: Some(format!(
+                        "typing through the keyboard began ({sent} key events before it) and was not confirmed: {} ({})",
+                        e.message,
+                        e.code.as_str()
+                    )),
+                });
+            }
+        };
         sent += typed;
         let checked = match (verified, unverified) {
             (Some(n), _) => format!("; {n} characters read back"),
@@ -295,7 +308,7 @@ impl LinuxDriver {
         target: Option<ObjRef>,
         text: String,
     ) -> Result<(u64, Option<u64>, Option<String>), ComputerError> {
-        let blocking = |f: Box<dyn FnOnce() -> Result<u64, ComputerError> + Send>| async move {
+        let blocking = |f: Box<dyn FnOnce() -> Result<u64> + Send>| async move {
             tokio::task::spawn_blocking(f).await.map_err(|e| {
                 ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}"))
             })?
@@ -305,7 +318,8 @@ impl LinuxDriver {
         let (body, tail) = (body.to_owned(), tail.to_owned());
         let watch = match target {
             Some(t) if !body.is_empty() => {
-                typing::Watch::start(&self.bus, &self.opts, window.clone(), t).await
+                let norm = body.replace("\r\n", "\n").replace('\r', "\n");
+                typing::Watch::start(&self.bus, &self.opts, window.clone(), t, &norm).await
             }
             _ => None,
         };
@@ -376,28 +390,34 @@ impl LinuxDriver {
 }
 
 /// Runs blocking X work on a blocking thread.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, ComputerError> + Send + 'static,
-) -> Result<T, ComputerError> {
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| ComputerError::new(ErrorCode::Internal, format!("input task failed: {e}")))?
 }
 
 /// The error of a tree read on a window that publishes no tree.
+/// The remedy is the one for the toolkit the window's process maps
+/// (`atspi::apps::proc_toolkit`), when it is known.
 fn no_tree(h: &Handle) -> ComputerError {
+    let toolkit = capture::x11_xid(h).and_then(|(_, pid)| apps::proc_toolkit(pid));
+    let tk = toolkit
+        .as_deref()
+        .map(|t| format!(" (toolkit {t})"))
+        .unwrap_or_default();
     ComputerError::new(
         ErrorCode::AccessibilityDisabled,
         format!(
-            "the window {} publishes no accessibility tree (an app without an AT-SPI bridge, or one started without accessibility). Restart it with accessibility on, e.g. `deskpilot sandbox run -- APP`; an app that has none (Athena, Tk, games) can be read from pixels once the user allows it: `deskpilot config set capture a11y-and-pixels`",
-            h.as_str()
+            "the window {}{tk} publishes no accessibility tree (an app without an AT-SPI bridge, or one started without accessibility). Restart it with accessibility on, e.g. `deskpilot sandbox run -- APP`: {}; an app that has none (Athena, Tk, games) can be read from pixels once the user allows it: `deskpilot config set capture a11y-and-pixels`",
+            h.as_str(),
+            deskpilot_core::toolkit::remedy(toolkit.as_deref()),
         ),
     )
 }
 
 #[async_trait]
 impl Driver for LinuxDriver {
-    async fn hello(&self) -> Result<Hello, ComputerError> {
+    async fn hello(&self) -> Result<Hello> {
         let mut notes = Vec::new();
         let accessibility = match self.bus.accessibility_enabled().await {
             Some(true) => true,
@@ -454,7 +474,7 @@ impl Driver for LinuxDriver {
         })
     }
 
-    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>> {
         let mut list = apps::list_apps(&self.bus).await?;
         let (tops, active, stack) = self.x11_toplevels().await;
         for a in &mut list {
@@ -465,11 +485,11 @@ impl Driver for LinuxDriver {
         Ok(list)
     }
 
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult> {
         launch::launch(&self.bus, &self.opts, &p).await
     }
 
-    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>> {
         Ok(self
             .apps()
             .await?
@@ -479,7 +499,7 @@ impl Driver for LinuxDriver {
             .collect())
     }
 
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty> {
         if let Some(xid) = capture::x11_xid(&p.window) {
             let x = self.input().await?;
             return self.focus_x11(&x, xid).await.map(|_| Empty {});
@@ -509,21 +529,21 @@ impl Driver for LinuxDriver {
         }
     }
 
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot> {
         if capture::x11_xid(&p.window).is_some() {
             return Err(no_tree(&p.window));
         }
         snapshot::snapshot(&self.bus, &self.opts, &p).await
     }
 
-    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult> {
         if let Some(w) = p.window.as_ref().filter(|w| capture::x11_xid(w).is_some()) {
             return Err(no_tree(w));
         }
         find::find(&self.bus, &self.opts, &p).await
     }
 
-    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult> {
         let started = Instant::now();
         let mut obj = ObjRef::from_handle(&p.handle)?;
         let window = ObjRef::from_handle(&p.window)?;
@@ -666,22 +686,18 @@ impl Driver for LinuxDriver {
         Ok(result)
     }
 
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult> {
         let subscription = self.subs.subscribe(&self.bus, &p).await?;
         Ok(SubscribeResult { subscription })
     }
 
-    async fn next_events(
-        &self,
-        subscription: u64,
-        timeout_ms: u64,
-    ) -> Result<EventBatch, ComputerError> {
+    async fn next_events(&self, subscription: u64, timeout_ms: u64) -> Result<EventBatch> {
         self.subs
             .next_events(&self.bus, subscription, timeout_ms)
             .await
     }
 
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult> {
         let started = Instant::now();
         if let Some(xid) = capture::x11_xid(&p.window) {
             // No tree: the keys go to the focused top-level, and nothing can be
@@ -736,7 +752,7 @@ impl Driver for LinuxDriver {
         Ok(r)
     }
 
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult> {
         let started = Instant::now();
         let x = self.input().await?;
         if let Some(id) = capture::x11_xid(&p.window) {
@@ -768,7 +784,7 @@ impl Driver for LinuxDriver {
         Ok(Self::input_result(Channel::Pointer, started, sent))
     }
 
-    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult> {
         let (px, w, img, notes) = self.painted(&p.window, &p.paint).await?;
         let (max_side, marks) = (p.max_side, p.marks);
         let bounds = px.bounds;
@@ -793,7 +809,7 @@ impl Driver for LinuxDriver {
         })
     }
 
-    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult> {
         let started = Instant::now();
         let (px, w, img, notes) = self.painted(&p.window, &p.paint).await?;
         let (bounds, scale) = (px.bounds, w.scale());
@@ -817,15 +833,12 @@ impl Driver for LinuxDriver {
         })
     }
 
-    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+    async fn clipboard_read(&self) -> Result<ClipboardContent> {
         let display = self.clipboard_display()?;
         blocking(move || super::clipboard::read(&display)).await
     }
 
-    async fn clipboard_write(
-        &self,
-        p: ClipboardWriteParams,
-    ) -> Result<ClipboardWritten, ComputerError> {
+    async fn clipboard_write(&self, p: ClipboardWriteParams) -> Result<ClipboardWritten> {
         let display = self.clipboard_display()?;
         // The holder is this program's `clipboard-hold` (docs/ARCHITECTURE.md §7.20):
         // the driver runs inside the deskpilot binary (the CLI, the MCP server, or
@@ -838,11 +851,16 @@ impl Driver for LinuxDriver {
         })?;
         blocking(move || super::clipboard::write(&display, &p.text, &holder)).await
     }
+
+    async fn clipboard_targets(&self, p: ClipboardTargetsParams) -> Result<ClipboardTargets> {
+        let display = self.clipboard_display()?;
+        blocking(move || super::clipboard::targets(&display, p.selection)).await
+    }
 }
 
 impl LinuxDriver {
     /// The X display the clipboard is on.
-    fn clipboard_display(&self) -> Result<String, ComputerError> {
+    fn clipboard_display(&self) -> Result<String> {
         self.opts.display.clone().ok_or_else(|| {
             ComputerError::new(
                 ErrorCode::InputUnavailable,

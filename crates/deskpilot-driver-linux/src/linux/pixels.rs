@@ -9,11 +9,9 @@
 //! returns converts between the two. Every function here works in the pixels of the
 //! image it is given and never panics on coordinates outside it.
 
-use std::io::Cursor;
-
 use image::codecs::png::PngEncoder;
 use image::imageops::FilterType;
-use image::{ExtendedColorType, ImageEncoder, ImageError, ImageFormat, Rgba, RgbaImage};
+use image::{ExtendedColorType, ImageEncoder, ImageError, Rgba, RgbaImage};
 
 /// Opaque dark grey written over redacted regions by [`paint_over`], as RGBA.
 /// Opaque, so nothing of the region shows through; dark grey rather than black, so a
@@ -80,6 +78,7 @@ pub enum PixelError {
     Encode(#[source] ImageError),
     /// The bytes are not a PNG the decoder can read.
     #[error("PNG decoding failed: {0}")]
+    #[cfg(test)]
     Decode(#[source] ImageError),
 }
 
@@ -263,6 +262,7 @@ pub struct Mark {
     pub height: i32,
 }
 
+#[cfg(test)]
 /// Draws Set-of-Mark annotations: every mark's outline, then every mark's label tag.
 ///
 /// Each outline is [`OUTLINE_WIDTH`] (2) image pixels wide in [`MARK_COLOUR`], lying
@@ -533,13 +533,14 @@ pub fn encode_png(img: &RgbaImage) -> Result<Vec<u8>, PixelError> {
     Ok(bytes)
 }
 
+#[cfg(test)]
 /// Decodes PNG bytes into an RGBA image, converting any PNG colour type to 8-bit RGBA.
 ///
 /// # Errors
 /// [`PixelError::Decode`] when the bytes are not a readable PNG.
 pub fn decode_png(bytes: &[u8]) -> Result<RgbaImage, PixelError> {
-    let mut reader = image::ImageReader::new(Cursor::new(bytes));
-    reader.set_format(ImageFormat::Png);
+    let mut reader = image::ImageReader::new(std::io::Cursor::new(bytes));
+    reader.set_format(image::ImageFormat::Png);
     let decoded = reader.decode().map_err(PixelError::Decode)?;
     Ok(decoded.into_rgba8())
 }

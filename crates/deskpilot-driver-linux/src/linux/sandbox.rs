@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use deskpilot_os::{Signal, pid_alive};
 
 use crate::atspi::Confinement;
+use deskpilot_protocol::Result;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::{Deserialize, Serialize};
 
@@ -173,11 +174,7 @@ fn display_in_use(n: u32) -> bool {
         || Path::new(&format!("/tmp/.X{n}-lock")).exists()
 }
 
-fn wait_until(
-    what: &str,
-    mut ready: impl FnMut() -> bool,
-    child: &mut Child,
-) -> Result<(), ComputerError> {
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool, child: &mut Child) -> Result<()> {
     let start = Instant::now();
     while start.elapsed() < READY_TIMEOUT {
         if ready() {
@@ -203,7 +200,7 @@ impl Sandbox {
     /// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` when Xvfb, dbus-daemon or the AT-SPI bus
     /// launcher is not installed (the message names the Debian packages);
     /// `COMPUTER_INTERNAL` when a daemon fails to start. Nothing is left running on error.
-    pub fn start(opts: SandboxOptions) -> Result<Sandbox, ComputerError> {
+    pub fn start(opts: SandboxOptions) -> Result<Sandbox> {
         let xvfb = which("Xvfb").ok_or_else(|| missing("Xvfb", "xvfb"))?;
         let dbus = which("dbus-daemon").ok_or_else(|| missing("dbus-daemon", "dbus-daemon"))?;
         let launcher =
@@ -232,7 +229,7 @@ impl Sandbox {
                     return Err(ComputerError::new(
                         ErrorCode::InvalidArgument,
                         format!(
-                            "display :{n} is already in use; choose another with --display or omit it"
+                            "display :{n} is already in use; choose another with --sandbox N or omit it"
                         ),
                     ));
                 }
@@ -256,7 +253,7 @@ impl Sandbox {
         xvfb: &Path,
         dbus: &Path,
         launcher: &Path,
-    ) -> Result<Sandbox, ComputerError> {
+    ) -> Result<Sandbox> {
         // Xvfb first: the display is ours only once Xvfb has written its own pid into
         // the display's lock file, so two sandboxes starting at once can never both
         // believe they own `:n` (the loser's Xvfb exits and the caller tries n+1).
@@ -387,7 +384,7 @@ impl Sandbox {
     /// run`, `sandbox env`, `sandbox stop`). The returned value never stops it on drop.
     ///
     /// Errors: `COMPUTER_INVALID_ARGUMENT` when there is no such sandbox.
-    pub fn open(n: u32) -> Result<Sandbox, ComputerError> {
+    pub fn open(n: u32) -> Result<Sandbox> {
         let path = sandboxes_root()
             .join(format!("sandbox-{n}"))
             .join("sandbox.json");
@@ -527,10 +524,13 @@ impl Sandbox {
     /// A command that runs inside the sandbox in its own process group, with stdin
     /// closed and stdout discarded (stdout of deskpilot is a protocol stream).
     fn command(&self, program: &Path) -> Command {
-        self.in_sandbox(Command::new(program))
+        let mut c = self.in_sandbox(Command::new(program));
+        c.stdin(Stdio::null());
+        c
     }
 
-    /// `c` made to run inside the sandbox (see [`Sandbox::command`]).
+    /// `c` made to run inside the sandbox (see [`Sandbox::command`]); its stdin is
+    /// left as the caller set it (a confined app's carries its seccomp program).
     fn in_sandbox(&self, mut c: Command) -> Command {
         for d in ["config", "cache", "data", "runtime"] {
             let _ = deskpilot_os::ensure_private_dir(&self.state.dir.join(d));
@@ -539,7 +539,6 @@ impl Sandbox {
             c.env_remove(name);
         }
         c.envs(self.env())
-            .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         std::os::unix::process::CommandExt::process_group(&mut c, 0);
@@ -552,7 +551,7 @@ impl Sandbox {
     ///
     /// Errors: `COMPUTER_INVALID_ARGUMENT` for an empty command or an unknown
     /// program; `COMPUTER_INTERNAL` when it cannot be spawned.
-    pub fn spawn(&mut self, argv: &[String]) -> Result<Child, ComputerError> {
+    pub fn spawn(&mut self, argv: &[String]) -> Result<Child> {
         let Some(program) = argv.first() else {
             return Err(ComputerError::new(
                 ErrorCode::InvalidArgument,
@@ -637,7 +636,7 @@ impl Sandbox {
         flags
     }
 
-    fn save(&self) -> Result<(), ComputerError> {
+    fn save(&self) -> Result<()> {
         let path = self.state.dir.join("sandbox.json");
         let text = serde_json::to_string_pretty(&self.state)
             .map_err(|e| ComputerError::internal(format!("cannot encode sandbox state: {e}")))?;
@@ -741,7 +740,7 @@ fn remove_stale_display_files(n: u32, xvfb: Option<u32>) {
 
 /// Creates `dir` private to this user ([`deskpilot_os::ensure_private_dir`]): one
 /// that is not ours (another owner, a symlink) is `COMPUTER_OS_PERMISSION_MISSING`.
-fn private_dir(dir: &Path) -> Result<(), ComputerError> {
+fn private_dir(dir: &Path) -> Result<()> {
     deskpilot_os::ensure_private_dir(dir).map_err(|e| {
         if e.kind() == std::io::ErrorKind::PermissionDenied {
             ComputerError::new(ErrorCode::OsPermissionMissing, e.to_string())
@@ -754,7 +753,7 @@ fn private_dir(dir: &Path) -> Result<(), ComputerError> {
 /// Refuses a state directory that another user owns or that is open to others
 /// (someone could have created `/tmp/deskpilot-<uid>` first to watch or steer our
 /// sandboxes).
-fn check_owned(dir: &Path) -> Result<(), ComputerError> {
+fn check_owned(dir: &Path) -> Result<()> {
     let private = deskpilot_os::is_private_dir(dir)
         .map_err(|e| ComputerError::internal(format!("cannot read {}: {e}", dir.display())))?;
     if !private {

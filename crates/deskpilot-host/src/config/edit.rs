@@ -12,6 +12,7 @@ use super::parse::{
     capture_from_name, capture_name, check_model_string, key_error, parse_document, read_text,
 };
 use super::{KEYS, MAX_MODEL_RETRIES, MODEL_KEYS, MODEL_TABLE, SANDBOX_TABLE};
+use deskpilot_protocol::Result;
 
 /// Splits `KEY` or `sandbox.KEY` into (in the sandbox table, bare key), refusing
 /// unknown keys.
@@ -53,12 +54,7 @@ fn table_of(key: &str) -> (Table, &str) {
 }
 
 /// Turns a command-line VALUE into the TOML value of `model.BARE`.
-fn parse_model_cli_value(
-    path: &Path,
-    key: &str,
-    bare: &str,
-    value: &str,
-) -> Result<Value, ComputerError> {
+fn parse_model_cli_value(path: &Path, key: &str, bare: &str, value: &str) -> Result<Value> {
     let v = value.trim();
     match bare {
         "timeout_ms" | "max_retries" => {
@@ -88,12 +84,7 @@ fn parse_model_cli_value(
 }
 
 /// Turns a command-line VALUE into the TOML value of `bare`.
-fn parse_cli_value(
-    path: &Path,
-    key: &str,
-    bare: &str,
-    value: &str,
-) -> Result<Value, ComputerError> {
+fn parse_cli_value(path: &Path, key: &str, bare: &str, value: &str) -> Result<Value> {
     let v = value.trim();
     let bad = || key_error(path, key, &format!("{value:?} is not a valid value"));
     Ok(match bare {
@@ -131,7 +122,7 @@ pub(super) fn parse_list(s: &str) -> Vec<String> {
 
 /// Holds the sidecar lock (`.NAME.lock` beside the file) for one edit, so two
 /// concurrent `config set` calls do not lose each other's key.
-fn lock_for(path: &Path) -> Result<std::fs::File, ComputerError> {
+fn lock_for(path: &Path) -> Result<std::fs::File> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -142,7 +133,7 @@ fn lock_for(path: &Path) -> Result<std::fs::File, ComputerError> {
 }
 
 /// Creates the file's missing directories, mode 0700.
-fn ensure_dir(path: &Path) -> Result<(), ComputerError> {
+fn ensure_dir(path: &Path) -> Result<()> {
     let Some(dir) = path.parent() else {
         return Ok(());
     };
@@ -155,7 +146,7 @@ fn ensure_dir(path: &Path) -> Result<(), ComputerError> {
 /// turns a valid file into an invalid one. When the file was already invalid
 /// (`was_valid` false) the edit is written even if another key is still wrong, so a
 /// file with several mistakes can be repaired one key at a time.
-fn write_validated(path: &Path, doc: &DocumentMut, was_valid: bool) -> Result<(), ComputerError> {
+fn write_validated(path: &Path, doc: &DocumentMut, was_valid: bool) -> Result<()> {
     let text = doc.to_string();
     if let Err(e) = parse_document(path, &text) {
         if was_valid {
@@ -193,7 +184,7 @@ fn load_doc(path: &Path) -> Result<(DocumentMut, bool), ComputerError> {
 /// can be made.
 ///
 /// Errors: `COMPUTER_INVALID_ARGUMENT` as [`set_key`]'s, for the key and the value.
-pub fn check_key(path: &Path, key: &str, value: &str) -> Result<(), ComputerError> {
+pub fn check_key(path: &Path, key: &str, value: &str) -> Result<()> {
     let (which, bare) = split_key(path, key)?;
     match which {
         Table::Model => parse_model_cli_value(path, key, bare, value).map(drop),
@@ -215,7 +206,7 @@ pub fn check_key(path: &Path, key: &str, value: &str) -> Result<(), ComputerErro
 /// that is not valid TOML, or an edit that would make a valid file invalid — the
 /// file is then left untouched;
 /// `COMPUTER_INTERNAL` when the file cannot be read or written.
-pub fn set_key(path: &Path, key: &str, value: &str) -> Result<(), ComputerError> {
+pub fn set_key(path: &Path, key: &str, value: &str) -> Result<()> {
     check_key(path, key, value)?;
     let (which, bare) = split_key(path, key)?;
     let mut new = match which {
@@ -305,7 +296,7 @@ fn remove_keeping_comment(table: &mut toml_edit::Table, key: &str) -> (bool, Opt
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for an unknown key that is not in the file, or
 /// a file that is not valid TOML (the file is then left untouched);
 /// `COMPUTER_INTERNAL` when the file cannot be read or written.
-pub fn unset_key(path: &Path, key: &str) -> Result<bool, ComputerError> {
+pub fn unset_key(path: &Path, key: &str) -> Result<bool> {
     let (which, bare) = table_of(key);
     let known = match which {
         Table::Top => KEYS.contains(&bare) || bare == SANDBOX_TABLE || bare == MODEL_TABLE,

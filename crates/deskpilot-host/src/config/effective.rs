@@ -112,6 +112,14 @@ impl Config {
         let allow_terminals = choose(w, &sb.allow_terminals, &t.allow_terminals, Vec::new());
 
         let w = pick(
+            "allow_files",
+            sb.allow_files.is_some(),
+            t.allow_files.is_some(),
+            false,
+        );
+        let allow_files = choose(w, &sb.allow_files, &t.allow_files, Vec::new());
+
+        let w = pick(
             "action_budget",
             sb.action_budget.is_some(),
             t.action_budget.is_some(),
@@ -187,6 +195,12 @@ impl Config {
         } else {
             (enabled, mode, system_keys, clipboard, presence)
         };
+        let allow_files = if self.changed_outside {
+            sources.insert("allow_files".into(), CHANGED_OUTSIDE.to_string());
+            Vec::new()
+        } else {
+            allow_files
+        };
         Effective {
             enabled,
             mode,
@@ -202,6 +216,7 @@ impl Config {
             stop_hotkey,
             clipboard,
             presence,
+            allow_files,
             sources,
         }
     }

@@ -27,6 +27,7 @@
 //! | `system_keys`         | bool            | `false`               | `false`           | whether desktop shortcuts may be pressed (`ctrl+alt+F1`, `super`, `alt+Tab`, …: [`deskpilot_policy::system_keys`]) |
 //! | `clipboard`           | bool            | `false`               | `false`           | whether the agent may read or write the clipboard (`computer_clipboard`, `deskpilot clipboard`) |
 //! | `presence`            | bool            | `true`                | `false`           | whether long-lived hosts draw the agent's cursor, the bound window's frame and the indicator with Stop (docs/ARCHITECTURE.md §7.19) |
+//! | `allow_files`         | list of paths   | `[]`                  | `[]`              | folders (absolute, or `~/…`) an app may be made to save files in, besides the documents folder and the temporary directory (docs/ARCHITECTURE.md §7.21) |
 //!
 //! # The bound model
 //!
@@ -97,7 +98,7 @@ pub const MAX_ACTION_BUDGET: u32 = 10_000;
 /// Largest `idle_expiry_minutes`: a day. A grant nobody used for a day is over.
 pub const MAX_IDLE_EXPIRY_MINUTES: u64 = 24 * 60;
 
-pub const KEYS: [&str; 13] = [
+pub const KEYS: [&str; 14] = [
     "enabled",
     "mode",
     "allow_apps",
@@ -111,6 +112,7 @@ pub const KEYS: [&str; 13] = [
     "stop_hotkey",
     "clipboard",
     "presence",
+    "allow_files",
 ];
 
 /// The name of the table whose keys apply only on a sandbox desktop.
@@ -152,8 +154,8 @@ const CAPTURE_NAMES: &str = "a11y-only, a11y-and-pixels";
 /// `$XDG_CONFIG_HOME/deskpilot/config.toml` (ignored when it lies under the runtime
 /// directory, as in a shell that joined a sandbox, where it points inside the
 /// sandbox), else
-/// `$HOME/.config/deskpilot/config.toml` (relative to the current directory when
-/// neither is set).
+/// `HOME/.config/deskpilot/config.toml` with [`deskpilot_os::home_dir`] (`$HOME`, on
+/// Windows `%USERPROFILE%`; relative to the current directory when none is set).
 pub fn config_path() -> PathBuf {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     if let Some(p) = var("DESKPILOT_CONFIG") {
@@ -166,7 +168,7 @@ pub fn config_path() -> PathBuf {
     let base = var("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .filter(|p| !p.starts_with(&runtime))
-        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .or_else(|| deskpilot_os::home_dir().map(|h| h.join(".config")))
         .unwrap_or_else(|| PathBuf::from(".config"));
     base.join("deskpilot").join("config.toml")
 }
@@ -189,6 +191,7 @@ pub struct Settings {
     pub stop_hotkey: Option<String>,
     pub clipboard: Option<bool>,
     pub presence: Option<bool>,
+    pub allow_files: Option<Vec<String>>,
 }
 
 /// The API a model provider speaks.
@@ -342,6 +345,9 @@ pub struct Effective {
     /// Long-lived hosts show the agent on screen (default `true` on the user's own
     /// desktop, `false` in a sandbox).
     pub presence: bool,
+    /// Folders apps may be made to save files in, besides the defaults
+    /// (docs/ARCHITECTURE.md §7.21): absolute paths or `~/…`, as configured.
+    pub allow_files: Vec<String>,
     /// Where each key's value came from, by config key name (`idle_expiry_minutes`,
     /// not `idle_expiry_ms`): `"sandbox table"`, `"file"`, `"sandbox default"` or
     /// `"default"`.

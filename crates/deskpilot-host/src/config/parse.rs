@@ -13,6 +13,7 @@ use super::{
     MODE_NAMES, MODEL_KEYS, MODEL_TABLE, ModelSettings, Provider, SANDBOX_TABLE, Settings,
     config_path,
 };
+use deskpilot_protocol::Result;
 
 /// The fix hint every key error ends with.
 fn fix_hint(key: &str) -> String {
@@ -24,6 +25,9 @@ fn valid_values(key: &str) -> &'static str {
     match key {
         "enabled" | "system_keys" | "clipboard" | "presence" => "true, false",
         "mode" => MODE_NAMES,
+        "allow_files" => {
+            "a list of folders, absolute or under ~, such as [\"~/Projects\", \"/srv/shared\"] (with `config set`: ~/Projects,/srv/shared)"
+        }
         "allow_apps" | "deny_apps" | "self_apps" | "allow_terminals" => {
             "a list of app names such as [\"mousepad\", \"gedit\"] (with `config set`: mousepad,gedit)"
         }
@@ -74,7 +78,7 @@ fn unknown_key_error(path: &Path, key: &str, in_sandbox_table: bool) -> Computer
 /// The value of key `full`, which must be a scalar or array, not a table.
 ///
 /// Errors: `COMPUTER_INVALID_ARGUMENT` naming the file, the key and what it is.
-fn scalar<'a>(path: &Path, full: &str, item: &'a Item) -> Result<&'a Value, ComputerError> {
+fn scalar<'a>(path: &Path, full: &str, item: &'a Item) -> Result<&'a Value> {
     item.as_value()
         .ok_or_else(|| key_error(path, full, &format!("is {}", describe_item(item))))
 }
@@ -111,7 +115,7 @@ fn describe_item(item: &Item) -> &'static str {
 
 /// Reads one layer from a table, refusing unknown keys and wrong values. `prefix` is
 /// `""` at the top level and `"sandbox."` in the sandbox table (for messages).
-fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layers, ComputerError> {
+fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layers> {
     let mut s = Settings::default();
     let mut sandbox = None;
     let mut model = None;
@@ -176,7 +180,7 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
                         key_error(path, &full, &format!("unknown capture {name:?}"))
                     })?);
             }
-            "allow_apps" | "deny_apps" | "self_apps" | "allow_terminals" => {
+            "allow_apps" | "deny_apps" | "self_apps" | "allow_terminals" | "allow_files" => {
                 let arr = v.as_array().ok_or_else(|| wrong("a list of strings"))?;
                 let mut list = Vec::with_capacity(arr.len());
                 for el in arr.iter() {
@@ -193,6 +197,19 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
                     "allow_apps" => s.allow_apps = Some(list),
                     "deny_apps" => s.deny_apps = Some(list),
                     "allow_terminals" => s.allow_terminals = Some(list),
+                    "allow_files" => {
+                        if let Some(bad) = list
+                            .iter()
+                            .find(|p| !(p.starts_with('/') || p == &"~" || p.starts_with("~/")))
+                        {
+                            return Err(key_error(
+                                path,
+                                &full,
+                                &format!("{bad:?} is not an absolute folder"),
+                            ));
+                        }
+                        s.allow_files = Some(list)
+                    }
                     _ => s.self_apps = Some(list),
                 }
             }
@@ -275,7 +292,7 @@ pub(super) fn check_model_string(key: &str, v: &str) -> Result<(), String> {
     }
 }
 
-fn parse_model_table(path: &Path, table: &dyn TableLike) -> Result<ModelSettings, ComputerError> {
+fn parse_model_table(path: &Path, table: &dyn TableLike) -> Result<ModelSettings> {
     let mut m = ModelSettings::default();
     for (key, item) in table.iter() {
         let full = format!("{MODEL_TABLE}.{key}");
@@ -367,7 +384,7 @@ pub(super) fn parse_document(
 }
 
 /// Reads the file's text; `None` when it does not exist.
-pub(super) fn read_text(path: &Path) -> Result<Option<String>, ComputerError> {
+pub(super) fn read_text(path: &Path) -> Result<Option<String>> {
     match std::fs::read(path) {
         Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
             ComputerError::invalid(format!(
@@ -387,7 +404,7 @@ impl Config {
     /// Reads the file at [`config_path`].
     ///
     /// Errors: as [`Config::load_from`].
-    pub fn load() -> Result<Config, ComputerError> {
+    pub fn load() -> Result<Config> {
         Self::load_from(&config_path())
     }
 
@@ -397,7 +414,7 @@ impl Config {
     /// type, an unknown mode or capture name, or a zero budget or expiry; the message
     /// names the file, the key and the valid values. `COMPUTER_INTERNAL` when the file
     /// exists but cannot be read.
-    pub fn load_from(path: &Path) -> Result<Config, ComputerError> {
+    pub fn load_from(path: &Path) -> Result<Config> {
         let text = read_text(path)?;
         let changed_outside = super::seal::seal_state(path, text.as_deref().map(str::as_bytes))
             == super::seal::SealState::Changed;

@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use deskpilot_protocol::Result;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
 /// The keyring secret seals are made with.
@@ -43,11 +44,14 @@ fn marker(path: &Path) -> String {
     )
 }
 
-fn hmac(secret: &[u8], bytes: &[u8]) -> ring::hmac::Tag {
-    ring::hmac::sign(
-        &ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret),
-        bytes,
-    )
+/// HMAC-SHA256 (RFC 2104) of `bytes` under `secret`: 32 bytes.
+fn hmac(secret: &[u8], bytes: &[u8]) -> [u8; 32] {
+    use hmac::{KeyInit as _, Mac as _};
+    // HMAC takes a key of any length (longer ones are hashed first): never an error.
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret)
+        .expect("HMAC accepts keys of every length");
+    mac.update(bytes);
+    mac.finalize().into_bytes().into()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -72,7 +76,7 @@ pub fn seal_state(path: &Path, bytes: Option<&[u8]>) -> SealState {
     let Ok(seal) = std::fs::read_to_string(seal_path(path)) else {
         return SealState::Changed;
     };
-    let want = hex(hmac(&secret, bytes).as_ref());
+    let want = hex(&hmac(&secret, bytes));
     use subtle::ConstantTimeEq as _;
     if bool::from(want.as_bytes().ct_eq(seal.trim().as_bytes())) {
         SealState::Sealed
@@ -86,7 +90,7 @@ pub fn seal_state(path: &Path, bytes: Option<&[u8]>) -> SealState {
 /// then no tamper evidence.
 ///
 /// Errors: `COMPUTER_INTERNAL` when the seal file cannot be written.
-pub fn seal(path: &Path) -> Result<(), ComputerError> {
+pub fn seal(path: &Path) -> Result<()> {
     seal_bytes(path, &std::fs::read(path).unwrap_or_default())
 }
 
@@ -94,7 +98,7 @@ pub fn seal(path: &Path) -> Result<(), ComputerError> {
 /// and accepted (`deskpilot config trust`), so a save in between is not sealed.
 ///
 /// Errors: as [`seal`].
-pub fn seal_bytes(path: &Path, bytes: &[u8]) -> Result<(), ComputerError> {
+pub fn seal_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
     let lock = path.with_extension("keyring.lock");
     let secret = match deskpilot_os::keyring::user_secret(SEAL_SECRET, &lock) {
         Ok(s) => s,
@@ -103,11 +107,8 @@ pub fn seal_bytes(path: &Path, bytes: &[u8]) -> Result<(), ComputerError> {
             return Ok(());
         }
     };
-    deskpilot_os::write_private_atomic(
-        &seal_path(path),
-        hex(hmac(&secret, bytes).as_ref()).as_bytes(),
-    )
-    .map_err(|e| ComputerError::internal(format!("cannot write the config's seal: {e}")))?;
+    deskpilot_os::write_private_atomic(&seal_path(path), hex(&hmac(&secret, bytes)).as_bytes())
+        .map_err(|e| ComputerError::internal(format!("cannot write the config's seal: {e}")))?;
     deskpilot_os::keyring::user_secret(&marker(path), &lock).map_err(|e| {
         ComputerError::new(
             ErrorCode::Internal,
@@ -115,4 +116,44 @@ pub fn seal_bytes(path: &Path, bytes: &[u8]) -> Result<(), ComputerError> {
         )
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{hex, hmac};
+
+    /// RFC 4231's HMAC-SHA256 test cases 1, 2, 4 and 6 (a key longer than the block):
+    /// the seal's bytes are the standard MAC, so seals written before stay valid.
+    #[test]
+    fn hmac_matches_rfc_4231() {
+        let long_key = [0xaa_u8; 131];
+        let cases: [(&[u8], &[u8], &str); 4] = [
+            (
+                &[0x0b; 20],
+                b"Hi There",
+                "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
+            ),
+            (
+                b"Jefe",
+                b"what do ya want for nothing?",
+                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+            ),
+            (
+                &[
+                    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+                    23, 24, 25,
+                ],
+                &[0xcd; 50],
+                "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b",
+            ),
+            (
+                &long_key,
+                b"Test Using Larger Than Block-Size Key - Hash Key First",
+                "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+            ),
+        ];
+        for (key, data, want) in cases {
+            assert_eq!(hex(&hmac(key, data)), want, "key of {} bytes", key.len());
+        }
+    }
 }

@@ -4,7 +4,8 @@ use deskpilot_policy::grant::{DEFAULT_ACTION_BUDGET, DEFAULT_IDLE_EXPIRY_MS};
 
 use super::edit::parse_list;
 use super::*;
-use deskpilot_protocol::{ComputerError, ErrorCode};
+use deskpilot_protocol::ErrorCode;
+use deskpilot_protocol::Result;
 
 /// A fresh directory under the system temp dir, removed on drop.
 fn temp_dir(tag: &str) -> tempfile::TempDir {
@@ -14,7 +15,7 @@ fn temp_dir(tag: &str) -> tempfile::TempDir {
         .unwrap()
 }
 
-fn cfg(text: &str) -> Result<Config, ComputerError> {
+fn cfg(text: &str) -> Result<Config> {
     let d = temp_dir("cfg");
     let p = d.path().join("config.toml");
     std::fs::write(&p, text).unwrap();
@@ -362,4 +363,33 @@ fn invalid_values_leave_the_file_untouched() {
     std::fs::write(&p, "mode = \n").unwrap();
     assert!(set_key(&p, "mode", "plan").is_err());
     assert_eq!(std::fs::read_to_string(&p).unwrap(), "mode = \n");
+}
+
+#[test]
+fn allowed_folders_are_absolute_or_under_home_and_never_come_from_a_changed_file() {
+    let c = cfg("allow_files = [\"~/Projects\", \"/srv/shared\"]\n").unwrap();
+    let own = c.effective(false);
+    assert_eq!(own.allow_files, ["~/Projects", "/srv/shared"]);
+    assert_eq!(own.sources["allow_files"], "file");
+    for bad in [
+        "allow_files = [\"Projects\"]",
+        "allow_files = [\"~user/x\"]",
+    ] {
+        let e = cfg(bad).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument, "{bad}");
+        assert!(e.message.contains("allow_files"), "{}", e.message);
+    }
+    let mut changed = c.clone();
+    changed.changed_outside = true;
+    assert!(changed.effective(false).allow_files.is_empty());
+    // `deskpilot config set allow_files ~/Projects,/srv/shared`.
+    let d = temp_dir("allow-files");
+    let p = d.path().join("config.toml");
+    set_key(&p, "allow_files", "~/Projects,/srv/shared").unwrap();
+    let c = Config::load_from(&p).unwrap();
+    assert_eq!(
+        c.effective(false).allow_files,
+        ["~/Projects", "/srv/shared"]
+    );
+    assert!(set_key(&p, "allow_files", "Projects").is_err());
 }

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ensure_dir, state_dir};
+use super::state_dir;
+use crate::store::ensure_private_dir as ensure_dir;
 
 fn non_empty(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())

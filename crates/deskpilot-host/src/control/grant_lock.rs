@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use deskpilot_protocol::ComputerError;
 use serde::{Deserialize, Serialize};
 
-use super::{ensure_dir, pid_alive, process_start, read_json, state_dir, write_atomic};
+use super::{pid_alive, process_start, read_json, state_dir, write_atomic};
+use crate::store::ensure_private_dir as ensure_dir;
+use deskpilot_protocol::Result;
 
 /// Who holds (or last held) the grant of a desktop.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,7 +60,7 @@ struct LockPaths {
     flock: PathBuf,
 }
 
-fn lock_paths(dir: &Path, desktop_key: &str) -> Result<LockPaths, ComputerError> {
+fn lock_paths(dir: &Path, desktop_key: &str) -> Result<LockPaths> {
     let ok = !desktop_key.is_empty()
         && desktop_key
             .chars()
@@ -76,13 +78,13 @@ fn lock_paths(dir: &Path, desktop_key: &str) -> Result<LockPaths, ComputerError>
 }
 
 /// Opens and exclusively locks the sidecar; the lock lasts as long as the `File`.
-fn lock_sidecar(dir: &Path, paths: &LockPaths) -> Result<File, ComputerError> {
+fn lock_sidecar(dir: &Path, paths: &LockPaths) -> Result<File> {
     ensure_dir(dir)?;
     deskpilot_os::lock_file(&paths.flock)
         .map_err(|e| ComputerError::internal(format!("cannot lock {}: {e}", paths.flock.display())))
 }
 
-fn write_holder(path: &Path, h: &Holder) -> Result<(), ComputerError> {
+fn write_holder(path: &Path, h: &Holder) -> Result<()> {
     let bytes = serde_json::to_vec(h)
         .map_err(|e| ComputerError::internal(format!("cannot encode grant lock: {e}")))?;
     write_atomic(path, &bytes)
@@ -101,7 +103,7 @@ pub fn acquire_grant_lock(
     session: &str,
     grant_id: &str,
     now_ms: u64,
-) -> Result<LockOutcome, ComputerError> {
+) -> Result<LockOutcome> {
     acquire_grant_lock_in(
         &state_dir(),
         desktop_key,
@@ -120,7 +122,7 @@ pub fn acquire_grant_lock_in(
     grant_id: &str,
     pid: u32,
     now_ms: u64,
-) -> Result<LockOutcome, ComputerError> {
+) -> Result<LockOutcome> {
     let paths = lock_paths(dir, desktop_key)?;
     let _guard = lock_sidecar(dir, &paths)?;
     let previous: Option<Holder> = read_json(&paths.record);
@@ -150,16 +152,12 @@ pub fn acquire_grant_lock_in(
 /// session and grant id are kept so the next acquirer sees who held it last. A no-op
 /// when there is no record or another session holds it. Errors (`Internal`) as
 /// [`acquire_grant_lock`].
-pub fn release_grant_lock(desktop_key: &str, session: &str) -> Result<(), ComputerError> {
+pub fn release_grant_lock(desktop_key: &str, session: &str) -> Result<()> {
     release_grant_lock_in(&state_dir(), desktop_key, session)
 }
 
 /// As [`release_grant_lock`], in the directory `dir`.
-pub fn release_grant_lock_in(
-    dir: &Path,
-    desktop_key: &str,
-    session: &str,
-) -> Result<(), ComputerError> {
+pub fn release_grant_lock_in(dir: &Path, desktop_key: &str, session: &str) -> Result<()> {
     let paths = lock_paths(dir, desktop_key)?;
     let _guard = lock_sidecar(dir, &paths)?;
     match read_json::<Holder>(&paths.record) {
@@ -180,7 +178,7 @@ pub fn set_user_lease_in(
     desktop_key: &str,
     session: &str,
     until_ms: Option<u64>,
-) -> Result<(), ComputerError> {
+) -> Result<()> {
     let paths = lock_paths(dir, desktop_key)?;
     let _guard = lock_sidecar(dir, &paths)?;
     match read_json::<Holder>(&paths.record) {

@@ -38,6 +38,7 @@ use deskpilot_protocol::ComputerError;
 use serde::Deserialize;
 
 use crate::store::state_dir;
+use deskpilot_protocol::Result;
 
 mod dirs;
 mod grant_lock;
@@ -61,28 +62,9 @@ pub use stop::{
     StopRecord, clear_stop, clear_stop_in, read_stop, read_stop_in, write_stop, write_stop_in,
 };
 
-/// The error of a private directory that cannot be used: one that is not ours or
-/// not private is `COMPUTER_OS_PERMISSION_MISSING` (its message says which and what
-/// to do); any other failure is `COMPUTER_INTERNAL`.
-pub fn dir_error(dir: &Path, e: &std::io::Error) -> ComputerError {
-    if e.kind() == std::io::ErrorKind::PermissionDenied {
-        ComputerError::new(
-            deskpilot_protocol::ErrorCode::OsPermissionMissing,
-            e.to_string(),
-        )
-    } else {
-        ComputerError::internal(format!("cannot create {}: {e}", dir.display()))
-    }
-}
-
-/// Creates `dir` (and its parents) and restricts it to its owner (mode 0700).
-fn ensure_dir(dir: &Path) -> Result<(), ComputerError> {
-    deskpilot_os::ensure_private_dir(dir).map_err(|e| dir_error(dir, &e))
-}
-
 /// Writes `bytes` to `path` atomically, mode 0600
 /// ([`deskpilot_os::write_private_atomic`]).
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ComputerError> {
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     deskpilot_os::write_private_atomic(path, bytes)
         .map_err(|e| ComputerError::internal(format!("cannot write {}: {e}", path.display())))
 }

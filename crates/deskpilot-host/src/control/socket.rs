@@ -8,9 +8,10 @@ use deskpilot_protocol::ComputerError;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-#[cfg(unix)]
-use super::ensure_dir;
 use super::{hosts_dir, scan_dirs};
+#[cfg(unix)]
+use crate::store::ensure_private_dir as ensure_dir;
+use deskpilot_protocol::Result;
 
 /// What a running host says about itself over its control socket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,7 +117,7 @@ impl ControlServer {
     pub fn listen(
         info: Arc<std::sync::Mutex<HostInfo>>,
         signal: StopSignal,
-    ) -> Result<ControlServer, ComputerError> {
+    ) -> Result<ControlServer> {
         Self::listen_in(&hosts_dir(), info, signal)
     }
 
@@ -126,7 +127,7 @@ impl ControlServer {
         dir: &Path,
         info: Arc<std::sync::Mutex<HostInfo>>,
         signal: StopSignal,
-    ) -> Result<ControlServer, ComputerError> {
+    ) -> Result<ControlServer> {
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(ComputerError::internal(
@@ -159,7 +160,7 @@ impl ControlServer {
         dir: &Path,
         info: Arc<std::sync::Mutex<HostInfo>>,
         signal: StopSignal,
-    ) -> Result<ControlServer, ComputerError> {
+    ) -> Result<ControlServer> {
         let _ = (dir, info, signal);
         Err(ComputerError::internal(
             "control socket: not available on this platform",

@@ -8,17 +8,15 @@ use deskpilot_policy::mode::{ActionFacts, Decision, decide};
 use deskpilot_policy::refusal::TargetFacts;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
-use super::{HostOptions, fail, random_hex, refused};
+use super::{HostOptions, fail, new_id, refused};
 use crate::control;
+use deskpilot_protocol::Result;
 
 /// Runs `f` on the approvals file under an exclusive lock, writing it back.
-fn with_approvals<R>(
-    path: &std::path::Path,
-    f: impl FnOnce(&mut Approvals) -> R,
-) -> Result<R, ComputerError> {
+fn with_approvals<R>(path: &std::path::Path, f: impl FnOnce(&mut Approvals) -> R) -> Result<R> {
     let internal = |m: String| fail(ErrorCode::Internal, m);
     if let Some(dir) = path.parent() {
-        deskpilot_os::ensure_private_dir(dir).map_err(|e| control::dir_error(dir, &e))?;
+        crate::store::ensure_private_dir(dir)?;
     }
     let lock_path = path.with_extension("lock");
     let _lock = deskpilot_os::lock_file(&lock_path)
@@ -64,10 +62,12 @@ fn with_approvals<R>(
 
 /// The secret approvals are sealed with: kept in the kernel's user keyring
 /// ([`deskpilot_os::keyring`]), which no file-opening app reads.
-fn seal_key(path: &std::path::Path) -> Result<ring::hmac::Key, ComputerError> {
+fn seal_key(path: &std::path::Path) -> Result<SealKey> {
+    use hmac::KeyInit as _;
     let lock = path.with_extension("keyring.lock");
     deskpilot_os::keyring::user_secret("deskpilot:approvals-seal:v1", &lock)
-        .map(|s| ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &s))
+        // HMAC takes a key of any length: `new_from_slice` never fails.
+        .map(|s| SealKey::new_from_slice(&s).expect("HMAC accepts keys of every length"))
         .map_err(|e| {
             ComputerError::new(
                 ErrorCode::OsPermissionMissing,
@@ -92,17 +92,24 @@ fn mark_spent(id: &str) {
     }
 }
 
-/// HMAC-SHA256 of `text` under `key`, hex.
-fn sign(key: &ring::hmac::Key, text: &str) -> String {
-    ring::hmac::sign(key, text.as_bytes())
-        .as_ref()
+/// HMAC-SHA256 (RFC 2104) keyed with the approvals' secret.
+type SealKey = hmac::Hmac<sha2::Sha256>;
+
+/// HMAC-SHA256 of `text` under `key`, hex (64 characters).
+fn sign(key: &SealKey, text: &str) -> String {
+    use hmac::Mac as _;
+    key.clone()
+        .chain_update(text.as_bytes())
+        .finalize()
+        .into_bytes()
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
 }
 
 /// Whether `seal` is `text`'s HMAC under `key` (compared in constant time).
-fn verify(key: &ring::hmac::Key, text: &str, seal: &str) -> bool {
+fn verify(key: &SealKey, text: &str, seal: &str) -> bool {
+    use hmac::Mac as _;
     let Some(tag) = (0..seal.len())
         .step_by(2)
         .map(|i| {
@@ -113,7 +120,10 @@ fn verify(key: &ring::hmac::Key, text: &str, seal: &str) -> bool {
     else {
         return false;
     };
-    ring::hmac::verify(key, text.as_bytes(), &tag).is_ok()
+    key.clone()
+        .chain_update(text.as_bytes())
+        .verify_slice(&tag)
+        .is_ok()
 }
 
 /// Marks approval `id` approved and seals it: the user's side of a confirmation
@@ -121,7 +131,7 @@ fn verify(key: &ring::hmac::Key, text: &str, seal: &str) -> bool {
 ///
 /// Errors: `COMPUTER_CONFIRMATION_REQUIRED` when no such approval is pending or it
 /// expired; `COMPUTER_OS_PERMISSION_MISSING` without a kernel keyring to seal with.
-pub fn approve(path: &std::path::Path, id: &str) -> Result<String, ComputerError> {
+pub fn approve(path: &std::path::Path, id: &str) -> Result<String> {
     let now = control::now_ms();
     let key = seal_key(path)?;
     with_approvals(path, |ap| {
@@ -135,7 +145,7 @@ pub fn approve(path: &std::path::Path, id: &str) -> Result<String, ComputerError
 }
 
 /// The summary of a pending approval, for the prompt of `deskpilot approve`.
-pub fn pending_approval(path: &std::path::Path, id: &str) -> Result<Option<String>, ComputerError> {
+pub fn pending_approval(path: &std::path::Path, id: &str) -> Result<Option<String>> {
     let now = control::now_ms();
     with_approvals(path, |ap| {
         ap.open(now)
@@ -191,11 +201,7 @@ pub(super) struct Ask<'a> {
 /// `COMPUTER_CONFIRMATION_REQUIRED` with `detail.approval_id` while the user has not
 /// approved (or declined at the prompt); `COMPUTER_INTERNAL` when the approvals file
 /// cannot be read or written.
-pub(super) fn gate(
-    o: &HostOptions,
-    approved_apps: &[String],
-    ask: Ask<'_>,
-) -> Result<Passed, ComputerError> {
+pub(super) fn gate(o: &HostOptions, approved_apps: &[String], ask: Ask<'_>) -> Result<Passed> {
     let Ask {
         target,
         key,
@@ -236,14 +242,15 @@ pub(super) fn gate(
                 };
             }
             let now = control::now_ms();
+            // The id a new question gets (drawn before the file is locked).
+            let fresh = new_id(10)?;
             let verdict = with_approvals(&o.approvals_path, |ap| {
                 match ap.find_for(&key, now).map(|a| (a.id.clone(), a.approved)) {
                     Some((id, true)) => ap.consume(&id, &key, screen, now).map(|()| Ok(id)),
                     Some((id, false)) => Ok(Err(id)),
                     None => {
-                        let id = random_hex()[..10].to_string();
-                        ap.request(id.clone(), key.clone(), screen, question.clone(), now);
-                        Ok(Err(id))
+                        ap.request(fresh.clone(), key.clone(), screen, question.clone(), now);
+                        Ok(Err(fresh))
                     }
                 }
             })?;
@@ -272,5 +279,28 @@ pub(super) fn gate(
                 Err(r) => Err(refused(r)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hmac::KeyInit as _;
+
+    use super::{SealKey, sign, verify};
+
+    /// RFC 4231 test case 2: approvals are sealed with the standard HMAC-SHA256, so
+    /// seals made before stay valid; a seal changed in one digit, shortened or not
+    /// hex is refused.
+    #[test]
+    fn seals_are_rfc_4231_hmac_sha256() {
+        let key = SealKey::new_from_slice(b"Jefe").unwrap();
+        let text = "what do ya want for nothing?";
+        let want = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+        assert_eq!(sign(&key, text), want);
+        assert!(verify(&key, text, want));
+        assert!(!verify(&key, text, &want.replace("5bdc", "5bdd")));
+        assert!(!verify(&key, text, &want[..62]));
+        assert!(!verify(&key, text, &want.replace("5bdc", "5bzz")));
+        assert!(!verify(&key, "what do ya want for nothing!", want));
     }
 }

@@ -14,6 +14,7 @@ use deskpilot_protocol::{ComputerError, ErrorCode};
 use super::{Basis, Enumeration, Host, ListedApp, ListedWindow, fail, refused};
 use crate::control;
 use crate::session::{Found, Observation, ObserveOptions, Target, WaitFor, WaitOutcome};
+use deskpilot_protocol::Result;
 
 /// The facts the refusals judge a window of `app` on: names and title as listed, the
 /// process's uid, and its executable as the kernel resolved it (a renamed link to a
@@ -44,7 +45,7 @@ pub fn window_facts(app: &AppInfo, w: &WindowInfo, local: bool) -> TargetFacts {
 
 impl Host {
     /// Lists windows with their facts, frontmost (active) first.
-    pub(super) async fn enumerate(&mut self) -> Result<Enumeration, ComputerError> {
+    pub(super) async fn enumerate(&mut self) -> Result<Enumeration> {
         let apps = self.session.driver().apps().await?;
         self.session.offer_listing(&apps);
         let mut candidates = Vec::new();
@@ -192,7 +193,7 @@ impl Host {
         &mut self,
         target: &Target,
         en: &Enumeration,
-    ) -> Result<WindowInfo, ComputerError> {
+    ) -> Result<WindowInfo> {
         let now = control::now_ms();
         let window = match target {
             Target::Current => match self.bound_handle() {
@@ -301,7 +302,7 @@ impl Host {
         }
     }
 
-    pub(super) fn after_call(&mut self) -> Result<(), ComputerError> {
+    pub(super) fn after_call(&mut self) -> Result<()> {
         if let Some(h) = self.bound_handle() {
             self.session.state_mut().current = Some(h);
         }
@@ -345,7 +346,7 @@ impl Host {
     }
 
     /// Applications and windows, each window with its refusal (never dropped).
-    pub async fn apps(&mut self) -> Result<Vec<ListedApp>, ComputerError> {
+    pub async fn apps(&mut self) -> Result<Vec<ListedApp>> {
         let (en, _) = self.begin().await?;
         let bound = self.bound_handle();
         let mut out = Vec::new();
@@ -366,6 +367,7 @@ impl Host {
                 name: app.name.clone(),
                 pid: app.pid,
                 status: app.status,
+                toolkit: app.toolkit.clone(),
                 windows,
             });
         }
@@ -375,11 +377,7 @@ impl Host {
 
     /// Observes `target` (binding the grant to it); the observation carries the
     /// grant view and a coordinate basis.
-    pub async fn observe(
-        &mut self,
-        target: &Target,
-        opts: &ObserveOptions,
-    ) -> Result<Observation, ComputerError> {
+    pub async fn observe(&mut self, target: &Target, opts: &ObserveOptions) -> Result<Observation> {
         let started = std::time::Instant::now();
         let (en, _) = self.begin().await?;
         let window = self.bind_target(target, &en).await?;
@@ -412,7 +410,7 @@ impl Host {
         from: Option<u64>,
         to: Option<u64>,
         tail: Option<u64>,
-    ) -> Result<crate::session::TextRead, ComputerError> {
+    ) -> Result<crate::session::TextRead> {
         let (en, _) = self.begin().await?;
         self.bind_target(&Target::Current, &en).await?;
         let out = self.session.read_text(r, from, to, tail).await?;
@@ -430,7 +428,7 @@ impl Host {
         text: &str,
         role: Option<Role>,
         limit: usize,
-    ) -> Result<Found, ComputerError> {
+    ) -> Result<Found> {
         let (en, _) = self.begin().await?;
         let window = self.bind_target(target, &en).await?;
         let found = self
@@ -454,7 +452,7 @@ impl Host {
         &mut self,
         target: &Target,
         timeout: Duration,
-    ) -> Result<WindowInfo, ComputerError> {
+    ) -> Result<WindowInfo> {
         let started = std::time::Instant::now();
         let stop = self.o.stop.clone();
         loop {
@@ -494,7 +492,7 @@ impl Host {
                 return Err(fail(
                     ErrorCode::Timeout,
                     format!(
-                        "{what} never published an accessibility tree within {} ms ({}); check that it started with accessibility on (`deskpilot doctor`), or wait longer with --timeout-ms",
+                        "{what} never published an accessibility tree within {} ms ({}); check that it started with accessibility on (`deskpilot doctor`), or wait longer (`timeout_ms` over MCP, `--timeout-ms` on the command line)",
                         timeout.as_millis(),
                         e.message
                     ),
@@ -522,7 +520,7 @@ impl Host {
         target: &Target,
         cond: &WaitFor,
         timeout: Duration,
-    ) -> Result<WaitOutcome, ComputerError> {
+    ) -> Result<WaitOutcome> {
         let started = std::time::Instant::now();
         let window = match cond {
             WaitFor::Window(_) => {

@@ -5,15 +5,20 @@
 //! switch, no stop, a grant. What the clipboard holds may have been copied from any
 //! window — a refused one, a password manager — so a read is masked as a shown value
 //! is. A write is an effect: it spends one action of the budget and is audited with
-//! its length only. `keys ctrl+c` / `ctrl+v` in the bound window stay ordinary keys.
+//! its length only, through the one pipeline (`Host::perform`). `keys ctrl+c` /
+//! `ctrl+v` in the bound window stay ordinary keys, except that a selection a
+//! password manager marked (a target of
+//! [`deskpilot_protocol::types::PASSWORD_MARK_TARGETS`]) is never pasted or read,
+//! grant or not.
 
 use deskpilot_policy::audit::{AuditEvent, AuditRecord};
-use deskpilot_protocol::types::{ClipboardContent, ClipboardWriteParams, ClipboardWritten};
-use deskpilot_protocol::{ComputerError, ErrorCode};
+use deskpilot_protocol::ErrorCode;
+use deskpilot_protocol::types::{ClipboardContent, ClipboardTargetsParams, ClipboardWritten};
 use serde::Serialize;
 
 use super::{Host, fail};
 use crate::control;
+use deskpilot_protocol::Result;
 
 /// What a clipboard call did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -57,15 +62,19 @@ impl ClipboardOutcome {
 impl Host {
     /// Reads the clipboard (`write` `None`) or puts `write` on it.
     ///
+    /// A write is an effect: it passes the pipeline as every other does
+    /// ([`Host::clipboard_write`], docs/ARCHITECTURE.md §7.11) — plan mode, the
+    /// bound window and its refusals, the budget, the judge (a text naming
+    /// deskpilot's own files is refused), the mode's gate — and is audited with its
+    /// length only. A read needs the switch, no stop and a grant, and is audited as a
+    /// capture.
+    ///
     /// Errors: `COMPUTER_SCOPE_VIOLATION` while the user's `clipboard` switch is
-    /// off (audited as a refusal); the preflight's and the grant's errors;
-    /// `COMPUTER_BUDGET_EXHAUSTED` for a write; the driver's
+    /// off (audited as a refusal); the pipeline's errors for a write; the
+    /// preflight's and the grant's for a read; the driver's
     /// (`COMPUTER_PLATFORM_UNSUPPORTED`, `COMPUTER_INPUT_UNAVAILABLE`,
     /// `COMPUTER_NOT_RESPONDING`).
-    pub async fn clipboard(
-        &mut self,
-        write: Option<String>,
-    ) -> Result<ClipboardOutcome, ComputerError> {
+    pub async fn clipboard(&mut self, write: Option<String>) -> Result<ClipboardOutcome> {
         let now = control::now_ms();
         self.preflight(now)?;
         let op = if write.is_some() {
@@ -77,59 +86,86 @@ impl Host {
         if !self.o.settings.clipboard {
             let e = fail(
                 ErrorCode::ScopeViolation,
-                "the clipboard is a grant of its own and the user has not given it; they can with `deskpilot config set clipboard true` (copying and pasting with `keys ctrl+c` / `ctrl+v` in the bound window needs no such grant)",
+                "the clipboard is a grant of its own and the user has not given it; they can with `deskpilot config set clipboard true` (copying with `keys ctrl+c` in the bound window needs no such grant)",
             );
             return Err(self.refuse(e, Some(op), None));
         }
-        if write.is_some() && self.o.settings.mode == deskpilot_policy::mode::Mode::Plan {
-            let e = fail(
-                ErrorCode::ScopeViolation,
-                "plan mode is read-only: a clipboard write is an effect. Change it with `deskpilot config set mode default`",
-            );
-            return Err(self.refuse(e, Some(op), None));
+        if let Some(text) = write {
+            return self
+                .clipboard_write(text)
+                .await
+                .map(ClipboardOutcome::Written);
         }
         self.ensure_grant(now)?;
         let revision = self.revision();
-        let text_len = write.as_ref().map(|t| t.chars().count());
-        if write.is_some() {
-            self.check_budget(revision, op, "clipboard")?;
+        let mut r = self.session.driver().clipboard_read().await;
+        // A password a password manager copied is never read, grant or not; its
+        // text (which the driver does not take) is dropped all the same.
+        if let Ok(c) = &r
+            && let Some(e) = deskpilot_policy::clipboard::marked_refused(
+                "reading the clipboard",
+                deskpilot_protocol::types::Selection::Clipboard,
+                &c.targets,
+            )
+        {
+            r = Err(e);
         }
-        let driver = self.session.driver().clone();
-        let r = match write {
-            Some(text) => driver
-                .clipboard_write(ClipboardWriteParams { text })
-                .await
-                .map(ClipboardOutcome::Written),
-            None => driver.clipboard_read().await.map(ClipboardOutcome::Read),
-        };
-        let writing = text_len.is_some();
+        if let Err(e) = &r
+            && e.code == ErrorCode::SecureInput
+        {
+            let e = e.clone();
+            let _ = self.after_call();
+            return Err(self.refuse(e, Some(op), None));
+        }
         let mut rec = AuditRecord {
-            event: Some(if writing {
-                AuditEvent::Action
-            } else {
-                AuditEvent::Capture
-            }),
+            event: Some(AuditEvent::Capture),
             op: Some(op.into()),
-            text_len,
             channel: Some("clipboard".into()),
             revision: Some(revision),
             ..AuditRecord::default()
         };
         match &r {
-            Ok(ClipboardOutcome::Written(w)) => {
-                rec.status = Some(if w.verified { "executed" } else { "unverified" }.into());
-            }
-            Ok(ClipboardOutcome::Read(_)) => rec.status = Some("executed".into()),
+            Ok(_) => rec.status = Some("executed".into()),
             Err(e) => {
                 rec.status = Some("failed".into());
                 rec.code = Some(e.code.as_str().into());
             }
         }
         self.audit(rec);
-        if writing && r.is_ok() {
-            self.policy_mut().authority.spend(control::now_ms());
-        }
         self.after_call()?;
-        r
+        r.map(ClipboardOutcome::Read)
+    }
+
+    /// Refuses a paste in `chord` (docs/ARCHITECTURE.md §7.20) when a selection it
+    /// may paste from ([`deskpilot_policy::reach::pasted_selections`]) holds what a
+    /// password manager marked as a password, asking the driver only which targets
+    /// the owner offers. A driver that cannot tell refuses too: whether a password
+    /// would be pasted is not known.
+    ///
+    /// Errors: `COMPUTER_SECURE_INPUT`.
+    pub(super) async fn paste_unmarked(&self, chord: &str) -> Result<()> {
+        for selection in deskpilot_policy::reach::pasted_selections(chord) {
+            let offer = self
+                .session
+                .driver()
+                .clipboard_targets(ClipboardTargetsParams { selection })
+                .await
+                .map_err(|e| {
+                    fail(
+                        ErrorCode::SecureInput,
+                        format!(
+                            "pasting is refused: whether what it would paste is a password a password manager copied cannot be told here ({}: {}). Type the text instead",
+                            e.code.as_str(),
+                            e.message
+                        ),
+                    )
+                })?;
+            if let Some(e) =
+                deskpilot_policy::clipboard::marked_refused("pasting", selection, &offer.targets)
+            {
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 }

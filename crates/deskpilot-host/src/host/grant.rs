@@ -9,10 +9,11 @@ use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_policy::grant::{Grant, GrantOptions, InputPolicy, Issuer, Scope};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
-use super::{Enumeration, GrantView, Host, fail, random_hex, refused};
+use super::{Enumeration, GrantView, Host, fail, new_id, refused};
 use crate::audit::now_rfc3339;
 use crate::control::{self, LockOutcome};
 use crate::session::Target;
+use deskpilot_protocol::Result;
 
 impl Host {
     pub(super) fn audit(&mut self, mut rec: AuditRecord) {
@@ -96,11 +97,7 @@ impl Host {
         e
     }
 
-    pub(super) fn acquire_lock(
-        &self,
-        grant_id: &str,
-        now: u64,
-    ) -> Result<LockOutcome, ComputerError> {
+    pub(super) fn acquire_lock(&self, grant_id: &str, now: u64) -> Result<LockOutcome> {
         control::acquire_grant_lock_in(
             &self.o.desktop_dir,
             &self.o.desktop_key,
@@ -160,7 +157,7 @@ impl Host {
     }
 
     /// Applies what happened since the last call: feature switch, boot, stop, expiry.
-    pub(super) fn preflight(&mut self, now: u64) -> Result<(), ComputerError> {
+    pub(super) fn preflight(&mut self, now: u64) -> Result<()> {
         self.refresh_settings()?;
         if !self.o.settings.enabled
             && self.o.settings.sources.get("enabled").map(String::as_str)
@@ -230,7 +227,7 @@ impl Host {
 
     /// Makes sure this session holds the desktop's grant: issues one (agent) when
     /// there is none, and gives ours up when another session held the desktop since.
-    pub(super) fn ensure_grant(&mut self, now: u64) -> Result<(), ComputerError> {
+    pub(super) fn ensure_grant(&mut self, now: u64) -> Result<()> {
         let mut fresh = false;
         if self.policy().authority.active().is_none()
             && let Some(until) = self.budget_rest_until()
@@ -247,7 +244,7 @@ impl Host {
         }
         if self.policy().authority.active().is_none() {
             let opts = self.grant_options(Scope::Desktop);
-            let id = format!("g-{}", &random_hex()[..8]);
+            let id = format!("g-{}", new_id(8)?);
             let issued = self
                 .policy_mut()
                 .authority
@@ -307,12 +304,7 @@ impl Host {
         }
     }
 
-    pub(super) fn check_budget(
-        &mut self,
-        revision: u64,
-        op: &str,
-        app: &str,
-    ) -> Result<(), ComputerError> {
+    pub(super) fn check_budget(&mut self, revision: u64, op: &str, app: &str) -> Result<()> {
         let now = control::now_ms();
         match self.policy_mut().authority.check_action(revision, now) {
             Ok(_) => Ok(()),
@@ -357,11 +349,7 @@ impl Host {
     /// Issues a user grant (`deskpilot grant --user`): replaces any grant, lifts a
     /// stop's cooldown, and binds to `target` (a window grant when `scope` is
     /// `Window`). Only a user channel may call this.
-    pub async fn issue_user_grant(
-        &mut self,
-        scope: Scope,
-        target: &Target,
-    ) -> Result<GrantView, ComputerError> {
+    pub async fn issue_user_grant(&mut self, scope: Scope, target: &Target) -> Result<GrantView> {
         if !self.o.settings.enabled {
             self.preflight(control::now_ms())?;
         }
@@ -396,7 +384,7 @@ impl Host {
             );
         }
         let opts = self.grant_options(scope);
-        let id = format!("u-{}", &random_hex()[..8]);
+        let id = format!("u-{}", new_id(8)?);
         let g = self
             .policy_mut()
             .authority
@@ -430,11 +418,7 @@ impl Host {
         }
     }
 
-    pub(super) async fn bind_user_grant(
-        &mut self,
-        target: &Target,
-        now: u64,
-    ) -> Result<GrantView, ComputerError> {
+    pub(super) async fn bind_user_grant(&mut self, target: &Target, now: u64) -> Result<GrantView> {
         let en = self.enumerate().await?;
         let window = match target {
             Target::Current => {
@@ -458,7 +442,7 @@ impl Host {
     }
 
     /// Revokes the active grant (the user's `deskpilot revoke`, or the end of a run).
-    pub fn revoke(&mut self) -> Result<Option<GrantView>, ComputerError> {
+    pub fn revoke(&mut self) -> Result<Option<GrantView>> {
         let view = self.grant_view();
         self.close_grant(AuditEvent::GrantRevoked);
         self.show_presence();

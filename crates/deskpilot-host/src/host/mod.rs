@@ -35,7 +35,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use deskpilot_core::Handle;
-use deskpilot_policy::approval::stable_hash;
 use deskpilot_policy::grant::Candidate;
 use deskpilot_policy::refusal::{Refusal, Refusals, SelfFacts};
 use deskpilot_protocol::types::{AppInfo, WindowInfo};
@@ -47,6 +46,7 @@ use crate::config::Effective;
 use crate::control::{self, StopSignal};
 use crate::session::Session;
 use crate::store::state_dir;
+use deskpilot_protocol::Result;
 
 pub use approvals::{approve, pending_approval};
 pub use deskpilot_policy::view::{Basis, GrantView, PolicyState};
@@ -59,8 +59,12 @@ mod grant;
 mod launch;
 pub use bind::window_facts;
 pub use launch::vet_launch;
+mod aim;
+mod effect;
+pub(crate) mod files;
+mod judge;
 mod pipeline;
-pub use pipeline::TEACH_WAIT_MS;
+pub use judge::TEACH_WAIT_MS;
 pub mod pixels;
 mod teach;
 
@@ -70,7 +74,7 @@ pub type Prompt = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// Reads the config again and returns the effective settings for this desktop: a
 /// long-lived host (an MCP server, a run) applies the user's change from its next call.
-pub type Reload = Arc<dyn Fn() -> Result<Effective, ComputerError> + Send + Sync>;
+pub type Reload = Arc<dyn Fn() -> Result<Effective> + Send + Sync>;
 
 /// How a host is set up.
 #[derive(Clone)]
@@ -161,6 +165,10 @@ pub struct ListedApp {
     pub name: String,
     pub pid: Option<u32>,
     pub status: deskpilot_protocol::types::AppStatus,
+    /// The toolkit the driver reported (`GTK`, `Qt`, `Chromium`…; for an app with
+    /// no tree, the one its libraries name), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toolkit: Option<String>,
     pub windows: Vec<ListedWindow>,
 }
 
@@ -198,17 +206,19 @@ fn fail(code: ErrorCode, msg: impl Into<String>) -> ComputerError {
     ComputerError::new(code, msg)
 }
 
-/// 16 hex digits from the OS random source (a time-and-pid hash if it is unreadable).
-fn random_hex() -> String {
-    let mut buf = [0u8; 8];
-    let ok = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut buf))
-        .is_ok();
-    if ok {
-        return buf.iter().map(|b| format!("{b:02x}")).collect();
-    }
-    let seed = format!("{}-{}", control::now_ms(), std::process::id());
-    format!("{:016x}", stable_hash(&seed))
+/// An id of `digits` hex digits (at most 32) from the system's randomness
+/// ([`deskpilot_os::random_hex`]): grant ids (8) and approval ids (10).
+///
+/// Errors: `COMPUTER_INTERNAL` when the system has no randomness to give; nothing
+/// weaker stands in for it.
+fn new_id(digits: usize) -> Result<String> {
+    let mut hex = deskpilot_os::random_hex(16).map_err(|e| {
+        ComputerError::internal(format!(
+            "the system gave no randomness for an id ({e}); nothing was granted or asked"
+        ))
+    })?;
+    hex.truncate(digits);
+    Ok(hex)
 }
 
 /// The measured facts deskpilot refuses on: its own process tree, its uid, and the
@@ -235,7 +245,7 @@ pub fn refusals_on(settings: &Effective, local: bool) -> Refusals {
         user_denylist: settings.deny_apps.clone(),
         allow_terminals: settings.allow_terminals.clone(),
         protected: protected_dirs(),
-        home: std::env::var("HOME").ok().filter(|h| !h.is_empty()),
+        home: deskpilot_os::home_dir().map(|h| h.to_string_lossy().into_owned()),
     }
 }
 
@@ -256,6 +266,54 @@ pub fn protected_dirs() -> Vec<String> {
     out
 }
 
+/// What apps launched into a sandbox must not see (docs/ARCHITECTURE.md §12):
+/// deskpilot's own directories — the config file's, the runtime directory, the
+/// audit log's — where each is deskpilot's own (named `deskpilot…`), else the
+/// files of deskpilot's in it (a config at `/etc/x/c.toml`: that file and its
+/// seal; a runtime directory chosen elsewhere: the directories and files in it at
+/// the time, and its approvals and stop records), so a shared directory such as
+/// `/tmp` or `$HOME` is never hidden as a whole. Paths are made absolute.
+pub fn own_paths() -> (Vec<PathBuf>, Vec<PathBuf>) {
+    use std::path::{Path, PathBuf};
+    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    let ours = |d: &Path| {
+        d.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("deskpilot"))
+    };
+    let (mut dirs, mut files) = (Vec::new(), Vec::new());
+    let config = abs(crate::config::config_path());
+    let seal = crate::config::seal::seal_path(&config);
+    let audit = abs(crate::audit::audit_path());
+    for (file, beside) in [(config, vec![seal]), (audit, Vec::new())] {
+        match file.parent() {
+            Some(d) if ours(d) => dirs.push(d.to_path_buf()),
+            _ => {
+                files.push(file);
+                files.extend(beside);
+            }
+        }
+    }
+    let runtime = abs(state_dir());
+    if ours(&runtime) {
+        dirs.push(runtime);
+    } else {
+        // A runtime directory chosen elsewhere holds only deskpilot's entries
+        // (state files, records, `sandbox-N/`, `hosts/`): each one there now is
+        // hidden (a directory) or masked (a file), and the approvals and stop
+        // records are masked whenever they exist.
+        files.extend(["approvals.json", "stop.json"].map(|f| runtime.join(f)));
+        for entry in std::fs::read_dir(&runtime).into_iter().flatten().flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => dirs.push(entry.path()),
+                Ok(t) if t.is_file() => files.push(entry.path()),
+                _ => {}
+            }
+        }
+    }
+    (dirs, files)
+}
+
 /// A session with the host's policy around it.
 pub struct Host {
     session: Session,
@@ -267,7 +325,7 @@ pub struct Host {
     measured: Vec<(String, deskpilot_core::Bounds)>,
     /// Teach mode (docs/ARCHITECTURE.md §7.19): the explanation of the step being
     /// dispatched, shown in a bubble at its element before it runs.
-    teach: Option<pipeline::Teach>,
+    teach: Option<judge::Teach>,
     /// The person pressed Exit: teach steps are refused from now on.
     teaching_over: bool,
 }
@@ -291,7 +349,7 @@ impl Host {
     /// replaces the settings and the refusal lists before the call goes on, so a
     /// narrower mode or deny-list applies at once. A config that cannot be read fails
     /// the call with its error (nothing runs under settings the user did not write).
-    pub fn refresh_settings(&mut self) -> Result<(), ComputerError> {
+    pub fn refresh_settings(&mut self) -> Result<()> {
         let Some(reload) = self.o.reload.clone() else {
             return Ok(());
         };

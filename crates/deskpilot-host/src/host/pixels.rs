@@ -25,8 +25,11 @@ use deskpilot_protocol::types::{
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::{Deserialize, Serialize};
 
+pub use crate::store::OcrElement;
+
 use super::{Basis, Host, fail, refused};
 use crate::session::{KeysOutcome, ObserveOptions, Target};
+use deskpilot_protocol::Result;
 
 /// Longest side of a screenshot by default, image pixels: what Claude-style vision
 /// models take without shrinking (1,568 px is their ceiling; 1,280 keeps a 16:9
@@ -77,20 +80,6 @@ impl ShotMode {
             ShotMode::Ocr => "ocr",
         }
     }
-}
-
-/// One OCR element as the host keeps it between calls (per window).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OcrElement {
-    /// `o3`.
-    #[serde(rename = "ref")]
-    pub ref_: String,
-    /// The recognised text, redacted.
-    pub text: String,
-    /// Device pixels.
-    pub bounds: Bounds,
-    /// The basis (device geometry, scale 1) it was read under.
-    pub basis: String,
 }
 
 /// One entry of a screenshot's legend: a marked element or an OCR element, with its
@@ -366,7 +355,7 @@ fn ocr_lines(els: &[OcrElement]) -> String {
 
 impl Host {
     /// Refuses unless the active grant allows pixels.
-    fn pixels_allowed(&self) -> Result<(), ComputerError> {
+    fn pixels_allowed(&self) -> Result<()> {
         let allowed = self
             .policy()
             .authority
@@ -537,7 +526,7 @@ impl Host {
         &mut self,
         window: &WindowInfo,
         obs: &mut crate::session::Observation,
-    ) -> Result<(), ComputerError> {
+    ) -> Result<()> {
         let Some(last) = self
             .session
             .state()
@@ -627,7 +616,7 @@ impl Host {
         target: &Target,
         mode: ShotMode,
         max_side: Option<u32>,
-    ) -> Result<Screenshot, ComputerError> {
+    ) -> Result<Screenshot> {
         let (en, _) = self.begin().await?;
         let window = self.bind_target(target, &en).await?;
         let (paint, _) = self.vet_capture(&window, "screenshot", true).await?;
@@ -770,7 +759,7 @@ impl Host {
     pub(super) async fn observe_pixels(
         &mut self,
         window: &WindowInfo,
-    ) -> Result<crate::session::Observation, ComputerError> {
+    ) -> Result<crate::session::Observation> {
         let started = std::time::Instant::now();
         let (paint, _) = self.vet_capture(window, "observe", true).await?;
         let (els, notes, _) = self.read_ocr(window, paint, None, false).await?;
@@ -797,7 +786,28 @@ impl Host {
             text.push_str(n);
         }
         let tokens = deskpilot_core::tokens::count(&text);
+        // The OCR runs as elements of the window: text read from pixels.
+        let elements = std::iter::once(crate::session::ShownElement {
+            ref_: window_ref.clone(),
+            role: window.role,
+            name: deskpilot_core::sanitize::one_line(&window.title),
+            value: None,
+            states: Default::default(),
+            parent: None,
+            bounds: Some(b),
+        })
+        .chain(els.iter().map(|e| crate::session::ShownElement {
+            ref_: e.ref_.clone(),
+            role: Role::Text,
+            name: deskpilot_core::sanitize::one_line(&e.text),
+            value: None,
+            states: Default::default(),
+            parent: Some(window_ref.clone()),
+            bounds: Some(e.bounds),
+        }))
+        .collect();
         Ok(crate::session::Observation {
+            elements,
             window_ref,
             window: window.clone(),
             text,
@@ -872,7 +882,7 @@ impl Host {
     /// Errors: `COMPUTER_STALE_REF` for an `o` ref not read in the bound window (OCR
     /// refs live until the next OCR read of it); `COMPUTER_INVALID_ARGUMENT` for
     /// another op; those of [`Host::pointer`].
-    pub(super) async fn act_ocr(&mut self, r: &str, op: Op) -> Result<KeysOutcome, ComputerError> {
+    pub(super) async fn act_ocr(&mut self, r: &str, op: Op) -> Result<KeysOutcome> {
         let action = match op {
             Op::Click => PointerAction::Click,
             Op::DoubleClick => PointerAction::DoubleClick,

@@ -9,11 +9,12 @@
 //! element action, nothing else.
 
 use deskpilot_core::Op;
-use deskpilot_protocol::{ComputerError, ErrorCode};
+use deskpilot_protocol::ErrorCode;
 
-use super::pipeline::{Teach, teach_next_of};
+use super::judge::{Teach, teach_next_of};
 use super::{Host, fail};
 use crate::session::ActOutcome;
+use deskpilot_protocol::Result;
 
 impl Host {
     /// Runs `op` on ref `r` as a teach step explained by `text`.
@@ -28,7 +29,7 @@ impl Host {
         text: &str,
         op: Op,
         value: Option<String>,
-    ) -> Result<ActOutcome, ComputerError> {
+    ) -> Result<ActOutcome> {
         if self.o.presence.is_none() || !self.o.settings.presence {
             return Err(fail(
                 ErrorCode::FeatureDisabled,

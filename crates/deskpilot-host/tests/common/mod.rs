@@ -5,6 +5,7 @@ use deskpilot_host::config::{Config, Effective};
 use deskpilot_host::host::Host;
 use deskpilot_host::{Observation, ObserveOptions, Target};
 use deskpilot_policy::mode::Mode;
+use deskpilot_protocol::Result;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
 /// A single-threaded runtime for one test.
@@ -28,7 +29,7 @@ pub async fn observe(h: &mut Host, t: &Target) -> Observation {
 }
 
 /// The error of a call that must fail.
-pub fn failed<T>(r: Result<T, ComputerError>) -> ComputerError {
+pub fn failed<T>(r: Result<T>) -> ComputerError {
     match r {
         Ok(_) => panic!("the call succeeded but must fail"),
         Err(e) => e,

@@ -4,6 +4,7 @@ use deskpilot_core::{Handle, Node, Op, Role, State};
 
 use super::{element_not_found, not_actionable};
 use crate::ComputerError;
+use crate::Result;
 use crate::types::*;
 
 pub(super) fn find_mut<'a>(node: &'a mut Node, handle: &Handle) -> Option<&'a mut Node> {
@@ -86,7 +87,7 @@ impl Done {
 }
 
 /// Applies `p` to the tree `root` of app `app`.
-pub(super) fn apply(root: &mut Node, app: &str, p: &ActParams) -> Result<Done, ComputerError> {
+pub(super) fn apply(root: &mut Node, app: &str, p: &ActParams) -> Result<Done> {
     let window = root.handle.clone();
     if root.walk().all(|n| n.handle != p.handle) {
         return Err(element_not_found(&p.handle, &window));

@@ -25,6 +25,7 @@ mod act;
 mod tests;
 mod trees;
 
+use crate::Result;
 use act::{apply, event, find_mut};
 pub use trees::{calculator_window, preferences_window};
 
@@ -330,7 +331,7 @@ fn truncate_count(node: &mut Node, left: &mut u32) {
 }
 
 /// Key presses and releases for space-separated chords (`ctrl+s Return` → 6).
-fn chord_events(chord: &str) -> Result<u64, ComputerError> {
+fn chord_events(chord: &str) -> Result<u64> {
     let mut n = 0u64;
     for c in chord.split_whitespace() {
         if c.split('+').any(str::is_empty) {
@@ -348,7 +349,7 @@ fn chord_events(chord: &str) -> Result<u64, ComputerError> {
 
 #[async_trait]
 impl Driver for FixtureDriver {
-    async fn hello(&self) -> Result<Hello, ComputerError> {
+    async fn hello(&self) -> Result<Hello> {
         Ok(Hello {
             platform: "fixture".to_owned(),
             driver: "deskpilot-fixture".to_owned(),
@@ -372,11 +373,11 @@ impl Driver for FixtureDriver {
         })
     }
 
-    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>> {
         Ok(self.lock().apps.iter().map(|a| a.info.clone()).collect())
     }
 
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult> {
         let program = p
             .command
             .first()
@@ -445,7 +446,7 @@ impl Driver for FixtureDriver {
         })
     }
 
-    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>> {
         Ok(self
             .lock()
             .apps
@@ -454,7 +455,7 @@ impl Driver for FixtureDriver {
             .collect())
     }
 
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty> {
         let mut st = self.lock();
         let (a, _) =
             locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
@@ -469,7 +470,7 @@ impl Driver for FixtureDriver {
         Ok(Empty {})
     }
 
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot> {
         let st = self.lock();
         let (a, w) =
             locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
@@ -502,7 +503,7 @@ impl Driver for FixtureDriver {
         })
     }
 
-    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult> {
         let st = self.lock();
         if let Some(w) = &p.window
             && locate_window(&st.apps, w).is_none()
@@ -552,7 +553,7 @@ impl Driver for FixtureDriver {
         Ok(FindResult { matches })
     }
 
-    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult> {
         let read = p.settle.is_some_and(|s| s.read).then(|| p.window.clone());
         let mut result = {
             let mut st = self.lock();
@@ -590,7 +591,7 @@ impl Driver for FixtureDriver {
         Ok(result)
     }
 
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult> {
         let mut st = self.lock();
         let id = st.next_sub;
         st.next_sub += 1;
@@ -605,11 +606,7 @@ impl Driver for FixtureDriver {
         Ok(SubscribeResult { subscription: id })
     }
 
-    async fn next_events(
-        &self,
-        subscription: u64,
-        timeout_ms: u64,
-    ) -> Result<EventBatch, ComputerError> {
+    async fn next_events(&self, subscription: u64, timeout_ms: u64) -> Result<EventBatch> {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
         loop {
             let notified = self.events.notified();
@@ -635,7 +632,7 @@ impl Driver for FixtureDriver {
         }
     }
 
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult> {
         let mut st = self.lock();
         let (a, w) =
             locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
@@ -682,7 +679,7 @@ impl Driver for FixtureDriver {
         })
     }
 
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult> {
         let mut st = self.lock();
         locate_window(&st.apps, &p.window).ok_or_else(|| window_not_found(&p.window))?;
         let events_sent = match p.action {
@@ -707,11 +704,11 @@ impl Driver for FixtureDriver {
         })
     }
 
-    async fn capture(&self, _p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+    async fn capture(&self, _p: CaptureParams) -> Result<CaptureResult> {
         Err(ComputerError::platform_unsupported("screen capture"))
     }
 
-    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult, ComputerError> {
+    async fn ocr(&self, _p: OcrParams) -> Result<OcrResult> {
         Err(ComputerError::platform_unsupported("OCR"))
     }
 }

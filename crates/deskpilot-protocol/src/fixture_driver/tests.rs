@@ -4,6 +4,7 @@ use deskpilot_core::fixture::{self as core_fixture, PASSWORD, RECENT_FILES};
 use deskpilot_core::{Bounds, Handle, Node, Op, Role, State};
 
 use super::*;
+use crate::Result;
 
 const EDITOR: &str = "h:1";
 const BODY: &str = "h:20";
@@ -34,6 +35,7 @@ fn snap(window: &str, scope: Option<&str>, depth: Option<u32>, max: Option<u32>)
         from: None,
         hidden: false,
         child_cap: None,
+        whole_text: false,
     }
 }
 
@@ -262,7 +264,7 @@ async fn settle_is_reported_when_asked() {
 #[tokio::test]
 async fn refusals_have_their_codes() {
     let d = FixtureDriver::desktop();
-    let code = |r: Result<ActResult, ComputerError>| r.unwrap_err().code;
+    let code = |r: Result<ActResult>| r.unwrap_err().code;
     use ErrorCode::*;
     let cases = [
         (act(EDITOR, "nope", Op::Click, None), ElementNotFound),

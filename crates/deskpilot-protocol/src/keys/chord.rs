@@ -7,6 +7,7 @@
 use crate::ComputerError;
 
 use super::keysym::{Keysym, keysym_from_name};
+use crate::Result;
 
 /// Upper bound on keys in one chord. Real shortcuts use at most four (three modifiers
 /// and a key); eight leaves room while refusing nonsense before any key is pressed.
@@ -34,7 +35,7 @@ pub struct Chord {
 /// Errors: `InvalidArgument` for an empty string, an empty key (`ctrl+`), an unknown
 /// name (the message lists accepted forms), or more than [`MAX_KEYS_PER_CHORD`] keys
 /// or [`MAX_CHORDS`] chords.
-pub fn parse_chords(chords: &str) -> Result<Vec<Chord>, ComputerError> {
+pub fn parse_chords(chords: &str) -> Result<Vec<Chord>> {
     let tokens: Vec<&str> = chords.split_whitespace().collect();
     if tokens.is_empty() {
         return Err(ComputerError::invalid(
@@ -50,7 +51,7 @@ pub fn parse_chords(chords: &str) -> Result<Vec<Chord>, ComputerError> {
     tokens.into_iter().map(parse_chord).collect()
 }
 
-fn parse_chord(token: &str) -> Result<Chord, ComputerError> {
+fn parse_chord(token: &str) -> Result<Chord> {
     let names: Vec<String> = if token == "+" {
         vec!["+".to_owned()]
     } else if let Some(head) = token.strip_suffix("++") {

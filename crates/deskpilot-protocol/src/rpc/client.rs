@@ -19,6 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
+use crate::Result;
 use crate::codec::{DEFAULT_MAX_LINE, LineReader, encode, write_line};
 use crate::jsonrpc::{ErrorObject, Id, Message, Response, parse_message};
 use crate::methods::{Call, decode_event_batch, decode_result};
@@ -58,7 +59,7 @@ impl Default for RpcOptions {
     }
 }
 
-type Reply = Result<Value, ComputerError>;
+type Reply = Result<Value>;
 
 /// State shared by callers and the reader and writer tasks.
 #[derive(Default)]
@@ -180,7 +181,7 @@ impl RpcDriver {
     }
 
     /// Sends `call` and decodes its result.
-    async fn call<T: DeserializeOwned>(&self, call: Call) -> Result<T, ComputerError> {
+    async fn call<T: DeserializeOwned>(&self, call: Call) -> Result<T> {
         let method = call.method();
         let limit = self.opts.timeout + extra_wait(&call);
         let value = self.request(call, limit).await?;
@@ -188,7 +189,7 @@ impl RpcDriver {
     }
 
     /// Sends one request and waits up to `limit` for its response.
-    async fn request(&self, call: Call, limit: Duration) -> Result<Value, ComputerError> {
+    async fn request(&self, call: Call, limit: Duration) -> Result<Value> {
         let method = call.method();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let line = call
@@ -375,7 +376,7 @@ fn push_batch(shared: &Shared, batch: EventBatch) {
 impl Driver for RpcDriver {
     /// Also checks the protocol version: a driver of another major version is refused
     /// with [`ErrorCode::Internal`] naming both versions.
-    async fn hello(&self) -> Result<Hello, ComputerError> {
+    async fn hello(&self) -> Result<Hello> {
         let hello: Hello = self.call(Call::Hello).await?;
         if hello.protocol != PROTOCOL_VERSION {
             return Err(ComputerError::new(
@@ -390,45 +391,41 @@ impl Driver for RpcDriver {
         Ok(hello)
     }
 
-    async fn apps(&self) -> Result<Vec<AppInfo>, ComputerError> {
+    async fn apps(&self) -> Result<Vec<AppInfo>> {
         self.call(Call::AppsList).await
     }
 
-    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult, ComputerError> {
+    async fn launch(&self, p: LaunchParams) -> Result<LaunchResult> {
         self.call(Call::AppsLaunch(p)).await
     }
 
-    async fn windows(&self) -> Result<Vec<WindowInfo>, ComputerError> {
+    async fn windows(&self) -> Result<Vec<WindowInfo>> {
         self.call(Call::WindowsList).await
     }
 
-    async fn activate(&self, p: ActivateParams) -> Result<Empty, ComputerError> {
+    async fn activate(&self, p: ActivateParams) -> Result<Empty> {
         self.call(Call::WindowActivate(p)).await
     }
 
-    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot, ComputerError> {
+    async fn snapshot(&self, p: SnapshotParams) -> Result<TreeSnapshot> {
         self.call(Call::TreeSnapshot(p)).await
     }
 
-    async fn find(&self, p: FindParams) -> Result<FindResult, ComputerError> {
+    async fn find(&self, p: FindParams) -> Result<FindResult> {
         self.call(Call::TreeFind(p)).await
     }
 
-    async fn act(&self, p: ActParams) -> Result<ActResult, ComputerError> {
+    async fn act(&self, p: ActParams) -> Result<ActResult> {
         self.call(Call::NodeAct(p)).await
     }
 
-    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult, ComputerError> {
+    async fn subscribe(&self, p: SubscribeParams) -> Result<SubscribeResult> {
         self.call(Call::EventsSubscribe(p)).await
     }
 
     /// Batches the driver pushed (`events.batch`) for this subscription come first;
     /// otherwise asks with `events.next`.
-    async fn next_events(
-        &self,
-        subscription: u64,
-        timeout_ms: u64,
-    ) -> Result<EventBatch, ComputerError> {
+    async fn next_events(&self, subscription: u64, timeout_ms: u64) -> Result<EventBatch> {
         if let Some(batch) = self.take_pushed(subscription) {
             return Ok(batch);
         }
@@ -439,29 +436,29 @@ impl Driver for RpcDriver {
         .await
     }
 
-    async fn keys(&self, p: KeysParams) -> Result<InputResult, ComputerError> {
+    async fn keys(&self, p: KeysParams) -> Result<InputResult> {
         self.call(Call::InputKeys(p)).await
     }
 
-    async fn pointer(&self, p: PointerParams) -> Result<InputResult, ComputerError> {
+    async fn pointer(&self, p: PointerParams) -> Result<InputResult> {
         self.call(Call::InputPointer(p)).await
     }
 
-    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult, ComputerError> {
+    async fn capture(&self, p: CaptureParams) -> Result<CaptureResult> {
         self.call(Call::ScreenCapture(p)).await
     }
 
-    async fn ocr(&self, p: OcrParams) -> Result<OcrResult, ComputerError> {
+    async fn ocr(&self, p: OcrParams) -> Result<OcrResult> {
         self.call(Call::ScreenOcr(p)).await
     }
-    async fn clipboard_read(&self) -> Result<ClipboardContent, ComputerError> {
+    async fn clipboard_read(&self) -> Result<ClipboardContent> {
         self.call(Call::ClipboardRead).await
     }
-    async fn clipboard_write(
-        &self,
-        p: ClipboardWriteParams,
-    ) -> Result<ClipboardWritten, ComputerError> {
+    async fn clipboard_write(&self, p: ClipboardWriteParams) -> Result<ClipboardWritten> {
         self.call(Call::ClipboardWrite(p)).await
+    }
+    async fn clipboard_targets(&self, p: ClipboardTargetsParams) -> Result<ClipboardTargets> {
+        self.call(Call::ClipboardTargets(p)).await
     }
 }
 

@@ -286,6 +286,7 @@ pub fn every_call() -> Vec<(Call, Value)> {
             v(&ClipboardContent {
                 text: Some("copied: é 世界\n".into()),
                 truncated: true,
+                targets: vec!["TARGETS".into(), "UTF8_STRING".into()],
             }),
         ),
         (
@@ -296,6 +297,15 @@ pub fn every_call() -> Vec<(Call, Value)> {
                 verified: true,
                 bytes: 8,
                 holder: "a deskpilot clipboard holder, pid 4242".into(),
+            }),
+        ),
+        (
+            Call::ClipboardTargets(ClipboardTargetsParams {
+                selection: Selection::Primary,
+            }),
+            v(&ClipboardTargets {
+                owned: true,
+                targets: vec!["UTF8_STRING".into(), "x-kde-passwordManagerHint".into()],
             }),
         ),
     ]

@@ -3,14 +3,14 @@
 //! pixels; see `deskpilot_host::audit`.
 
 use deskpilot_host::audit::{audit_path, format_record, read_tail};
-use deskpilot_protocol::ComputerError;
 
 use crate::output::print_ok;
+use deskpilot_protocol::Result;
 
 /// Prints the last `tail` records of the audit log, oldest first.
 ///
 /// Errors: `COMPUTER_INTERNAL` when the log exists but cannot be read.
-pub fn run(json: bool, tail: usize) -> Result<(), ComputerError> {
+pub fn run(json: bool, tail: usize) -> Result<()> {
     let path = audit_path();
     let exists = path.exists();
     let (records, skipped) = read_tail(&path, tail)?;

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::output::print_ok;
+use deskpilot_protocol::Result;
 
 /// What `deskpilot config` does.
 #[derive(Debug, clap::Subcommand)]
@@ -23,7 +24,7 @@ pub enum ConfigCmd {
     ///
     /// Keys: enabled, mode, allow_apps, deny_apps, self_apps, allow_terminals,
     /// action_budget, idle_expiry_minutes, capture, system_keys, stop_hotkey,
-    /// clipboard, presence; prefix
+    /// clipboard, presence, allow_files; prefix
     /// `sandbox.` for a value used only on
     /// deskpilot sandbox desktops. Lists are comma-separated ("" = empty list).
     #[command(after_help = "Examples:
@@ -46,6 +47,10 @@ pub enum ConfigCmd {
         /// The value: true/false, an integer, a mode (plan, default, accept-edits,
         /// bypass, unattended), a capture (a11y-only, a11y-and-pixels), or a list `a,b`.
         value: String,
+        /// Change it without asking, for provisioning scripts: refused inside a
+        /// deskpilot sandbox and for programs deskpilot started.
+        #[arg(long)]
+        yes: bool,
     },
     /// Remove a key, so its default (or the top-level value) applies again.
     #[command(after_help = "Examples:
@@ -54,13 +59,21 @@ pub enum ConfigCmd {
     Unset {
         /// A key such as `mode` or `sandbox.mode`.
         key: String,
+        /// Remove it without asking (as `set --yes`).
+        #[arg(long)]
+        yes: bool,
     },
     /// Accept the config file as it is now, after a change made outside deskpilot
     /// (by hand, or by an app): shows the file and seals it once you say yes. Until
     /// then computer use is off and the mode is `plan`. Needs a terminal.
     #[command(after_help = "Examples:
-  deskpilot config trust")]
-    Trust,
+  deskpilot config trust
+  deskpilot config trust --yes   # a provisioning script that wrote the file")]
+    Trust {
+        /// Accept it without asking (as `set --yes`).
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 #[derive(Debug, Serialize)]
@@ -120,7 +133,7 @@ fn render(v: &Value, key: &str) -> String {
 ///
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for an invalid file, key or value (the file is
 /// then left as it was); `COMPUTER_INTERNAL` when the file cannot be read or written.
-pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), ComputerError> {
+pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<()> {
     let path = config::config_path();
     match cmd.unwrap_or(ConfigCmd::Show) {
         ConfigCmd::Show => show(json, in_sandbox, &Config::load_from(&path)?),
@@ -133,15 +146,19 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), C
             );
             Ok(())
         }
-        ConfigCmd::Trust => {
-            super::policy::need_terminal("accepting the config")?;
+        ConfigCmd::Trust { yes } => {
             let bytes = std::fs::read(&path).unwrap_or_default();
-            let text = String::from_utf8_lossy(&bytes);
-            eprintln!("--- {} ---\n{text}--- end ---", path.display());
-            confirm(&format!(
-                "deskpilot: accept {} as shown above, as your config?",
-                path.display()
-            ))?;
+            if yes {
+                super::policy::provisioning("accepting the config")?;
+            } else {
+                super::policy::need_terminal("accepting the config")?;
+                let text = String::from_utf8_lossy(&bytes);
+                eprintln!("--- {} ---\n{text}--- end ---", path.display());
+                confirm(&format!(
+                    "deskpilot: accept {} as shown above, as your config?",
+                    path.display()
+                ))?;
+            }
             config::seal::seal_bytes(&path, &bytes)?;
             let cfg = Config::load_from(&path)?;
             let doc = serde_json::json!({
@@ -151,17 +168,19 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), C
             print_ok(json, &doc, &format!("accepted {}", path.display()));
             Ok(())
         }
-        ConfigCmd::Set { key, value } => {
+        ConfigCmd::Set { key, value, yes } => {
             // A typo is said before anything is asked.
             config::check_key(&path, &key, &value)?;
-            super::policy::need_terminal("changing the config")?;
-            refuse_if_changed_outside(&path)?;
-            confirm(&format!(
-                "deskpilot: set {} = {:?} in {}?",
-                deskpilot_core::sanitize::one_line(&key),
-                deskpilot_core::sanitize::one_line(&value),
-                path.display()
-            ))?;
+            ask(
+                yes,
+                &path,
+                &format!(
+                    "deskpilot: set {} = {:?} in {}?",
+                    deskpilot_core::sanitize::one_line(&key),
+                    deskpilot_core::sanitize::one_line(&value),
+                    path.display()
+                ),
+            )?;
             config::set_key(&path, &key, &value)?;
             let cfg = Config::load_from(&path)?;
             let (bare, layer) = if let Some(k) = key.strip_prefix("sandbox.") {
@@ -193,14 +212,16 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), C
             print_ok(json, &doc, &text);
             Ok(())
         }
-        ConfigCmd::Unset { key } => {
-            super::policy::need_terminal("changing the config")?;
-            refuse_if_changed_outside(&path)?;
-            confirm(&format!(
-                "deskpilot: remove {} from {}?",
-                deskpilot_core::sanitize::one_line(&key),
-                path.display()
-            ))?;
+        ConfigCmd::Unset { key, yes } => {
+            ask(
+                yes,
+                &path,
+                &format!(
+                    "deskpilot: remove {} from {}?",
+                    deskpilot_core::sanitize::one_line(&key),
+                    path.display()
+                ),
+            )?;
             let removed = config::unset_key(&path, &key)?;
             let text = if removed {
                 format!("removed `{key}` from {}", path.display())
@@ -218,7 +239,7 @@ pub fn run(json: bool, in_sandbox: bool, cmd: Option<ConfigCmd>) -> Result<(), C
     }
 }
 
-fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), ComputerError> {
+fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<()> {
     let exists = cfg.path.exists();
     let eff = cfg.effective(in_sandbox);
     let mut text = format!(
@@ -285,7 +306,7 @@ fn show(json: bool, in_sandbox: bool, cfg: &Config) -> Result<(), ComputerError>
 /// Asks the user at the terminal; anything but yes leaves the file as it was.
 /// An edit of a config changed outside deskpilot would seal that change unseen:
 /// the user reviews it first (`deskpilot config trust`).
-fn refuse_if_changed_outside(path: &std::path::Path) -> Result<(), ComputerError> {
+fn refuse_if_changed_outside(path: &std::path::Path) -> Result<()> {
     if Config::load_from(path)?.changed_outside {
         return Err(ComputerError::new(
             deskpilot_protocol::ErrorCode::ConfirmationRequired,
@@ -298,7 +319,20 @@ fn refuse_if_changed_outside(path: &std::path::Path) -> Result<(), ComputerError
     Ok(())
 }
 
-fn confirm(question: &str) -> Result<(), ComputerError> {
+/// The user's yes to a change: `--yes` from a provisioning script
+/// ([`super::policy::provisioning`]), else `question` at a terminal. Either way a
+/// file changed outside deskpilot is reviewed first (`config trust`).
+fn ask(yes: bool, path: &std::path::Path, question: &str) -> Result<()> {
+    if yes {
+        super::policy::provisioning("changing the config")?;
+    } else {
+        super::policy::need_terminal("changing the config")?;
+    }
+    refuse_if_changed_outside(path)?;
+    if yes { Ok(()) } else { confirm(question) }
+}
+
+fn confirm(question: &str) -> Result<()> {
     if super::session::ask_yes(question) {
         return Ok(());
     }

@@ -6,7 +6,10 @@
 //! prints its snapshot or diff with the channel, milliseconds and tokens. Exits 0 only
 //! when the file holds exactly the text. Every process it started is stopped.
 
-use std::sync::Arc;
+// On Windows `deskpilot demo` runs the Notepad twin (`demo_windows`), which shares
+// `Demo`; this file's sandbox run still builds there but is not called.
+#![cfg_attr(all(windows, not(deskpilot_stub)), allow(dead_code))]
+
 use std::time::{Duration, Instant};
 
 use deskpilot_core::{Op, Role, State};
@@ -20,44 +23,55 @@ use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::Serialize;
 
 use crate::output::{print_ok, progress};
-use crate::target::Desktop;
+use deskpilot_driver_linux::desktop::Desktop;
+use deskpilot_protocol::Result;
 
 /// The text the demo writes: ASCII, an em dash, Chinese and an accented letter.
 pub const DEMO_TEXT: &str = "Hello from deskpilot — 你好, café";
 
 /// One step of the demo as reported.
 #[derive(Debug, Clone, Serialize)]
-struct Step {
-    step: String,
-    channel: String,
-    ms: u64,
-    tokens: usize,
-    output: String,
+pub(super) struct Step {
+    pub step: String,
+    pub channel: String,
+    pub ms: u64,
+    pub tokens: usize,
+    pub output: String,
 }
 
+/// The demo's report (`--json` prints it).
 #[derive(Debug, Serialize)]
-struct Report {
-    file: String,
-    expected_bytes: usize,
-    saved_bytes: usize,
-    verified: bool,
-    screenshots: u32,
-    steps: Vec<Step>,
-    total_ms: u64,
+pub(super) struct Report {
+    pub file: String,
+    pub expected_bytes: usize,
+    pub saved_bytes: usize,
+    pub verified: bool,
+    pub screenshots: u32,
+    pub steps: Vec<Step>,
+    pub total_ms: u64,
 }
 
 fn fail(msg: impl Into<String>) -> ComputerError {
     ComputerError::new(ErrorCode::ElementNotFound, msg)
 }
 
-struct Demo {
+/// The demo's steps on a host, each recorded with its channel, time and tokens.
+pub(super) struct Demo {
     json: bool,
-    host: Host,
+    pub host: Host,
     steps: Vec<Step>,
 }
 
 impl Demo {
-    fn record(&mut self, step: &str, channel: &str, ms: u64, tokens: usize, output: &str) {
+    pub fn new(json: bool, host: Host) -> Demo {
+        Demo {
+            json,
+            host,
+            steps: Vec::new(),
+        }
+    }
+
+    pub fn record(&mut self, step: &str, channel: &str, ms: u64, tokens: usize, output: &str) {
         progress(
             self.json,
             &format!(
@@ -74,13 +88,13 @@ impl Demo {
         });
     }
 
-    async fn act(
+    pub async fn act(
         &mut self,
         label: &str,
         hit: &FindHit,
         op: Op,
         value: Option<&str>,
-    ) -> Result<ActOutcome, ComputerError> {
+    ) -> Result<ActOutcome> {
         let out = self
             .host
             .act(&hit.ref_, op, value.map(str::to_string))
@@ -90,13 +104,125 @@ impl Demo {
         Ok(out)
     }
 
+    /// Observes `target` (binding the grant there) and records the snapshot.
+    pub async fn observe(&mut self, label: &str, target: Target) -> Result<()> {
+        let obs = self
+            .host
+            .observe(&target, &ObserveOptions::default())
+            .await?;
+        self.record(label, "a11y tree", obs.elapsed_ms, obs.tokens, &obs.text);
+        Ok(())
+    }
+
+    /// Waits up to 20 s for a window whose title contains `title` and records it.
+    pub async fn wait_window(&mut self, title: &str) -> Result<()> {
+        let t = Instant::now();
+        let w = self
+            .host
+            .wait(
+                &Target::Current,
+                &WaitFor::Window(title.into()),
+                Duration::from_secs(20),
+            )
+            .await?;
+        self.record(
+            &format!("wait for the {title} dialog"),
+            "a11y tree",
+            t.elapsed().as_millis() as u64,
+            0,
+            &format!("dialog up after {} ms", w.elapsed_ms),
+        );
+        Ok(())
+    }
+
+    /// Presses `chord` in the bound window through the host (the keyboard channel).
+    #[cfg_attr(not(windows), allow(dead_code))]
+    pub async fn keys(&mut self, label: &str, chord: &str) -> Result<()> {
+        let out = self
+            .host
+            .keys(&Target::Current, Some(chord.to_string()), None)
+            .await?;
+        let channel = format!(
+            "{}:{} key events",
+            out.result.channel.as_str(),
+            out.result.events_sent
+        );
+        self.record(label, &channel, out.elapsed_ms, out.tokens, &out.text);
+        Ok(())
+    }
+
+    /// Waits up to 10 s for `file` to hold bytes and records whether they are
+    /// exactly `text`'s UTF-8; returns their length.
+    ///
+    /// Errors: `COMPUTER_OUTCOME_UNKNOWN` when they are not (with both texts).
+    pub async fn verify(&mut self, file: &std::path::Path, text: &str) -> Result<usize> {
+        let t = Instant::now();
+        let mut saved = Vec::new();
+        while t.elapsed() < Duration::from_secs(10) {
+            if let Ok(b) = std::fs::read(file)
+                && !b.is_empty()
+            {
+                saved = b;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let ok = saved == text.as_bytes();
+        self.record(
+            "verify the saved file",
+            "filesystem",
+            t.elapsed().as_millis() as u64,
+            0,
+            &format!(
+                "{} holds {} bytes: {}",
+                file.display(),
+                saved.len(),
+                if ok {
+                    "exactly the text"
+                } else {
+                    "NOT the expected text"
+                }
+            ),
+        );
+        if !ok {
+            return Err(ComputerError::new(
+                ErrorCode::OutcomeUnknown,
+                format!(
+                    "the saved file does not hold the text: expected {:?}, found {:?}",
+                    text,
+                    String::from_utf8_lossy(&saved)
+                ),
+            ));
+        }
+        Ok(saved.len())
+    }
+
+    /// The report of a verified run.
+    pub fn report(
+        self,
+        file: &std::path::Path,
+        text: &str,
+        saved: usize,
+        started: Instant,
+    ) -> Report {
+        Report {
+            file: file.display().to_string(),
+            expected_bytes: text.len(),
+            saved_bytes: saved,
+            verified: true,
+            screenshots: 0,
+            steps: self.steps,
+            total_ms: started.elapsed().as_millis() as u64,
+        }
+    }
+
     /// The first element of the current window matching role and (part of) name.
-    async fn find(
+    pub async fn find(
         &mut self,
         roles: &[Role],
         name: &str,
         pred: impl Fn(&FindHit) -> bool,
-    ) -> Result<FindHit, ComputerError> {
+    ) -> Result<FindHit> {
         let hits = self
             .host
             .find(&Target::Current, name, None, 200)
@@ -108,11 +234,7 @@ impl Demo {
     }
 }
 
-pub async fn run(
-    json: bool,
-    keep: bool,
-    out: Option<std::path::PathBuf>,
-) -> Result<(), ComputerError> {
+pub async fn run(json: bool, keep: bool, out: Option<std::path::PathBuf>) -> Result<()> {
     let chosen = out.is_some();
     let started = Instant::now();
     progress(
@@ -162,7 +284,7 @@ async fn run_in(
     sandbox: &mut Sandbox,
     started: Instant,
     out: Option<std::path::PathBuf>,
-) -> Result<Report, ComputerError> {
+) -> Result<Report> {
     let desktop = Desktop {
         display: sandbox.display(),
         bus_address: sandbox.state().bus_address.clone(),
@@ -177,14 +299,22 @@ async fn run_in(
 
     progress(json, "launching mousepad in the sandbox…");
     let t = Instant::now();
-    let (dirs, files) = super::session::own_paths();
+    let (dirs, files) = deskpilot_host::own_paths();
     sandbox.hide_from_apps(dirs, files);
-    let _app = sandbox.spawn(&["mousepad".to_string()])?;
+    let app = sandbox.spawn(&["mousepad".to_string()])?;
     let driver = super::session::connect(&desktop).await?;
     let store = StateStore::open_in(&sandbox.state().dir, "demo")?;
     // The demo's own sandbox: the host's policy applies as to any agent (a grant
     // bound to mousepad, refusals, budget, audit), with the sandbox defaults.
-    let settings = Config::load()?.effective(true);
+    let mut settings = Config::load()?.effective(true);
+    // The user named the file at the terminal: its folder is one the demo's app may
+    // save into (docs/ARCHITECTURE.md §7.21).
+    if let Some(dir) = std::path::absolute(&file)
+        .ok()
+        .and_then(|f| f.parent().map(|d| d.display().to_string()))
+    {
+        settings.allow_files.push(dir);
+    }
     let mut opts = HostOptions::new(
         &desktop_key(&desktop.display, &desktop.bus_address),
         "demo",
@@ -192,18 +322,12 @@ async fn run_in(
         settings,
     );
     opts.desktop_dir = sandbox.state().dir.clone();
-    let mut host = Host::new(Session::new(Arc::new(driver), store), opts);
-    host.wait(
-        &Target::Current,
-        &WaitFor::Window("Mousepad".into()),
-        Duration::from_secs(30),
-    )
-    .await?;
-    let mut demo = Demo {
-        json,
-        host,
-        steps: Vec::new(),
-    };
+    let mut host = Host::new(Session::new(driver, store), opts);
+    // Ready once its window can be read through its tree (it is listed from its X
+    // window before that).
+    host.first_window("mousepad", app.id(), None, 30_000)
+        .await?;
+    let mut demo = Demo::new(json, host);
     let launch_ms = t.elapsed().as_millis() as u64;
     demo.record(
         "launch mousepad",
@@ -214,17 +338,8 @@ async fn run_in(
     );
 
     // 1. Observe.
-    let obs = demo
-        .host
-        .observe(&Target::App("mousepad".into()), &ObserveOptions::default())
+    demo.observe("observe mousepad", Target::App("mousepad".into()))
         .await?;
-    demo.record(
-        "observe mousepad",
-        "a11y tree",
-        obs.elapsed_ms,
-        obs.tokens,
-        &obs.text,
-    );
 
     // 2. Enter the text into the editor through EditableText.
     let editor = demo
@@ -260,36 +375,12 @@ async fn run_in(
         .await?;
     if out.change.new_windows.is_empty() {
         // The dialog can take over a second to appear the first time.
-        let t = Instant::now();
-        let w = demo
-            .host
-            .wait(
-                &Target::Current,
-                &WaitFor::Window("Save".into()),
-                Duration::from_secs(20),
-            )
-            .await?;
-        demo.record(
-            "wait for the Save As dialog",
-            "a11y tree",
-            t.elapsed().as_millis() as u64,
-            0,
-            &format!("dialog up after {} ms", w.elapsed_ms),
-        );
+        demo.wait_window("Save").await?;
     }
     // Acting never moves the grant: observing the dialog binds it there (the host
     // re-runs its refusals on the new window first).
-    let obs = demo
-        .host
-        .observe(&Target::Window("Save".into()), &ObserveOptions::default())
+    demo.observe("observe the dialog", Target::Window("Save".into()))
         .await?;
-    demo.record(
-        "observe the dialog",
-        "a11y tree",
-        obs.elapsed_ms,
-        obs.tokens,
-        &obs.text,
-    );
 
     // 4. Type the path into the dialog's name field and press Save.
     let name_field = demo
@@ -310,51 +401,6 @@ async fn run_in(
     demo.act("press Save", &save, Op::Click, None).await?;
 
     // 5. Verify the bytes on disk.
-    let t = Instant::now();
-    let mut saved = Vec::new();
-    while t.elapsed() < Duration::from_secs(10) {
-        if let Ok(b) = std::fs::read(&file)
-            && !b.is_empty()
-        {
-            saved = b;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let ok = saved == DEMO_TEXT.as_bytes();
-    demo.record(
-        "verify the saved file",
-        "filesystem",
-        t.elapsed().as_millis() as u64,
-        0,
-        &format!(
-            "{} holds {} bytes: {}",
-            file.display(),
-            saved.len(),
-            if ok {
-                "exactly the text"
-            } else {
-                "NOT the expected text"
-            }
-        ),
-    );
-    if !ok {
-        return Err(ComputerError::new(
-            ErrorCode::OutcomeUnknown,
-            format!(
-                "the saved file does not hold the text: expected {:?}, found {:?}",
-                DEMO_TEXT,
-                String::from_utf8_lossy(&saved)
-            ),
-        ));
-    }
-    Ok(Report {
-        file: file.display().to_string(),
-        expected_bytes: DEMO_TEXT.len(),
-        saved_bytes: saved.len(),
-        verified: ok,
-        screenshots: 0,
-        steps: demo.steps,
-        total_ms: started.elapsed().as_millis() as u64,
-    })
+    let saved = demo.verify(&file, DEMO_TEXT).await?;
+    Ok(demo.report(&file, DEMO_TEXT, saved, started))
 }

@@ -6,11 +6,11 @@
 //! Keyboard IME.
 
 use deskpilot_protocol::types::AppStatus;
-use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::Serialize;
 
 use crate::output::print_ok;
-use crate::target;
+use deskpilot_protocol::Result;
 
 #[derive(Debug, Serialize)]
 struct Check {
@@ -37,7 +37,7 @@ fn check(name: &'static str, ok: bool, detail: impl Into<String>, fix: Option<&s
 /// `doctor --device adb[:SERIAL]`: the Android driver's checks, as a report. An
 /// unhealthy device fails with the code of its first failed check
 /// (`COMPUTER_OS_PERMISSION_MISSING` for an unauthorized device, …).
-pub async fn android(json: bool, serial: Option<String>) -> Result<(), ComputerError> {
+pub async fn android(json: bool, serial: Option<String>) -> Result<()> {
     use deskpilot_driver_android::Level;
     let driver = super::session::android_driver(serial);
     let found = driver.doctor().await;
@@ -59,11 +59,11 @@ pub async fn android(json: bool, serial: Option<String>) -> Result<(), ComputerE
     report_as(json, checks, "the device", code)
 }
 
-pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<(), ComputerError> {
+pub async fn run(json: bool, sandbox: Option<u32>, fix: bool) -> Result<()> {
     let mut checks = Vec::new();
     let session_type = std::env::var("XDG_SESSION_TYPE").unwrap_or_default();
     let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some();
-    let desktop = match target::resolve(sandbox) {
+    let desktop = match super::session::resolve(sandbox) {
         Ok(d) => d,
         Err(e) => {
             checks.push(check(
@@ -243,11 +243,10 @@ fn stop_hotkey_check(display: Option<&str>) -> Check {
 
 /// `doctor --device ssh:…`: the link (ssh, the remote `deskpilot driver`, its
 /// protocol) and the remote desktop it serves, read through the link.
-pub async fn remote(ctx: &super::session::Ctx) -> Result<(), ComputerError> {
+pub async fn remote(ctx: &super::session::Ctx) -> Result<()> {
     let mut checks = Vec::new();
     let (host, _) = super::session::open_host(ctx, "doctor", false).await?;
-    let driver = host.session().driver().clone();
-    match driver.hello().await {
+    match host.session().hello().await {
         Ok(h) => {
             checks.push(check(
                 "link",
@@ -272,7 +271,7 @@ pub async fn remote(ctx: &super::session::Ctx) -> Result<(), ComputerError> {
             return report_as(ctx.json, checks, "the device", ErrorCode::NotResponding);
         }
     }
-    match driver.apps().await {
+    match host.session().enumerate().await {
         Ok(apps) => checks.push(check(
             "apps",
             true,
@@ -296,7 +295,7 @@ pub async fn remote(ctx: &super::session::Ctx) -> Result<(), ComputerError> {
     report_as(ctx.json, checks, "the device", ErrorCode::NotResponding)
 }
 
-fn report(json: bool, checks: Vec<Check>) -> Result<(), ComputerError> {
+fn report(json: bool, checks: Vec<Check>) -> Result<()> {
     report_as(
         json,
         checks,
@@ -307,12 +306,7 @@ fn report(json: bool, checks: Vec<Check>) -> Result<(), ComputerError> {
 
 /// Prints the checks (`ok`, `warn` or `FAIL`, each with what to do when it is not
 /// fine); when one failed, fails with `code` and a message about `subject`.
-fn report_as(
-    json: bool,
-    checks: Vec<Check>,
-    subject: &str,
-    code: ErrorCode,
-) -> Result<(), ComputerError> {
+fn report_as(json: bool, checks: Vec<Check>, subject: &str, code: ErrorCode) -> Result<()> {
     let mut text = String::new();
     for c in &checks {
         text.push_str(&format!(

@@ -13,10 +13,11 @@ use deskpilot_host::config::Config;
 use deskpilot_host::guard::{GuardOptions, Guarded};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
-use crate::target;
+use deskpilot_protocol::Result;
 
-pub async fn run(sandbox: Option<u32>) -> Result<(), ComputerError> {
-    let desktop = target::resolve(sandbox)?;
+pub async fn run(sandbox: Option<u32>) -> Result<()> {
+    super::policy::not_inside_sandbox("`deskpilot driver`")?;
+    let desktop = super::session::resolve(sandbox)?;
     let driver = super::session::connect(&desktop).await?;
     let in_sandbox = desktop.sandbox.is_some();
     let guard = GuardOptions {
@@ -24,7 +25,7 @@ pub async fn run(sandbox: Option<u32>) -> Result<(), ComputerError> {
         runtime_dir: deskpilot_host::store::state_dir(),
         audit: AuditLog::at_default_path(),
     };
-    let served = Guarded::new(Arc::new(driver), guard);
+    let served = Guarded::new(driver, guard);
     deskpilot_protocol::rpc::serve(Arc::new(served), tokio::io::stdin(), tokio::io::stdout())
         .await
         .map_err(|e| ComputerError::new(ErrorCode::Internal, format!("driver stream failed: {e}")))

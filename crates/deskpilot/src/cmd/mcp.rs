@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions};
 use deskpilot_host::control::{ControlServer, HostInfo};
 use deskpilot_host::store::desktop_key;
-use deskpilot_protocol::ComputerError;
 
 use super::session::{Ctx, open_host};
+use deskpilot_protocol::Result;
 
 /// Where the server listens.
 #[derive(Debug, Clone)]
@@ -35,12 +35,7 @@ pub enum Transport {
 }
 
 /// Runs the server until the client closes stdin (or, over HTTP, until killed).
-pub async fn run(
-    ctx: &Ctx,
-    new_sandbox: bool,
-    transport: Transport,
-    teach: bool,
-) -> Result<(), ComputerError> {
+pub async fn run(ctx: &Ctx, new_sandbox: bool, transport: Transport, teach: bool) -> Result<()> {
     // The token exists before anything is served, so a client can be configured.
     let auth = match &transport {
         Transport::Http { addr, token_file } => {
@@ -114,6 +109,7 @@ pub async fn run(
         (Transport::Http { addr, .. }, Some(auth)) => {
             deskpilot_mcp::serve_http(server.clone(), *addr, auth).await
         }
+        #[cfg(any(target_os = "linux", target_os = "android"))]
         (Transport::Unix(path), _) => {
             eprintln!(
                 "deskpilot mcp: streamable HTTP on the Unix socket {} (this user only)",
@@ -121,6 +117,15 @@ pub async fn run(
             );
             deskpilot_mcp::serve_unix(server.clone(), path).await
         }
+        // The socket's peer is named by the kernel on Linux only (SO_PEERCRED).
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        (Transport::Unix(path), _) => Err(deskpilot_protocol::ComputerError::new(
+            deskpilot_protocol::ErrorCode::PlatformUnsupported,
+            format!(
+                "cannot serve MCP on the Unix socket {}: that needs Linux (the kernel names each peer there); use stdio or --http on this OS",
+                path.display()
+            ),
+        )),
         _ => deskpilot_mcp::serve_stdio(server.clone()).await,
     };
     // The server's own session ends with it: release its grant, drop its refs.

@@ -1,12 +1,12 @@
 //! Command implementations, one file per family.
 
 pub mod audit;
-mod bench;
 pub mod config;
 mod demo;
+#[cfg(all(windows, not(deskpilot_stub)))]
+mod demo_windows;
 mod doctor;
 mod driver;
-pub mod eval;
 mod mcp;
 mod policy;
 mod presence;
@@ -16,13 +16,20 @@ mod session;
 
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
-pub use bench::app_key;
+pub use deskpilot_tools::bench::app_key;
+pub use deskpilot_tools::eval;
 
 use crate::{Cli, Command};
+use deskpilot_protocol::Result;
 
 /// Runs one command.
-pub async fn run(cli: Cli) -> Result<(), ComputerError> {
+pub async fn run(cli: Cli) -> Result<()> {
     let json = cli.json;
+    // Where the caller runs decides first, before any desktop is looked for: the
+    // user's channels and the commands that bypass a host are refused to what
+    // deskpilot drives (docs/ARCHITECTURE.md §7.7, §7.16).
+    where_from(&cli.command)?;
+
     let new_sandbox = cli.sandbox.as_deref() == Some("new");
     let sandbox: Option<u32> = match cli.sandbox.as_deref() {
         None | Some("") => None,
@@ -48,7 +55,7 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
             "--session takes 1 to 40 letters, digits, '-' or '_' (e.g. --session agent-2)",
         ));
     }
-    let device = crate::device::Device::parse(&cli.device)?;
+    let device = deskpilot_host::device::Device::parse(&cli.device)?;
     if device.is_remote() && cli.sandbox.is_some() {
         return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
@@ -82,9 +89,11 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
     }
     match cli.command {
         Command::Doctor { fix } => match &ctx.device {
-            crate::device::Device::Adb { serial } => doctor::android(json, serial.clone()).await,
-            crate::device::Device::Ssh { .. } => doctor::remote(&ctx).await,
-            crate::device::Device::Local => doctor::run(json, sandbox, fix).await,
+            deskpilot_host::device::Device::Adb { serial } => {
+                doctor::android(json, serial.clone()).await
+            }
+            deskpilot_host::device::Device::Ssh { .. } => doctor::remote(&ctx).await,
+            deskpilot_host::device::Device::Local => doctor::run(json, sandbox, fix).await,
         },
         Command::Sandbox(c) => sandbox::run(json, sandbox, c).await,
         Command::Apps => session::apps(&ctx).await,
@@ -109,6 +118,7 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
         } => session::find(&ctx, text, role, target, limit).await,
         Command::Act { ref_, op, value } => session::act(&ctx, ref_, op, value).await,
         Command::Keys { keys, text, target } => session::keys(&ctx, keys, text, target).await,
+        Command::Launch { command, wait_ms } => session::launch(&ctx, command, wait_ms).await,
         Command::ClickAt {
             x,
             y,
@@ -131,7 +141,7 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
         Command::Stop => policy::stop(json).await,
         Command::Approve { id } => policy::approve(json, &id),
         Command::Config { cmd } => {
-            let in_sandbox = crate::target::resolve(sandbox)
+            let in_sandbox = session::resolve(sandbox)
                 .map(|d| d.sandbox.is_some())
                 .unwrap_or(false);
             config::run(json, in_sandbox, cmd)
@@ -160,8 +170,13 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
             )
             .await
         }
+        #[cfg(all(windows, not(deskpilot_stub)))]
+        Command::Demo { keep: _, out } => demo_windows::run(json, out).await,
+        #[cfg(not(all(windows, not(deskpilot_stub))))]
         Command::Demo { keep, out } => demo::run(json, keep, out).await,
         Command::Driver => driver::run(sandbox).await,
+        Command::Completions { shell } => completions(shell),
+        Command::Man => man(),
         Command::Clipboard { cmd } => {
             let write = match cmd {
                 crate::ClipboardCmd::Read => None,
@@ -180,8 +195,13 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
             // Only deskpilot's own clipboard write starts a holder: run by hand (by
             // an agent at a shell) it would set the clipboard past the user's
             // `clipboard` switch.
+            #[cfg(unix)]
             let parent =
                 std::fs::read_link(format!("/proc/{}/exe", std::os::unix::process::parent_id()));
+            // No parent's executable to compare with: refused below.
+            #[cfg(not(unix))]
+            let parent: std::io::Result<std::path::PathBuf> =
+                Err(std::io::ErrorKind::Unsupported.into());
             let me = std::fs::read_link("/proc/self/exe");
             if parent.is_err() || parent.ok() != me.ok() {
                 return Err(ComputerError::new(
@@ -231,12 +251,15 @@ pub async fn run(cli: Cli) -> Result<(), ComputerError> {
             max_steps,
             observe_only,
         } => run::run(&ctx, instruction, max_steps, observe_only).await,
-        Command::Bench { runs, apps, peers } => bench::run(cli.json, runs, apps, peers).await,
+        Command::Bench { runs, apps, peers } => {
+            show(json, deskpilot_tools::bench::run(runs, apps, peers).await?);
+            Ok(())
+        }
         Command::Eval(args) => eval_command(json, args).await,
     }
 }
 
-async fn eval_command(json: bool, args: crate::EvalArgs) -> Result<(), ComputerError> {
+async fn eval_command(json: bool, args: crate::EvalArgs) -> Result<()> {
     use crate::EvalCmd;
     let mode = |s: &str| {
         deskpilot_agent::ObservationMode::from_name(s).ok_or_else(|| {
@@ -247,8 +270,14 @@ async fn eval_command(json: bool, args: crate::EvalArgs) -> Result<(), ComputerE
         })
     };
     match args.cmd {
-        Some(EvalCmd::Report { dir }) => eval::report(json, &dir),
-        Some(EvalCmd::Merge { dirs, out }) => eval::merge(json, &dirs, &out),
+        Some(EvalCmd::Report { dir }) => {
+            show(json, eval::report(&dir)?);
+            Ok(())
+        }
+        Some(EvalCmd::Merge { dirs, out }) => {
+            show(json, eval::merge(&dirs, &out)?);
+            Ok(())
+        }
         Some(EvalCmd::Attempt {
             task,
             suite,
@@ -269,20 +298,91 @@ async fn eval_command(json: bool, args: crate::EvalArgs) -> Result<(), ComputerE
         }
         None => {
             let r = args.run;
-            eval::run(
-                json,
-                eval::EvalOptions {
-                    suite: r.suite.unwrap_or_else(eval::default_suite),
-                    tasks: r.tasks,
-                    policy: r.policy,
-                    observation: mode(&r.observation)?,
-                    jobs: r.jobs,
-                    runs: r.runs,
-                    out: r.out,
-                    shard: r.shard,
-                },
-            )
-            .await
+            let (shown, failed) = eval::run(eval::EvalOptions {
+                suite: r.suite.unwrap_or_else(eval::default_suite),
+                tasks: r.tasks,
+                policy: r.policy,
+                observation: mode(&r.observation)?,
+                jobs: r.jobs,
+                runs: r.runs,
+                out: r.out,
+                shard: r.shard,
+            })
+            .await?;
+            match failed {
+                None => {
+                    show(json, shown);
+                    Ok(())
+                }
+                Some(e) => {
+                    // The results come before the failure for a person; a script
+                    // reads them in the error's detail.
+                    if !json {
+                        show(false, shown);
+                    }
+                    Err(e)
+                }
+            }
         }
+    }
+}
+
+/// Prints what a tool measured: one JSON document, or its text.
+fn show(json: bool, shown: deskpilot_tools::Shown) {
+    crate::output::print_ok(json, &shown.value, &shown.text);
+}
+
+/// `deskpilot completions SHELL`: the completion script on stdout.
+fn completions(shell: clap_complete::Shell) -> Result<()> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "deskpilot", &mut out);
+    write_stdout(&out)
+}
+
+/// `deskpilot man`: the manual page, roff, on stdout: the top-level page, then a
+/// section per command.
+fn man() -> Result<()> {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd.clone())
+        .render(&mut out)
+        .map_err(|e| ComputerError::internal(format!("cannot render the manual: {e}")))?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("deskpilot-{}", sub.get_name());
+        clap_mangen::Man::new(sub.clone().name(name))
+            .render(&mut out)
+            .map_err(|e| ComputerError::internal(format!("cannot render the manual: {e}")))?;
+    }
+    write_stdout(&out)
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut so = std::io::stdout().lock();
+    match so.write_all(bytes).and_then(|()| so.flush()) {
+        // `deskpilot man | head`: the reader had enough.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(ComputerError::internal(
+            format!("cannot write to stdout: {e}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The checks of where the caller runs ([`policy::from_outside`],
+/// [`policy::not_inside_sandbox`]) for the commands that need them.
+fn where_from(command: &Command) -> Result<()> {
+    use config::ConfigCmd;
+    match command {
+        Command::Approve { .. } => policy::from_outside("an approval"),
+        Command::Grant { user: true, .. } => policy::from_outside("a user grant"),
+        Command::Config {
+            cmd: Some(ConfigCmd::Set { .. } | ConfigCmd::Unset { .. } | ConfigCmd::Trust { .. }),
+        } => policy::from_outside("changing the config"),
+        Command::Driver => policy::not_inside_sandbox("`deskpilot driver`"),
+        Command::Sandbox(crate::SandboxCmd::Run { .. }) => {
+            policy::not_inside_sandbox("`deskpilot sandbox run`")
+        }
+        _ => Ok(()),
     }
 }

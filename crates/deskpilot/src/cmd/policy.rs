@@ -13,9 +13,16 @@ use deskpilot_protocol::{ComputerError, ErrorCode};
 use super::session::{Ctx, ask_yes, open, to_target};
 use crate::TargetArgs;
 use crate::output::print_ok;
+use deskpilot_protocol::Result;
 
-pub fn need_terminal(what: &str) -> Result<(), ComputerError> {
+/// The user's own channel: a terminal the user types in, never reached through an
+/// app deskpilot drives ([`from_outside`]).
+///
+/// Errors: those of [`from_outside`]; `COMPUTER_CONFIRMATION_REQUIRED` when stdin is
+/// not a terminal.
+pub fn need_terminal(what: &str) -> Result<()> {
     use std::io::IsTerminal;
+    from_outside(what)?;
     if std::io::stdin().is_terminal() {
         return Ok(());
     }
@@ -24,7 +31,7 @@ pub fn need_terminal(what: &str) -> Result<(), ComputerError> {
         format!(
             "{what} must come from you at a terminal (stdin is not one): it is how the user, not the agent, says yes{}",
             if what.contains("config") {
-                "; or edit the config file yourself (`deskpilot config path` names it)"
+                "; a provisioning script outside deskpilot's sandboxes can pass --yes instead"
             } else {
                 ""
             }
@@ -32,13 +39,90 @@ pub fn need_terminal(what: &str) -> Result<(), ComputerError> {
     ))
 }
 
+/// The variable every process a deskpilot sandbox starts carries
+/// (`deskpilot_driver_linux::sandbox::MARKER_VAR`).
+const SANDBOX_MARKER: &str = "DESKPILOT_SANDBOX";
+
+/// A change to the config without a terminal (`config set|unset|trust --yes`): the
+/// route for provisioning scripts (docs/ARCHITECTURE.md §7.14), allowed where
+/// [`from_outside`] allows.
+pub fn provisioning(what: &str) -> Result<()> {
+    from_outside(&format!("{what} without a terminal (--yes)"))
+}
+
+/// Whether this process may speak for the user (approve, grant, configure): refused
+/// when this process or any of its ancestors runs inside a deskpilot sandbox (their
+/// environments carry the sandbox marker; removing it from one's own changes
+/// nothing) or was started by a deskpilot process (an ancestor other than this one
+/// runs deskpilot's executable): what deskpilot drives — an app or a terminal in a
+/// sandbox, a program an MCP server or a run launched — never gets here, at a
+/// terminal or not (docs/ARCHITECTURE.md §7.7, §7.14). A terminal the user allowed
+/// deskpilot to type into on their own desktop is the user's grant (code tier,
+/// §7.4).
+///
+/// Errors: `COMPUTER_SCOPE_VIOLATION` naming what was found.
+pub fn from_outside(what: &str) -> Result<()> {
+    let why = if inside_sandbox() {
+        Some("it runs inside a deskpilot sandbox".to_owned())
+    } else {
+        started_by_deskpilot().map(|p| format!("it was started by a deskpilot process (pid {p})"))
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => Err(ComputerError::new(
+            ErrorCode::ScopeViolation,
+            format!(
+                "{what} is refused here: {why}, so an app deskpilot drives could be asking. Run it from your own shell or provisioning script, outside deskpilot's sandboxes"
+            ),
+        )),
+    }
+}
+
+/// Whether this process or any of its ancestors runs inside a deskpilot sandbox:
+/// its environment, or one an ancestor started with, carries the sandbox marker
+/// as a sandbox puts it on the programs it starts — the sandbox's directory, an
+/// absolute path. A sandbox's number there is the user's choice of desktop (the
+/// `--sandbox` option's variable, as a remote machine's `deskpilot driver` serving
+/// a sandbox desktop is started with), not a mark of being inside one.
+pub fn inside_sandbox() -> bool {
+    std::env::var_os(SANDBOX_MARKER).is_some_and(|v| v.to_string_lossy().starts_with('/'))
+        || deskpilot_os::ancestors(std::process::id())
+            .iter()
+            .any(|&p| deskpilot_os::process_env_has(p, SANDBOX_MARKER, "/"))
+}
+
+/// The nearest ancestor, other than this process, that runs deskpilot's own
+/// executable.
+fn started_by_deskpilot() -> Option<u32> {
+    let me = std::process::id();
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))?;
+    deskpilot_os::ancestors(me)
+        .into_iter()
+        .filter(|&p| p != me)
+        .find(|&p| deskpilot_os::process_exe(p).is_some_and(|e| e == exe))
+}
+
+/// Refuses `what` (`deskpilot driver`, `sandbox run`) inside a deskpilot sandbox: an
+/// app the agent drives there must not serve a driver of its own or start programs
+/// past the host's policy (docs/ARCHITECTURE.md §7.16).
+///
+/// Errors: `COMPUTER_SCOPE_VIOLATION`.
+pub fn not_inside_sandbox(what: &str) -> Result<()> {
+    if inside_sandbox() {
+        return Err(ComputerError::new(
+            ErrorCode::ScopeViolation,
+            format!(
+                "{what} is refused inside a deskpilot sandbox, where the apps an agent drives run: run it from your own shell"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `deskpilot grant`: shows the grant; with `--user`, issues a user grant.
-pub async fn grant(
-    ctx: &Ctx,
-    user: bool,
-    window_scope: bool,
-    target: TargetArgs,
-) -> Result<(), ComputerError> {
+pub async fn grant(ctx: &Ctx, user: bool, window_scope: bool, target: TargetArgs) -> Result<()> {
     let (mut h, _) = open(ctx, "cli").await?;
     if !user {
         let view = h.describe();
@@ -82,7 +166,7 @@ pub async fn grant(
 }
 
 /// `deskpilot revoke`: ends the active grant of this session.
-pub async fn revoke(ctx: &Ctx) -> Result<(), ComputerError> {
+pub async fn revoke(ctx: &Ctx) -> Result<()> {
     let (mut h, _) = open(ctx, "cli").await?;
     let view = h.revoke()?;
     let text = match &view {
@@ -94,7 +178,7 @@ pub async fn revoke(ctx: &Ctx) -> Result<(), ComputerError> {
 }
 
 /// `deskpilot stop`: revokes every grant, aborts running hosts, starts the cooldown.
-pub async fn stop(json: bool) -> Result<(), ComputerError> {
+pub async fn stop(json: bool) -> Result<()> {
     let (rec, replies, locks) = stop_now().await?;
     let mut text = format!(
         "stopped: grants revoked; agent-issued grants are refused for {} s (`deskpilot grant --user` lifts this)",
@@ -133,7 +217,10 @@ pub async fn stop_now() -> Result<(control::StopRecord, Vec<StopReply>, usize), 
 
 /// Where the user presses the stop hotkey: the desktop's X display, or, when the
 /// agent works on another device, this machine's own (`None`: `$DISPLAY`).
-pub fn hotkey_display(ctx: &Ctx, desktop: &crate::target::Desktop) -> Option<String> {
+pub fn hotkey_display(
+    ctx: &Ctx,
+    desktop: &deskpilot_driver_linux::desktop::Desktop,
+) -> Option<String> {
     if ctx.device.is_remote() {
         return None;
     }
@@ -190,7 +277,7 @@ pub fn arm_stop_hotkey(
 }
 
 /// `deskpilot approve ID`: the user allows one pending action, once.
-pub fn approve(json: bool, id: &str) -> Result<(), ComputerError> {
+pub fn approve(json: bool, id: &str) -> Result<()> {
     need_terminal("an approval")?;
     let path = state_dir().join("approvals.json");
     let Some(summary) = pending_approval(&path, id)? else {

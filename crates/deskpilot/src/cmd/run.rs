@@ -16,6 +16,7 @@ use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::session::{Ctx, open_host};
 use crate::output::print_ok;
+use deskpilot_protocol::Result;
 
 /// Runs one instruction to its end and prints the report. Exits non-zero (with the
 /// report's error code, or `COMPUTER_OUTCOME_UNKNOWN` when the run simply did not
@@ -25,7 +26,7 @@ pub async fn run(
     instruction: String,
     max_steps: usize,
     observe_only: bool,
-) -> Result<(), ComputerError> {
+) -> Result<()> {
     if instruction.trim().is_empty() {
         return Err(ComputerError::new(
             ErrorCode::InvalidArgument,

@@ -1,11 +1,14 @@
 //! `deskpilot sandbox start|run|env|stop|list`.
 
 use deskpilot_driver_linux::sandbox::{Sandbox, SandboxOptions, SandboxState};
+use deskpilot_host::audit::AuditLog;
+use deskpilot_policy::audit::{AuditEvent, AuditRecord};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use serde::Serialize;
 
 use crate::SandboxCmd;
 use crate::output::print_ok;
+use deskpilot_protocol::Result;
 
 #[derive(Serialize)]
 struct Started<'a> {
@@ -14,14 +17,14 @@ struct Started<'a> {
 }
 
 /// The sandbox a `run`/`env`/`stop` addresses: `--sandbox N` or the only one.
-fn chosen(sandbox: Option<u32>) -> Result<Sandbox, ComputerError> {
+fn chosen(sandbox: Option<u32>) -> Result<Sandbox> {
     if let Some(n) = sandbox {
         return Sandbox::open(n);
     }
     // A shell that joined a sandbox addresses that one.
     if let Some(n) = std::env::var("DBUS_SESSION_BUS_ADDRESS")
         .ok()
-        .and_then(|b| crate::target::sandbox_of_bus(&b))
+        .and_then(|b| deskpilot_driver_linux::desktop::sandbox_of_bus(&b))
     {
         return Sandbox::open(n);
     }
@@ -45,7 +48,7 @@ fn chosen(sandbox: Option<u32>) -> Result<Sandbox, ComputerError> {
     }
 }
 
-pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<(), ComputerError> {
+pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<()> {
     match cmd {
         SandboxCmd::Start {
             display,
@@ -78,6 +81,7 @@ pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<()
             Ok(())
         }
         SandboxCmd::Run { command } => {
+            super::policy::not_inside_sandbox("`deskpilot sandbox run`")?;
             let mut sb = chosen(sandbox)?;
             if !sb.is_alive() {
                 return Err(ComputerError::new(
@@ -88,9 +92,25 @@ pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<()
                     ),
                 ));
             }
-            let (dirs, files) = super::session::own_paths();
+            let (dirs, files) = deskpilot_host::own_paths();
             sb.hide_from_apps(dirs, files);
-            let child = sb.spawn(&command)?;
+            let child = sb.spawn(&command);
+            // The user's own launches are recorded like every effect.
+            let rec = AuditRecord {
+                time: deskpilot_host::audit::now_rfc3339(),
+                session: "sandbox".into(),
+                event: Some(AuditEvent::Action),
+                app: command.first().cloned(),
+                op: Some("sandbox_run".into()),
+                text_len: Some(command.join(" ").chars().count()),
+                status: Some(if child.is_ok() { "executed" } else { "failed" }.into()),
+                code: child.as_ref().err().map(|e| e.code.as_str().into()),
+                ..AuditRecord::default()
+            };
+            if let Err(e) = AuditLog::at_default_path().append(&rec) {
+                eprintln!("warning: the audit log was not written: {e}");
+            }
+            let child = child?;
             let pid = child.id();
             // The app belongs to the sandbox now; it is stopped with it.
             std::mem::forget(child);
@@ -194,7 +214,6 @@ fn watch(mut sb: Sandbox, pid: u32, start: Option<u64>) {
 /// standard streams (stdout may be a protocol stream), so neither a signal to this
 /// process's group nor a hang-up reaches it.
 pub fn spawn_watcher(display: u32) -> std::io::Result<()> {
-    use std::os::unix::process::CommandExt as _;
     let exe = std::env::current_exe()?;
     let mut c = std::process::Command::new(exe);
     c.args([
@@ -211,7 +230,7 @@ pub fn spawn_watcher(display: u32) -> std::io::Result<()> {
     c.env_remove("DESKPILOT_SANDBOX")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0);
+        .stderr(std::process::Stdio::null());
+    deskpilot_os::own_process_group(&mut c);
     c.spawn().map(drop)
 }

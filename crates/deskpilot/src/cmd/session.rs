@@ -6,8 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deskpilot_core::{Op, Role};
-use deskpilot_driver_linux::LinuxDriver;
-use deskpilot_driver_linux::atspi::{Confinement, ConnectOptions};
 use std::sync::Mutex;
 
 use deskpilot_host::config::Config;
@@ -17,70 +15,71 @@ use deskpilot_host::session::WaitFor;
 use deskpilot_host::store::desktop_key;
 use deskpilot_host::{ObserveOptions, Session, StateStore, Target};
 use deskpilot_protocol::types::PointerAction;
-use deskpilot_protocol::{ComputerError, ErrorCode};
+use deskpilot_protocol::{ComputerError, Driver, ErrorCode};
 use serde::Serialize;
 
 use crate::TargetArgs;
 use crate::output::print_ok;
-use crate::target::{self, Desktop};
+use deskpilot_driver_linux::desktop::Desktop;
+use deskpilot_protocol::Result;
 
-/// Connects the Linux driver to a desktop. On a sandbox, apps the driver launches
-/// cannot see deskpilot's own directories ([`own_dirs`], docs/ARCHITECTURE.md §12).
-pub async fn connect(desktop: &Desktop) -> Result<LinuxDriver, ComputerError> {
-    let mut opts = ConnectOptions::from_vars(desktop.vars.clone());
-    if let Some(dir) = &desktop.sandbox_dir {
-        let (dirs, files) = own_paths();
-        opts.confine = Some(Confinement::for_sandbox(dir, desktop.sandbox, dirs, files));
+/// Connects this OS's driver to a desktop (docs/ARCHITECTURE.md §6): on Linux the
+/// AT-SPI2 driver, and on a sandbox apps the driver launches cannot see deskpilot's
+/// own files ([`deskpilot_host::own_paths`]); on Windows the MSAA/USER32 driver of
+/// the user's desktop; on macOS the AX driver.
+///
+/// Errors: the driver's own (`COMPUTER_PLATFORM_UNSUPPORTED` on other OSes, a
+/// connection failure with its remedy).
+pub async fn connect(desktop: &Desktop) -> Result<Arc<dyn Driver>> {
+    #[cfg(all(windows, not(deskpilot_stub)))]
+    {
+        let _ = desktop;
+        Ok(Arc::new(deskpilot_driver_windows::WindowsDriver::new()?))
     }
-    LinuxDriver::connect(opts).await
+    #[cfg(all(target_os = "macos", not(deskpilot_stub)))]
+    {
+        let _ = desktop;
+        Ok(Arc::new(deskpilot_driver_macos::MacDriver::connect(
+            deskpilot_driver_macos::MacOptions::default(),
+        )?))
+    }
+    #[cfg(not(all(any(windows, target_os = "macos"), not(deskpilot_stub))))]
+    {
+        let d: deskpilot_driver_linux::LinuxDriver =
+            deskpilot_driver_linux::desktop::connect(desktop, deskpilot_host::own_paths()).await?;
+        Ok(Arc::new(d))
+    }
 }
 
-/// What apps launched into a sandbox must not see (docs/ARCHITECTURE.md §12):
-/// deskpilot's own directories — the config file's, the runtime directory, the
-/// audit log's — where each is deskpilot's own (named `deskpilot…`), else the
-/// files of deskpilot's in it (a config at `/etc/x/c.toml`: that file and its
-/// seal; a runtime directory chosen elsewhere: the directories and files in it at
-/// the time, and its approvals and stop records), so a shared directory such as
-/// `/tmp` or `$HOME` is never hidden as a whole. Paths are made absolute.
-pub fn own_paths() -> (Vec<std::path::PathBuf>, Vec<std::path::PathBuf>) {
-    use std::path::{Path, PathBuf};
-    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
-    let ours = |d: &Path| {
-        d.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("deskpilot"))
-    };
-    let (mut dirs, mut files) = (Vec::new(), Vec::new());
-    let config = abs(deskpilot_host::config::config_path());
-    let seal = deskpilot_host::config::seal::seal_path(&config);
-    let audit = abs(deskpilot_host::audit::audit_path());
-    for (file, beside) in [(config, vec![seal]), (audit, Vec::new())] {
-        match file.parent() {
-            Some(d) if ours(d) => dirs.push(d.to_path_buf()),
-            _ => {
-                files.push(file);
-                files.extend(beside);
-            }
+/// The desktop a command works on: `--sandbox N`, else the one this process is on.
+/// On Windows and macOS that is the user's own desktop, named `windows` or `macos`
+/// (sandboxes need Xvfb and are Linux only).
+///
+/// Errors: `COMPUTER_PLATFORM_UNSUPPORTED` for a sandbox off Linux; on Linux, those
+/// of [`deskpilot_driver_linux::desktop::resolve`].
+pub fn resolve(sandbox: Option<u32>) -> Result<Desktop> {
+    #[cfg(all(any(windows, target_os = "macos"), not(deskpilot_stub)))]
+    {
+        if let Some(n) = sandbox {
+            return Err(ComputerError::new(
+                ErrorCode::PlatformUnsupported,
+                format!(
+                    "--sandbox {n}: sandbox desktops (Xvfb) exist on Linux only; leave out --sandbox to work on this desktop"
+                ),
+            ));
         }
+        Ok(Desktop {
+            display: std::env::consts::OS.into(),
+            bus_address: String::new(),
+            sandbox: None,
+            sandbox_dir: None,
+            vars: Vec::new(),
+        })
     }
-    let runtime = abs(deskpilot_host::store::state_dir());
-    if ours(&runtime) {
-        dirs.push(runtime);
-    } else {
-        // A runtime directory chosen elsewhere holds only deskpilot's entries
-        // (state files, records, `sandbox-N/`, `hosts/`): each one there now is
-        // hidden (a directory) or masked (a file), and the approvals and stop
-        // records are masked whenever they exist.
-        files.extend(["approvals.json", "stop.json"].map(|f| runtime.join(f)));
-        for entry in std::fs::read_dir(&runtime).into_iter().flatten().flatten() {
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => dirs.push(entry.path()),
-                Ok(t) if t.is_file() => files.push(entry.path()),
-                _ => {}
-            }
-        }
+    #[cfg(not(all(any(windows, target_os = "macos"), not(deskpilot_stub))))]
+    {
+        deskpilot_driver_linux::desktop::resolve(sandbox)
     }
-    (dirs, files)
 }
 
 /// Where a command runs: the desktop, and the session name the CLI's refs and grant
@@ -92,7 +91,7 @@ pub struct Ctx {
     /// `cli` unless `--session` names another (separate refs, separate grant).
     pub session: String,
     /// `--device`: `local` unless another machine or a phone is named.
-    pub device: crate::device::Device,
+    pub device: deskpilot_host::device::Device,
 }
 
 /// The state-file key of a session on a desktop: the desktop's key, plus the session
@@ -147,7 +146,7 @@ pub async fn open_host(
     if ctx.device.is_remote() {
         return open_remote(ctx, kind, prompt);
     }
-    let desktop = target::resolve(ctx.sandbox)?;
+    let desktop = resolve(ctx.sandbox)?;
     let config = Config::load()?;
     let settings = config.effective(desktop.sandbox.is_some());
     // Keycodes a killed call left borrowed are put back by the next call on the
@@ -183,10 +182,7 @@ pub async fn open_host(
     if let Some(dir) = &desktop.sandbox_dir {
         opts.desktop_dir = dir.clone();
     }
-    Ok((
-        Host::new(Session::new(Arc::new(driver), store), opts),
-        desktop,
-    ))
+    Ok((Host::new(Session::new(driver, store), opts), desktop))
 }
 
 /// The Android driver for `--device adb[:SERIAL]`: adb from `DESKPILOT_ADB`, else
@@ -205,15 +201,16 @@ pub fn android_driver(serial: Option<String>) -> deskpilot_driver_android::Andro
 /// names, titles and element states the device's screen dump reports.
 fn open_remote(ctx: &Ctx, kind: &str, prompt: bool) -> Result<(Host, Desktop), ComputerError> {
     let name = ctx.device.to_string();
-    let driver: Arc<dyn deskpilot_protocol::Driver> = match (&ctx.device, ctx.device.ssh_command())
-    {
+    let driver: Arc<dyn Driver> = match (&ctx.device, ctx.device.ssh_command()) {
         (_, Some((program, args))) => Arc::new(deskpilot_host::remote::LinkDriver::new(
             &name,
             program,
             args,
             deskpilot_protocol::rpc::RpcOptions::default(),
         )),
-        (crate::device::Device::Adb { serial }, None) => Arc::new(android_driver(serial.clone())),
+        (deskpilot_host::device::Device::Adb { serial }, None) => {
+            Arc::new(android_driver(serial.clone()))
+        }
         _ => {
             return Err(ComputerError::new(
                 ErrorCode::PlatformUnsupported,
@@ -280,14 +277,14 @@ pub fn to_target(t: &TargetArgs) -> Target {
     }
 }
 
-pub async fn apps(ctx: &Ctx) -> Result<(), ComputerError> {
+pub async fn apps(ctx: &Ctx) -> Result<()> {
     let (mut h, _) = open(ctx, "cli").await?;
     let apps = h.apps().await?;
     let mut text = deskpilot_host::listing::render_apps(&apps);
     // Whose desktop this is, when it is not this machine's.
     let mut device = None;
     if ctx.device.is_remote() {
-        let hello = h.session().driver().hello().await?;
+        let hello = h.session().hello().await?;
         text = format!(
             "device {} · {} ({} {})\n{text}",
             ctx.device, hello.platform, hello.driver, hello.version
@@ -311,6 +308,42 @@ pub async fn apps(ctx: &Ctx) -> Result<(), ComputerError> {
     Ok(())
 }
 
+/// `deskpilot launch APP [ARGS…]`: [`Host::launch`] (no wait inside), then
+/// [`Host::first_window`] for up to `wait_ms`.
+pub async fn launch(ctx: &Ctx, command: Vec<String>, wait_ms: u64) -> Result<()> {
+    let (mut h, _) = open(ctx, "cli").await?;
+    let started = std::time::Instant::now();
+    let program = command.first().cloned().unwrap_or_default();
+    let launched = h.launch(command, Some(0)).await?;
+    let pid = launched.pid;
+    let first = h
+        .first_window(&program, pid, launched.window.map(|w| w.handle), wait_ms)
+        .await?;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let app = deskpilot_core::sanitize::one_line(&first.app);
+    let text = format!(
+        "launched {} (pid {pid}) · {app} [{}] {} \"{}\" · {elapsed_ms} ms\nobserve it with: deskpilot observe --app {}",
+        deskpilot_core::sanitize::one_line(&program),
+        first.window.ref_,
+        first.window.window.role,
+        deskpilot_core::sanitize::one_line(&first.window.window.title),
+        deskpilot_driver_android::sh_quote(&app),
+    );
+    finish(
+        ctx,
+        &h,
+        &serde_json::json!({
+            "pid": pid,
+            "app": first.app,
+            "toolkit": first.toolkit,
+            "window": first.window,
+            "elapsed_ms": elapsed_ms,
+        }),
+        &text,
+    );
+    Ok(())
+}
+
 pub async fn observe(
     ctx: &Ctx,
     target: TargetArgs,
@@ -318,7 +351,7 @@ pub async fn observe(
     from: Option<u32>,
     query: Option<String>,
     max_tokens: usize,
-) -> Result<(), ComputerError> {
+) -> Result<()> {
     if max_tokens < 50 {
         return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
@@ -367,7 +400,7 @@ pub async fn find(
     role: Option<Role>,
     target: TargetArgs,
     limit: usize,
-) -> Result<(), ComputerError> {
+) -> Result<()> {
     let (mut h, _) = open(ctx, "cli").await?;
     let found = h.find(&to_target(&target), &text, role, limit).await?;
     let mut out = String::new();
@@ -400,23 +433,26 @@ pub async fn read(
     from: Option<u64>,
     to: Option<u64>,
     tail: Option<u64>,
-) -> Result<(), ComputerError> {
+) -> Result<()> {
     let (mut h, _) = open(ctx, "cli").await?;
     let out = h.read_text(&r, from, to, tail).await?;
     // The terminal gets the text with controls and invisible characters escaped;
     // `--json` carries it exactly.
     let mut text = deskpilot_core::sanitize::multi_line(&out.text);
-    if !out.complete {
+    if !out.complete && out.note.is_none() {
         text.push_str(&format!(
             "\n(read {} of {} characters: one read takes at most that many)",
             out.to, out.total_chars
         ));
     }
+    if let Some(note) = &out.note {
+        text.push_str(&format!("\n({note})"));
+    }
     finish(ctx, &h, &out, &text);
     Ok(())
 }
 
-pub async fn act(ctx: &Ctx, r: String, op: Op, value: Option<String>) -> Result<(), ComputerError> {
+pub async fn act(ctx: &Ctx, r: String, op: Op, value: Option<String>) -> Result<()> {
     let (mut h, _) = open(ctx, "cli").await?;
     let out = h.act(&r, op, value).await?;
     let text = format!("{}\n({} tokens)", out.text, out.tokens);
@@ -443,12 +479,7 @@ pub async fn act(ctx: &Ctx, r: String, op: Op, value: Option<String>) -> Result<
     Ok(())
 }
 
-pub async fn keys(
-    ctx: &Ctx,
-    keys: String,
-    literal: bool,
-    target: TargetArgs,
-) -> Result<(), ComputerError> {
+pub async fn keys(ctx: &Ctx, keys: String, literal: bool, target: TargetArgs) -> Result<()> {
     let (mut h, _) = open(ctx, "cli").await?;
     let (chord, text) = if literal {
         (None, Some(keys.clone()))
@@ -463,7 +494,7 @@ pub async fn keys(
 
 /// `deskpilot clipboard read|write`: the clipboard under the policy (its own
 /// switch, `clipboard`; a write spends an action).
-pub async fn clipboard(ctx: &Ctx, write: Option<String>) -> Result<(), ComputerError> {
+pub async fn clipboard(ctx: &Ctx, write: Option<String>) -> Result<()> {
     let (mut h, _) = open(ctx, "cli").await?;
     let out = h.clipboard(write).await?;
     let text = out.summary();
@@ -473,13 +504,7 @@ pub async fn clipboard(ctx: &Ctx, write: Option<String>) -> Result<(), ComputerE
 
 /// `deskpilot click-at X Y --basis B`: a pointer gesture at window-relative capture
 /// pixels, checked against the basis an observe printed.
-pub async fn click_at(
-    ctx: &Ctx,
-    x: f64,
-    y: f64,
-    basis: String,
-    button: String,
-) -> Result<(), ComputerError> {
+pub async fn click_at(ctx: &Ctx, x: f64, y: f64, basis: String, button: String) -> Result<()> {
     let action = match button.as_str() {
         "left" => PointerAction::Click,
         "right" => PointerAction::RightClick,
@@ -508,12 +533,7 @@ pub struct WaitArgs {
     pub window_title: Option<String>,
 }
 
-pub async fn wait(
-    ctx: &Ctx,
-    target: TargetArgs,
-    w: WaitArgs,
-    timeout_ms: u64,
-) -> Result<(), ComputerError> {
+pub async fn wait(ctx: &Ctx, target: TargetArgs, w: WaitArgs, timeout_ms: u64) -> Result<()> {
     let cond = if let Some(t) = w.text {
         WaitFor::Text(t)
     } else if let Some(t) = w.gone {
@@ -562,7 +582,7 @@ pub async fn screenshot(
     marks: bool,
     ocr: bool,
     max_side: u32,
-) -> Result<(), ComputerError> {
+) -> Result<()> {
     use deskpilot_host::host::pixels::ShotMode;
     let mode = match (marks, ocr) {
         (true, _) => ShotMode::Marks,

@@ -69,6 +69,7 @@ pub fn sandbox_with(argv: &[&str], app_name: &str) -> Sandbox {
                         .as_str()
                         .is_some_and(|n| n.eq_ignore_ascii_case(app_name))
                         && a["windows"].as_array().is_some_and(|w| !w.is_empty())
+                        && a["status"] != "accessibility_disabled"
                 })
             });
         if ready {
@@ -232,6 +233,9 @@ pub fn sandbox_with_apps(iso: &Isolated, apps: &[(&[&str], &str)]) -> (Sandbox, 
                             .as_str()
                             .is_some_and(|n| n.eq_ignore_ascii_case(app_name))
                             && a["windows"].as_array().is_some_and(|w| !w.is_empty())
+                            // Listed by its program name before its tree is
+                            // registered; ready once it is.
+                            && a["status"] != "accessibility_disabled"
                     })
                 });
             if ready {
@@ -261,7 +265,13 @@ pub fn ok(sb: &Sandbox, iso: &Isolated, args: &[&str]) -> Value {
 /// Runs `args`, which must fail with `code` and a message that says what to do.
 pub fn fails_with(sb: &Sandbox, iso: &Isolated, args: &[&str], code: &str) -> Value {
     let (out, v) = run_env(sb, iso, args);
-    assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {v}");
+    // Bad usage exits 2, every other failure 1.
+    let status = if code == "COMPUTER_INVALID_ARGUMENT" {
+        2
+    } else {
+        1
+    };
+    assert_eq!(out.status.code(), Some(status), "{args:?} should fail: {v}");
     assert_eq!(v["ok"], false, "{args:?}: {v}");
     assert_eq!(v["error"]["code"], code, "{args:?}: {v}");
     let msg = v["error"]["message"].as_str().unwrap_or_default();
@@ -331,4 +341,24 @@ pub fn read_http_body(s: &mut std::net::TcpStream) -> Option<Vec<u8>> {
         buf.extend_from_slice(&chunk[..n]);
     }
     Some(buf[head_end..].to_vec())
+}
+
+/// The titles of the sandbox's top-level X windows (`xprop`, an oracle deskpilot did
+/// not write).
+pub fn x_titles(display: u32) -> Vec<String> {
+    let xprop = |args: &[&str]| {
+        let out = Command::new("xprop")
+            .env("DISPLAY", format!(":{display}"))
+            .args(args)
+            .output()
+            .expect("xprop runs (Debian x11-utils)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let list = xprop(&["-root", "_NET_CLIENT_LIST"]);
+    let ids = list.split('#').nth(1).unwrap_or_default();
+    ids.split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(|id| xprop(&["-id", id, "_NET_WM_NAME"]))
+        .collect()
 }

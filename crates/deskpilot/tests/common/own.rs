@@ -49,7 +49,13 @@ pub fn ok_json(command: Command, args: &[&str]) -> Value {
 /// [`run_json`], which must fail (exit 1) with the error `code`.
 pub fn fails_json(command: Command, args: &[&str], code: &str) -> Value {
     let (out, v) = run_json(command, args);
-    assert_eq!(out.status.code(), Some(1), "{args:?} should fail: {v}");
+    // Bad usage exits 2, every other failure 1.
+    let status = if code == "COMPUTER_INVALID_ARGUMENT" {
+        2
+    } else {
+        1
+    };
+    assert_eq!(out.status.code(), Some(status), "{args:?} should fail: {v}");
     assert_eq!(v["error"]["code"], code, "{args:?}: {v}");
     v
 }
@@ -112,6 +118,28 @@ impl Desk<'_> {
         fails_json(self.command(), args, code)
     }
 
+    /// The first app `apps` lists with a name `named` accepts and a mapped window,
+    /// polled every 200 ms for up to 60 s (a panic past that).
+    pub fn listed_app(&self, what: &str, named: impl Fn(&str) -> bool) -> Value {
+        let start = std::time::Instant::now();
+        loop {
+            let apps = self.ok(&["apps"]);
+            let found = apps["apps"].as_array().unwrap().iter().find(|a| {
+                a["name"].as_str().is_some_and(&named)
+                    // Listed once its window is mapped, not while it starts.
+                    && a["windows"].as_array().is_some_and(|w| !w.is_empty())
+            });
+            if let Some(a) = found {
+                return a.clone();
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(60),
+                "{what} never listed with a window: {apps}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
     /// `wait --app APP --role ROLE --name NAME --timeout-ms MS`, which must succeed:
     /// the element is on the accessibility bus.
     pub fn wait_for(&self, app: &str, role: &str, name: &str, timeout_ms: u64) -> Value {
@@ -146,6 +174,29 @@ impl Desk<'_> {
             "/usr/bin/python3",
             script.to_str().unwrap(),
         ]);
+    }
+
+    /// Runs the Python `source` with Debian's Python (which has pyatspi) on this
+    /// desk's display and accessibility bus, with `args` after it, and returns its
+    /// stdout; fails the test when it exits with an error. For oracles that read
+    /// what deskpilot read, through pyatspi.
+    #[allow(dead_code)] // not every test binary asks pyatspi
+    pub fn python_output(&self, source: &str, args: &[&str]) -> String {
+        let env = self.ok(&["sandbox", "env"]);
+        let mut py = Command::new("/usr/bin/python3");
+        py.arg("-c").arg(source).args(args);
+        for (k, v) in env.as_object().expect("sandbox env is an object") {
+            if let Some(v) = v.as_str() {
+                py.env(k, v);
+            }
+        }
+        let out = py.output().expect("/usr/bin/python3 runs");
+        assert!(
+            out.status.success(),
+            "python oracle failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("the oracle prints UTF-8")
     }
 }
 

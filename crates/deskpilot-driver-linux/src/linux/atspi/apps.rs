@@ -28,14 +28,41 @@ use super::role_map::{map_role_code, toplevel_role};
 use super::state_map::RawStates;
 use super::walk::get_children;
 use crate::linux::input::TopLevel;
+use deskpilot_protocol::Result;
 
-/// The process name from `/proc/<pid>/comm`, used when a frozen app cannot say its
-/// own name.
+/// The process name an app without an accessible name is listed under: its command
+/// line's program name ([`deskpilot_os::process_name`]), so that the name given to
+/// launch it finds it (`gnome-calculator`, never the 15-byte `comm`).
 fn proc_name(pid: u32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
+    deskpilot_os::process_name(pid)
+}
+
+/// The toolkit a process draws with, guessed from the files it maps (pure; one
+/// `/proc/PID/maps` image): `Qt` (`libQt5Gui`, `libQt6Gui`), `Java` (`libjvm`),
+/// `Chromium` (Chromium and Electron map their `.pak` resources and `icudtl.dat`;
+/// they link no toolkit library of their own), `GTK` (`libgtk-3`, `libgtk-4`,
+/// `libgtk-x11-2.0`), in that order (Java and Chromium load GTK too). For apps that
+/// publish no tree, whose `Application.ToolkitName` cannot be asked, so the remedy
+/// for their toolkit can be named.
+pub fn toolkit_of_maps(maps: &str) -> Option<&'static str> {
+    let has = |needle: &str| maps.contains(needle);
+    if has("libQt5Gui") || has("libQt6Gui") {
+        Some("Qt")
+    } else if has("/libjvm.so") {
+        Some("Java")
+    } else if has("icudtl.dat") || has("resources.pak") {
+        Some(CHROMIUM_TOOLKIT)
+    } else if has("libgtk-3.so") || has("libgtk-4.so") || has("libgtk-x11-2.0.so") {
+        Some("GTK")
+    } else {
+        None
+    }
+}
+
+/// [`toolkit_of_maps`] of process `pid`; `None` when its maps are unreadable.
+pub(crate) fn proc_toolkit(pid: u32) -> Option<String> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    toolkit_of_maps(&maps).map(str::to_string)
 }
 
 /// Reads one window's record. `app` and `pid` are the owner's.
@@ -229,7 +256,7 @@ pub async fn app_info(bus: &Bus, root: ObjRef) -> AppInfo {
 /// concurrently.
 ///
 /// Errors: `COMPUTER_NOT_RESPONDING` when the registry daemon itself does not answer.
-pub async fn list_apps(bus: &Bus) -> Result<Vec<AppInfo>, ComputerError> {
+pub async fn list_apps(bus: &Bus) -> Result<Vec<AppInfo>> {
     let desktop = ObjRef::new(REGISTRY_BUS, ROOT_PATH);
     let roots = get_children(bus, &desktop).await.map_err(|e| {
         if e.is_timeout() {
@@ -265,10 +292,7 @@ pub fn apps_without_tree(
     let mut out: Vec<AppInfo> = Vec::new();
     for top in tops {
         let Some(pid) = top.pid else { continue };
-        if covered
-            .iter()
-            .any(|&c| super::launch::descends_from(pid, c))
-        {
+        if covered.iter().any(|&c| deskpilot_os::descends_from(pid, c)) {
             continue;
         }
         let name = proc_name(pid)
@@ -297,7 +321,7 @@ pub fn apps_without_tree(
             pid: Some(pid),
             uid: None,
             exe: None,
-            toolkit: None,
+            toolkit: proc_toolkit(pid),
             status: AppStatus::AccessibilityDisabled,
             windows: vec![window],
         });
@@ -306,7 +330,7 @@ pub fn apps_without_tree(
 }
 
 /// `windows.list`: the windows of every responsive application.
-pub async fn list_windows(bus: &Bus) -> Result<Vec<WindowInfo>, ComputerError> {
+pub async fn list_windows(bus: &Bus) -> Result<Vec<WindowInfo>> {
     Ok(list_apps(bus)
         .await?
         .into_iter()
@@ -348,7 +372,7 @@ mod tests {
     #[test]
     fn windows_of_apps_without_a_tree_are_listed_once_per_process() {
         let me = std::process::id();
-        let parent = crate::linux::atspi::launch::parent_pid(me).expect("a parent");
+        let parent = *deskpilot_os::ancestors(me).get(1).expect("a parent");
         let app = AppInfo {
             handle: deskpilot_core::Handle::new(":1.5|/org/a11y/atspi/accessible/root"),
             name: "mousepad".into(),
@@ -382,6 +406,20 @@ mod tests {
         assert_eq!(w[0].handle.as_str(), "x11win:2.1");
         assert!(w[0].no_tree && !w[0].active && w[1].active);
         assert_eq!(w[1].device_bounds, Some(Bounds::new(0, 0, 100, 50)));
+    }
+
+    #[test]
+    fn the_toolkit_of_an_app_without_a_tree_comes_from_what_it_maps() {
+        let line = |path: &str| format!("7f00-7f10 r-xp 00000000 08:01 42  {path}\n");
+        let gtk = line("/usr/lib/x86_64-linux-gnu/libgtk-3.so.0.2406.32");
+        let qt = line("/usr/lib/x86_64-linux-gnu/libQt5Gui.so.5.15.8");
+        let jvm = line("/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so");
+        let pak = line("/usr/lib/chromium/resources.pak");
+        assert_eq!(toolkit_of_maps(&gtk), Some("GTK"));
+        assert_eq!(toolkit_of_maps(&(gtk.clone() + &qt)), Some("Qt"));
+        assert_eq!(toolkit_of_maps(&(gtk.clone() + &jvm)), Some("Java"));
+        assert_eq!(toolkit_of_maps(&(gtk + &pak)), Some("Chromium"));
+        assert_eq!(toolkit_of_maps(&line("/usr/lib/libXaw.so.7")), None);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use zbus::zvariant::{DynamicType, OwnedObjectPath, OwnedValue, Value};
 
 use super::handle::{ObjRef, REGISTRY_BUS};
 use super::options::ConnectOptions;
+use deskpilot_protocol::Result;
 
 /// AT-SPI interface names.
 pub mod iface {
@@ -223,7 +224,7 @@ impl Bus {
     /// `org.a11y.Bus` service on it, or no accessibility bus behind it;
     /// `COMPUTER_OS_PERMISSION_MISSING` when a bus socket refuses us. Every message
     /// says how to fix it.
-    pub async fn connect(opts: &ConnectOptions) -> Result<Bus, ComputerError> {
+    pub async fn connect(opts: &ConnectOptions) -> Result<Bus> {
         let t = opts.call_timeout.max(Duration::from_secs(2));
         let session = match &opts.session_bus {
             Some(addr) => Some(Self::open(addr, "session bus", t).await?),
@@ -279,11 +280,7 @@ impl Bus {
         Ok(bus)
     }
 
-    async fn open(
-        address: &str,
-        what: &str,
-        t: Duration,
-    ) -> Result<zbus::Connection, ComputerError> {
+    async fn open(address: &str, what: &str, t: Duration) -> Result<zbus::Connection> {
         let builder = zbus::connection::Builder::address(address)
             .map_err(|e| connect_error(what, address, &e))?;
         match tokio::time::timeout(t, builder.build()).await {
@@ -297,7 +294,7 @@ impl Bus {
     }
 
     /// Registers [`REGISTERED_EVENTS`] with the registry daemon.
-    async fn register_events(&self) -> Result<(), ComputerError> {
+    async fn register_events(&self) -> Result<()> {
         let registry = ObjRef::new(REGISTRY_BUS, "/org/a11y/atspi/registry");
         for ev in REGISTERED_EVENTS {
             let r: Result<(), CallError> = self
@@ -316,11 +313,6 @@ impl Bus {
     /// The zbus connection, for signal streams.
     pub fn raw(&self) -> &zbus::Connection {
         &self.conn
-    }
-
-    /// The session bus, when one was given.
-    pub fn session(&self) -> Option<&zbus::Connection> {
-        self.session.as_ref()
     }
 
     /// Calls `iface.method(body)` on `obj` and decodes the reply as `R`, within the

@@ -9,7 +9,6 @@
 //! never reads more than the text cap of any text.
 
 use deskpilot_core::{Bounds, Role};
-use deskpilot_protocol::ComputerError;
 use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 
@@ -18,6 +17,7 @@ use super::handle::ObjRef;
 use super::info::{Ifaces, NodeInfo};
 use super::role_map::{code, map_role_code};
 use super::tree::{Details, Parts};
+use deskpilot_protocol::Result;
 
 /// Which details one node needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -38,6 +38,7 @@ pub struct Needs {
 }
 
 impl Needs {
+    #[cfg(test)]
     /// True when at least one detail is needed.
     pub fn any(&self) -> bool {
         self.extents
@@ -304,7 +305,7 @@ pub async fn read_details(
     concurrency: usize,
     text_cap: usize,
     hidden: bool,
-) -> Result<(), ComputerError> {
+) -> Result<()> {
     let mut jobs: Vec<(ObjRef, u8)> = Vec::new();
     for (obj, info) in &parts.infos {
         let n = if hidden && obj != root && !info.states.on_screen() {

@@ -32,6 +32,7 @@ use zbus::zvariant::{Structure, Value};
 use super::apps::{app_name, list_windows};
 use super::connection::Bus;
 use super::handle::ObjRef;
+use deskpilot_protocol::Result;
 
 /// Events kept per subscription between batches: 1,024. A busy app emits a few
 /// hundred per action; the host takes batches far more often than that fills.
@@ -150,7 +151,7 @@ impl Subscriptions {
     /// Starts a subscription; returns its id.
     ///
     /// Errors: `COMPUTER_INTERNAL` when the bus refuses the match rules.
-    pub async fn subscribe(&self, bus: &Bus, p: &SubscribeParams) -> Result<u64, ComputerError> {
+    pub async fn subscribe(&self, bus: &Bus, p: &SubscribeParams) -> Result<u64> {
         let mut streams = Vec::new();
         for i in EVENT_INTERFACES {
             let rule = MatchRule::builder()
@@ -234,12 +235,7 @@ impl Subscriptions {
     /// application filter) and returns all that are queued.
     ///
     /// Errors: `COMPUTER_INVALID_ARGUMENT` for an unknown subscription.
-    pub async fn next_events(
-        &self,
-        bus: &Bus,
-        id: u64,
-        timeout_ms: u64,
-    ) -> Result<EventBatch, ComputerError> {
+    pub async fn next_events(&self, bus: &Bus, id: u64, timeout_ms: u64) -> Result<EventBatch> {
         let sub = self
             .subs
             .lock()

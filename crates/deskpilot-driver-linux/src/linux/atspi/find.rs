@@ -10,13 +10,13 @@
 
 use deskpilot_core::sanitize::Needle;
 use deskpilot_core::{Node, Role};
-use deskpilot_protocol::ComputerError;
 use deskpilot_protocol::types::{AppStatus, FindMatch, FindParams, FindResult, SnapshotParams};
 
 use super::apps::list_apps;
 use super::connection::Bus;
 use super::options::ConnectOptions;
 use super::snapshot::read;
+use deskpilot_protocol::Result;
 
 /// Default number of matches (the protocol's `limit` default).
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -44,11 +44,7 @@ pub fn search(root: &Node, text: &str, role: Option<Role>, limit: usize) -> Vec<
 ///
 /// Errors: those of `tree.snapshot` for an explicit window; windows of other
 /// applications that fail to read are skipped (logged).
-pub async fn find(
-    bus: &Bus,
-    opts: &ConnectOptions,
-    p: &FindParams,
-) -> Result<FindResult, ComputerError> {
+pub async fn find(bus: &Bus, opts: &ConnectOptions, p: &FindParams) -> Result<FindResult> {
     let limit = p.limit.unwrap_or(DEFAULT_LIMIT) as usize;
     let mut matches = Vec::new();
     let windows = match &p.window {

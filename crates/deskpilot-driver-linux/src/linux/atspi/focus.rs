@@ -19,6 +19,7 @@ use deskpilot_protocol::{ComputerError, ErrorCode};
 use super::connection::{Bus, iface};
 use super::handle::ObjRef;
 use crate::linux::input::{TopLevel, XInput};
+use deskpilot_protocol::Result;
 
 /// How long to watch for focus to arrive after an AT-SPI `GrabFocus` on a window:
 /// 500 ms (openbox and GTK under Xvfb take 10–50 ms).
@@ -59,7 +60,7 @@ pub fn is_window(top: &TopLevel, target: &Target, tops: &[TopLevel]) -> bool {
 }
 
 /// Reads the window's pid (from the bus daemon) and title.
-pub async fn target_of(bus: &Bus, window: &ObjRef) -> Result<Target, ComputerError> {
+pub async fn target_of(bus: &Bus, window: &ObjRef) -> Result<Target> {
     let (pid, title) = tokio::join!(
         bus.pid_of(&window.bus),
         bus.prop::<String>(window, iface::ACCESSIBLE, "Name")
@@ -82,8 +83,8 @@ pub async fn target_of(bus: &Bus, window: &ObjRef) -> Result<Target, ComputerErr
 
 async fn blocking<T: Send + 'static>(
     x: &Arc<XInput>,
-    f: impl FnOnce(&XInput) -> Result<T, ComputerError> + Send + 'static,
-) -> Result<T, ComputerError> {
+    f: impl FnOnce(&XInput) -> Result<T> + Send + 'static,
+) -> Result<T> {
     let x = x.clone();
     tokio::task::spawn_blocking(move || f(&x))
         .await
@@ -91,7 +92,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// The focused X top-level, off the async threads.
-pub async fn focused(x: &Arc<XInput>) -> Result<Option<TopLevel>, ComputerError> {
+pub async fn focused(x: &Arc<XInput>) -> Result<Option<TopLevel>> {
     blocking(x, |x| x.focused_toplevel()).await
 }
 
@@ -128,7 +129,7 @@ pub async fn ensure_focused(
     x: &Arc<XInput>,
     window: &ObjRef,
     activate: bool,
-) -> Result<(), ComputerError> {
+) -> Result<()> {
     let target = target_of(bus, window).await?;
     let now = focused(x).await?;
     if now.as_ref().is_some_and(|t| matches(t, &target)) {

@@ -5,6 +5,7 @@
 //! bus: whether the object still exists is for the caller to find out.
 
 use deskpilot_core::Handle;
+use deskpilot_protocol::Result;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 
 /// The registry daemon's well-known name; its root object lists the applications.
@@ -32,6 +33,7 @@ impl ObjRef {
         }
     }
 
+    #[cfg(test)]
     /// The application root of this object's bus.
     pub fn app_root(&self) -> ObjRef {
         ObjRef::new(self.bus.clone(), ROOT_PATH)
@@ -51,7 +53,7 @@ impl ObjRef {
     ///
     /// Errors: `COMPUTER_INVALID_ARGUMENT` when the text is not of that form (a handle
     /// from another driver, or a ref such as `e5` passed where a handle belongs).
-    pub fn from_handle(h: &Handle) -> Result<ObjRef, ComputerError> {
+    pub fn from_handle(h: &Handle) -> Result<ObjRef> {
         let text = h.as_str();
         match text.split_once('|') {
             Some((bus, path)) if !bus.is_empty() && path.starts_with('/') => {

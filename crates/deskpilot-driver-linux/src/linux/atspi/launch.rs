@@ -19,41 +19,13 @@ use deskpilot_protocol::{ComputerError, ErrorCode};
 use super::apps::list_apps;
 use super::connection::Bus;
 use super::options::ConnectOptions;
+use deskpilot_protocol::Result;
 
 /// Interval between window checks: 100 ms.
 pub const POLL: Duration = Duration::from_millis(100);
 /// Default wait for the first window: 15,000 ms (LibreOffice's first start in a fresh
 /// profile takes 5–8 s here).
 pub const DEFAULT_WAIT_MS: u64 = 15_000;
-
-/// The parent pid of `pid` from `/proc/<pid>/stat`.
-pub(crate) fn parent_pid(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_ppid(&stat)
-}
-
-/// Parses the parent pid (field 4) of a `/proc/<pid>/stat` line; the command name in
-/// field 2 may contain spaces and parentheses, so fields are counted after the last
-/// `)`.
-pub fn parse_ppid(stat: &str) -> Option<u32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// True when `pid` is `ancestor` or descends from it (up to 64 generations).
-pub(crate) fn descends_from(pid: u32, ancestor: u32) -> bool {
-    let mut p = pid;
-    for _ in 0..64 {
-        if p == ancestor {
-            return true;
-        }
-        match parent_pid(p) {
-            Some(q) if q != p && q != 0 => p = q,
-            _ => return false,
-        }
-    }
-    false
-}
 
 async fn window_handles(bus: &Bus) -> HashSet<Handle> {
     list_apps(bus)
@@ -71,11 +43,7 @@ async fn window_handles(bus: &Bus) -> HashSet<Handle> {
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for an empty command or a program that cannot
 /// be started (not found, not executable). A program that shows no window in time
 /// is not an error: the result has `window: None`.
-pub async fn launch(
-    bus: &Bus,
-    opts: &ConnectOptions,
-    p: &LaunchParams,
-) -> Result<LaunchResult, ComputerError> {
+pub async fn launch(bus: &Bus, opts: &ConnectOptions, p: &LaunchParams) -> Result<LaunchResult> {
     let Some((program, args)) = p.command.split_first() else {
         return Err(ComputerError::new(
             ErrorCode::InvalidArgument,
@@ -85,7 +53,7 @@ pub async fn launch(
     let before = window_handles(bus).await;
     let plain = || {
         let mut c = std::process::Command::new(program);
-        c.args(args);
+        c.args(args).stdin(Stdio::null());
         c
     };
     let std_cmd = match &opts.confine {
@@ -107,7 +75,6 @@ pub async fn launch(
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str())),
     )
-    .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(Stdio::null())
     .process_group(0)
@@ -137,7 +104,7 @@ pub async fn launch(
         if let Ok(apps) = list_apps(bus).await {
             let mut found: Option<WindowInfo> = None;
             for a in apps.iter().filter(|a| a.status == AppStatus::Ok) {
-                let ours = a.pid.is_some_and(|ap| descends_from(ap, pid));
+                let ours = a.pid.is_some_and(|ap| deskpilot_os::descends_from(ap, pid));
                 let candidate = a
                     .windows
                     .iter()
@@ -157,26 +124,5 @@ pub async fn launch(
             return Ok(LaunchResult { pid, window: None });
         }
         tokio::time::sleep(POLL).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ppid_parses_after_the_command_name() {
-        assert_eq!(parse_ppid("812 (mousepad) S 790 812 812 0 -1"), Some(790));
-        assert_eq!(parse_ppid("9 (a (b) c) R 1 9 9 0"), Some(1));
-        assert_eq!(parse_ppid("garbage"), None);
-    }
-
-    #[test]
-    fn a_process_descends_from_itself_and_its_parent() {
-        let me = std::process::id();
-        assert!(descends_from(me, me));
-        let parent = parent_pid(me).expect("a parent");
-        assert!(descends_from(me, parent));
-        assert!(!descends_from(parent, me));
     }
 }

@@ -18,6 +18,7 @@
 //! | `walk` | which children to take from the cache, which to ask for |
 //! | `details` | extents, text, values, actions of nodes that will be rendered |
 //! | `table` | on-demand tables by visible range |
+//! | `document` | documents built in view: what lies beyond, the whole text |
 //! | `tree` | pure assembly into `Node` |
 //! | `snapshot` | the order of a read, `WalkStats` |
 //! | `apps` | applications, windows, `not_responding` |
@@ -73,28 +74,30 @@
 //!   `GetAccessibleAtPoint` at the grid's inner corners and `GetRowAtIndex` /
 //!   `GetColumnAtIndex` of their index in parent (A1 to O33 at 1280×800).
 
-pub mod act;
-pub mod apps;
-pub mod cache;
-pub mod connection;
-pub mod details;
-pub mod events;
-pub mod find;
-pub mod focus;
-pub mod frozen;
-pub mod handle;
-pub mod info;
-pub mod launch;
-pub mod options;
-pub mod role_map;
-pub mod settle;
-pub mod snapshot;
-pub mod state_map;
-pub mod table;
-pub mod tree;
-pub mod typing;
-pub mod walk;
+pub(crate) mod act;
+pub(crate) mod apps;
+pub(crate) mod cache;
+pub(crate) mod connection;
+pub(crate) mod details;
+pub(crate) mod document;
+pub(crate) mod events;
+pub(crate) mod find;
+pub(crate) mod focus;
+pub(crate) mod frozen;
+pub(crate) mod handle;
+pub(crate) mod info;
+pub(crate) mod launch;
+pub(crate) mod options;
+pub(crate) mod role_map;
+pub(crate) mod settle;
+pub(crate) mod snapshot;
+pub(crate) mod state_map;
+pub(crate) mod table;
+pub(crate) mod tree;
+pub(crate) mod typing;
+pub(crate) mod walk;
 
-pub use connection::{Bus, CallError};
-pub use handle::ObjRef;
+pub(crate) use connection::Bus;
+pub(crate) use handle::ObjRef;
 pub use options::{Confinement, ConnectOptions};
+pub use table::{MAX_COLUMNS, MAX_ROWS};

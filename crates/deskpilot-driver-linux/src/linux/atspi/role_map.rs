@@ -173,6 +173,7 @@ pub fn map_role_code(code: u32) -> Role {
         .unwrap_or(Role::Unknown)
 }
 
+#[cfg(test)]
 /// Maps a typed AT-SPI role.
 pub fn map_role(role: A) -> Role {
     map_role_code(role as u32)
@@ -180,6 +181,7 @@ pub fn map_role(role: A) -> Role {
 
 /// AT-SPI role codes the driver tests for directly.
 pub mod code {
+    #[cfg(test)]
     pub const CHECK_BOX: u32 = 7;
     pub const CHECK_MENU_ITEM: u32 = 8;
     pub const FRAME: u32 = 23;
@@ -187,13 +189,17 @@ pub mod code {
     pub const MENU_ITEM: u32 = 35;
     pub const MENU_BAR: u32 = 34;
     pub const PASSWORD_TEXT: u32 = 40;
+    #[cfg(test)]
     pub const RADIO_BUTTON: u32 = 44;
     pub const RADIO_MENU_ITEM: u32 = 45;
+    #[cfg(test)]
     pub const TABLE: u32 = 55;
     pub const TABLE_CELL: u32 = 56;
     pub const TOGGLE_BUTTON: u32 = 62;
+    #[cfg(test)]
     pub const TREE_TABLE: u32 = 66;
     pub const APPLICATION: u32 = 75;
+    #[cfg(test)]
     pub const DOCUMENT_SPREADSHEET: u32 = 92;
     /// Chromium's run of plain text inside a block (a heading, a paragraph, a link).
     pub const STATIC: u32 = 116;

@@ -17,12 +17,14 @@ use super::apps::{app_name, window_info};
 use super::cache::get_items;
 use super::connection::{Bus, CallError};
 use super::details::read_details;
+use super::document;
 use super::handle::ObjRef;
 use super::options::ConnectOptions;
 use super::role_map::{code, map_role_code, toplevel_role};
 use super::table::{self, CellReads};
 use super::tree::assemble;
 use super::walk::{WalkLimits, walk};
+use deskpilot_protocol::Result;
 
 fn not_found(what: &ObjRef) -> ComputerError {
     ComputerError::new(
@@ -47,11 +49,7 @@ pub struct Read {
 /// Errors: `COMPUTER_INVALID_ARGUMENT` for a malformed handle or a scope in another
 /// application; `COMPUTER_ELEMENT_NOT_FOUND` when the window or scope is gone;
 /// `COMPUTER_NOT_RESPONDING` when the application does not answer a call in time.
-pub async fn read(
-    bus: &Bus,
-    opts: &ConnectOptions,
-    p: &SnapshotParams,
-) -> Result<Read, ComputerError> {
+pub async fn read(bus: &Bus, opts: &ConnectOptions, p: &SnapshotParams) -> Result<Read> {
     let started = Instant::now();
     let window = ObjRef::from_handle(&p.window)?;
     let root = match &p.scope {
@@ -134,6 +132,30 @@ pub async fn read(
     )
     .await?;
     let cells: u64 = table_reads.into_iter().map(|r| r.apply(&mut w.parts)).sum();
+    // Documents built in view: whether more lies around the paragraphs read, from
+    // what the read holds (no call: nothing out of view is ever asked for).
+    let docs: Vec<_> = w
+        .parts
+        .infos
+        .keys()
+        .filter_map(|o| Some((o.clone(), document::view_in(&w.parts, o)?)))
+        .collect();
+    for (doc, view) in docs {
+        w.parts.details.entry(doc).or_default().document = Some(view);
+    }
+    // The whole text of a document built in view, for `read`: paged through.
+    if p.whole_text && document::builds_in_view(&w.parts.infos[&root]) {
+        let (text, paged) = document::read_whole_text(bus, &root, text_cap).await?;
+        let complete = paged.stopped.is_none();
+        let d = w.parts.details.entry(root.clone()).or_default();
+        d.text = Some(text);
+        d.text_length = None;
+        d.document = Some(deskpilot_core::DocumentView {
+            before: false,
+            after: !complete,
+            paged: Some(paged),
+        });
+    }
     let t_tables = started.elapsed();
     let mut node = assemble(&root, &w.parts).ok_or_else(|| not_found(&root))?;
     // Class names and doubled labels are not names (GTK 4): tidied once, here, so
@@ -218,7 +240,7 @@ pub async fn snapshot(
     bus: &Bus,
     opts: &ConnectOptions,
     p: &SnapshotParams,
-) -> Result<TreeSnapshot, ComputerError> {
+) -> Result<TreeSnapshot> {
     let r = read(bus, opts, p).await?;
     Ok(TreeSnapshot {
         window: r.window,

@@ -9,7 +9,6 @@
 //! the container for its children.
 
 use deskpilot_core::{Bounds, TableInfo};
-use deskpilot_protocol::ComputerError;
 use futures_util::future::join_all;
 use futures_util::{StreamExt, stream};
 
@@ -20,6 +19,7 @@ use super::info::{Ifaces, NodeInfo};
 use super::role_map::code;
 use super::state_map::RawStates;
 use super::tree::{Details, Parts};
+use deskpilot_protocol::Result;
 
 /// Rows of cells read at most: 40 fills a 1280×800 screen of spreadsheet rows
 /// (LibreOffice shows 33 at its default zoom there).
@@ -450,7 +450,7 @@ async fn read_table(
     bounds: Bounds,
     how: CellReads,
     max_cells: u64,
-) -> Result<TableRead, ComputerError> {
+) -> Result<TableRead> {
     let CellReads {
         concurrency,
         text_cap,
@@ -616,7 +616,7 @@ pub async fn read_tables(
     window: &ObjRef,
     how: CellReads,
     max_cells: u64,
-) -> Result<Vec<TableRead>, ComputerError> {
+) -> Result<Vec<TableRead>> {
     if tables.is_empty() {
         return Ok(Vec::new());
     }

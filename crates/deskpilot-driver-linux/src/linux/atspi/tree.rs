@@ -58,6 +58,9 @@ pub struct Details {
     pub range: Option<(f64, f64)>,
     /// The name of the item selected in a combo box's popup.
     pub choice: Option<String>,
+    /// Where content lies around the children read of a document built in view
+    /// ([`super::document`]), and how a whole-text read got its text.
+    pub document: Option<deskpilot_core::DocumentView>,
 }
 
 /// Everything [`assemble`] needs.
@@ -238,6 +241,7 @@ fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> O
                 max: format_number(max),
             }),
         first_child: 0,
+        document: details.and_then(|d| d.document.clone()),
     })
 }
 

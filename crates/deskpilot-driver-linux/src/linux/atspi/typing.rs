@@ -27,6 +27,7 @@ use super::info::Ifaces;
 use super::options::ConnectOptions;
 use super::snapshot::snapshot;
 use super::state_map::RawStates;
+use deskpilot_protocol::Result;
 
 /// Longest wait for the application to take one more character before typing stops:
 /// 5 s (Chromium under load took up to a second per step of 48 here).
@@ -98,20 +99,31 @@ pub struct Watch {
     start: AtomicI32,
     /// The character count when watching began (-1 once the element was replaced).
     initial: AtomicI32,
+    /// The element's text from where the typed text starts, as long as the text to
+    /// type, before typing: text that now differs from it (and is what was typed)
+    /// has arrived even when the count did not move (a value typed over one as long).
+    before: String,
+    /// A selection, which typing replaces, was there before typing.
+    had_selection: bool,
+    /// The whole text was selected before typing: the element must end up holding
+    /// the typed text and nothing else.
+    whole: bool,
     /// Set when the caller gave up on the call (an MCP request cancelled): the next
     /// wait fails, which stops the typing.
     pub cancelled: std::sync::atomic::AtomicBool,
 }
 
 impl Watch {
-    /// Starts watching `obj`: its character count and caret now (a selection, which
-    /// typing replaces, counts as gone and as where the text starts). `None` when
-    /// they cannot be read (then nothing is verified, and the result says so).
+    /// Starts watching `obj`, into which `text` is about to be typed: its character
+    /// count, caret and the text where typing starts now (a selection, which typing
+    /// replaces, counts as gone and as where the text starts). `None` when they
+    /// cannot be read (then nothing is verified, and the result says so).
     pub async fn start(
         bus: &Bus,
         opts: &ConnectOptions,
         window: ObjRef,
         obj: ObjRef,
+        text: &str,
     ) -> Option<Watch> {
         let count: i32 = bus.prop(&obj, iface::TEXT, "CharacterCount").await.ok()?;
         let caret: i32 = bus.prop(&obj, iface::TEXT, "CaretOffset").await.ok()?;
@@ -133,7 +145,20 @@ impl Watch {
             None if (0..=count).contains(&caret) => (count, caret),
             None => (count, count),
         };
+        let n = i32::try_from(text.chars().count()).unwrap_or(i32::MAX);
+        let before: String = bus
+            .call(
+                &obj,
+                iface::TEXT,
+                "GetText",
+                &(start, start.saturating_add(n)),
+            )
+            .await
+            .ok()?;
         Some(Watch {
+            before,
+            had_selection: selected.is_some(),
+            whole: selected == Some((0, count)) && count > 0,
             window,
             opts: opts.clone(),
             obj: std::sync::Mutex::new(obj),
@@ -157,7 +182,7 @@ impl Watch {
     /// Errors: `COMPUTER_OUTCOME_UNKNOWN` when the count stops growing short of it
     /// (saying how many arrived; an application too busy to answer counts as not
     /// growing).
-    pub async fn wait_for(&self, bus: &Bus, typed: usize, text: &str) -> Result<(), ComputerError> {
+    pub async fn wait_for(&self, bus: &Bus, typed: usize, text: &str) -> Result<()> {
         let n = i32::try_from(typed).unwrap_or(i32::MAX);
         let base = || self.base.load(Ordering::Relaxed);
         let mut want = base().saturating_add(n);
@@ -195,6 +220,11 @@ impl Watch {
             if now >= want && (moved || typed == 0) {
                 return Ok(());
             }
+            // The count is where it was (a value typed over one as long): the text
+            // itself says whether it arrived.
+            if now >= want && self.replaced(bus, &prefix).await {
+                return Ok(());
+            }
             if now > best {
                 best = now;
                 grew = Instant::now();
@@ -208,7 +238,7 @@ impl Watch {
                 // A count is not always the text: Chromium counts an empty last
                 // line of a text area, so after a line break it is one ahead. The
                 // text itself decides, once the count has moved at all.
-                if moved && self.holds(bus, &prefix).await {
+                if (moved && self.holds(bus, &prefix).await) || self.replaced(bus, &prefix).await {
                     self.base
                         .store(now.saturating_sub(n).max(0), Ordering::Relaxed);
                     return Ok(());
@@ -244,7 +274,7 @@ impl Watch {
                 }
             }
             if still >= STALL || began.elapsed() >= WAIT_CEILING {
-                if moved && self.holds(bus, &prefix).await {
+                if (moved && self.holds(bus, &prefix).await) || self.replaced(bus, &prefix).await {
                     self.base
                         .store(now.saturating_sub(n).max(0), Ordering::Relaxed);
                     return Ok(());
@@ -261,6 +291,24 @@ impl Watch {
             }
             tokio::time::sleep(POLL).await;
         }
+    }
+
+    /// True when the element's text from where typing started is `prefix` and was
+    /// not before typing, or was already but the selection typed over is gone: the
+    /// typed text arrived, whatever the count says.
+    async fn replaced(&self, bus: &Bus, prefix: &str) -> bool {
+        if prefix.is_empty() || !self.holds(bus, prefix).await {
+            return false;
+        }
+        let was: String = self.before.chars().take(prefix.chars().count()).collect();
+        if was != prefix && self.initial.load(Ordering::Relaxed) >= 0 {
+            return true;
+        }
+        self.had_selection
+            && bus
+                .call::<_, i32>(&self.obj(), iface::TEXT, "GetNSelections", &())
+                .await
+                .is_ok_and(|k| k == 0)
     }
 
     /// True when the element's text from where typing started is `prefix`.
@@ -282,7 +330,7 @@ impl Watch {
     ///
     /// Errors: `COMPUTER_OUTCOME_UNKNOWN` naming the first character that did not
     /// land and what the element holds there.
-    pub async fn verify(&self, bus: &Bus, expected: &str) -> Result<u64, ComputerError> {
+    pub async fn verify(&self, bus: &Bus, expected: &str) -> Result<u64> {
         let want: Vec<char> = expected
             .replace("\r\n", "\n")
             .replace('\r', "\n")
@@ -300,6 +348,29 @@ impl Watch {
             .await
             .map_err(|e| e.to_driver())?;
         let got: Vec<char> = got.chars().collect();
+        if self.whole && got == want {
+            // Typed over the whole text: the element holds the value and nothing
+            // else, or the value did not replace what was there.
+            let all: String = bus
+                .call(&self.obj(), iface::TEXT, "GetText", &(0i32, -1i32))
+                .await
+                .map_err(|e| e.to_driver())?;
+            let asked: String = want.iter().collect();
+            if all != asked {
+                return Err(ComputerError::new(
+                    ErrorCode::OutcomeUnknown,
+                    format!(
+                        "the value was typed over the whole text, but the field holds {:?}, not {:?}; observe before trying again",
+                        all.chars().take(2 * CONTEXT).collect::<String>(),
+                        asked.chars().take(2 * CONTEXT).collect::<String>()
+                    ),
+                )
+                .with_detail(serde_json::json!({
+                    "verified_chars": 0,
+                    "expected_chars": want.len(),
+                })));
+            }
+        }
         match want.iter().zip(&got).position(|(a, b)| a != b) {
             None if got.len() >= want.len() => Ok(want.len() as u64),
             at => {

@@ -23,7 +23,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use deskpilot_protocol::ComputerError;
 use futures_util::{StreamExt, stream};
 
 use super::connection::{Bus, CallError, iface, obj_from_wire};
@@ -32,6 +31,7 @@ use super::info::{Ifaces, NodeInfo};
 use super::state_map::RawStates;
 use super::table::ABSURD_CHILD_COUNT;
 use super::tree::{MAX_DEPTH, Parts};
+use deskpilot_protocol::Result;
 
 /// Bounds of one walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,13 +76,19 @@ pub enum Plan {
     /// The count is unknown (`-1`): read `ChildCount` first, then `GetChildren` if it
     /// is within the cap, else fall back to this cached list.
     CountThenFetch(Vec<ObjRef>),
-    /// Ask for each of this many children with `GetChildAtIndex`: a container that
-    /// builds its children on demand answers `GetChildren` with nothing
-    /// (at-spi2-atk), but gives each one asked for by index.
-    ByIndex(u32),
     /// Ask for the children `start..end` one by one (`GetChildAtIndex`, several in
-    /// flight): a list too long to ask for whole ([`LIST_BY_INDEX_ABOVE`]).
+    /// flight): a list too long to ask for whole ([`LIST_BY_INDEX_ABOVE`]), or a
+    /// container that builds its children on demand, which answers `GetChildren`
+    /// with nothing (at-spi2-atk) but gives each one asked for by index.
     Range { start: u32, end: u32 },
+    /// A container that builds its children on demand and whose count the cache
+    /// leaves unknown (`-1`): read its live `ChildCount`, then ask for the children
+    /// from `start` by index, at most the child cap; an unknown or absurd live count
+    /// falls back to the cached list. LibreOffice Writer's document, opened from a
+    /// file, is cached with count `-1` and no children at all, while it holds the
+    /// paragraphs on screen; the cache lists them only once they were added
+    /// while a client listened (typed in).
+    CountThenRange { start: u32, fallback: Vec<ObjRef> },
 }
 
 /// Above this many children, a node's children are asked for by index, only those
@@ -134,16 +140,24 @@ pub fn plan_children(
         // A container that builds its children on demand reports how many exist
         // now. A grid's count is astronomical (LibreOffice Calc: 2³¹−1) and it is
         // read by visible range (`table`); a text document's is the paragraphs it
-        // has built, on screen (LibreOffice Writer), and those are read like any
-        // children, up to the cap.
+        // has built, those on screen (LibreOffice Writer), and those are read by
+        // index like any children, up to the cap.
         let readable = !info.ifaces.has(Ifaces::TABLE) && (is_root || info.states.on_screen());
+        let start = if is_root { limits.from } else { 0 };
         if readable && count >= 0 && count as u64 <= u64::from(limits.child_cap) {
-            return Plan::ByIndex(u32::try_from(count).unwrap_or(0));
+            let end = u32::try_from(count).unwrap_or(0);
+            return Plan::Range {
+                start: start.min(end),
+                end,
+            };
         }
-        if readable && count < 0 && !cached.is_empty() {
-            // The cache says "unknown" but holds the ones built (Writer's
-            // paragraphs): take those, capped later.
-            return Plan::Use(order_cached(infos, cached));
+        if readable && count < 0 {
+            // The cache's count is stale or unknown, and so may be its list (it
+            // holds what was added while a client listened): ask.
+            return Plan::CountThenRange {
+                start,
+                fallback: order_cached(infos, cached),
+            };
         }
         return Plan::Skip {
             capped: u64::try_from(count).unwrap_or(0),
@@ -278,62 +292,71 @@ pub async fn get_children(bus: &Bus, obj: &ObjRef) -> Result<Vec<ObjRef>, CallEr
 
 /// One node's children list as read: the node, its reported count, whether the list
 /// starts at the page's `from` already ([`Plan::Range`]), the outcome.
-type Listed = (ObjRef, i32, bool, Result<Option<Vec<ObjRef>>, CallError>);
+type Listed = (ObjRef, i32, bool, Result<Read, CallError>);
+
+/// The children a plan found, and the live child count when the plan read one
+/// ([`Plan::CountThenRange`]).
+type Read = (Option<Vec<ObjRef>>, Option<i32>);
 
 /// `GetChildAtIndex` calls in flight at once for one [`Plan::Range`].
 const RANGE_IN_FLIGHT: usize = 16;
 
-async fn run_plan(
+/// The children `start..end` of `obj`, asked for one by one (`GetChildAtIndex`, at
+/// most [`RANGE_IN_FLIGHT`] in flight), null answers left out.
+pub async fn children_by_index(
     bus: &Bus,
     obj: &ObjRef,
-    plan: Plan,
-    cap: u32,
-) -> Result<Option<Vec<ObjRef>>, CallError> {
-    match plan {
-        Plan::Skip { .. } => Ok(None),
-        Plan::Use(v) => Ok(Some(v)),
-        Plan::Fetch => get_children(bus, obj).await.map(Some),
-        Plan::ByIndex(n) => {
-            let mut kids = Vec::new();
-            for i in 0..n.min(cap) {
-                let i = i32::try_from(i).unwrap_or(i32::MAX);
-                let wire: (String, zbus::zvariant::OwnedObjectPath) = bus
-                    .call(obj, iface::ACCESSIBLE, "GetChildAtIndex", &(i,))
-                    .await?;
-                let k = obj_from_wire(wire);
-                if !k.is_null() {
-                    kids.push(k);
-                }
-            }
-            Ok(Some(kids))
+    start: u32,
+    end: u32,
+) -> Result<Vec<ObjRef>, CallError> {
+    let asked: Vec<Result<ObjRef, CallError>> = stream::iter(start..end)
+        .map(|i| async move {
+            let i = i32::try_from(i).unwrap_or(i32::MAX);
+            let wire: (String, zbus::zvariant::OwnedObjectPath) = bus
+                .call(obj, iface::ACCESSIBLE, "GetChildAtIndex", &(i,))
+                .await?;
+            Ok(obj_from_wire(wire))
+        })
+        .buffered(RANGE_IN_FLIGHT)
+        .collect()
+        .await;
+    let mut kids = Vec::with_capacity(asked.len());
+    for k in asked {
+        let k = k?;
+        if !k.is_null() {
+            kids.push(k);
         }
+    }
+    Ok(kids)
+}
+
+async fn run_plan(bus: &Bus, obj: &ObjRef, plan: Plan, cap: u32) -> Result<Read, CallError> {
+    match plan {
+        Plan::Skip { .. } => Ok((None, None)),
+        Plan::Use(v) => Ok((Some(v), None)),
+        Plan::Fetch => Ok((Some(get_children(bus, obj).await?), None)),
         Plan::Range { start, end } => {
-            let asked: Vec<Result<ObjRef, CallError>> = stream::iter(start..end)
-                .map(|i| async move {
-                    let i = i32::try_from(i).unwrap_or(i32::MAX);
-                    let wire: (String, zbus::zvariant::OwnedObjectPath) = bus
-                        .call(obj, iface::ACCESSIBLE, "GetChildAtIndex", &(i,))
-                        .await?;
-                    Ok(obj_from_wire(wire))
-                })
-                .buffered(RANGE_IN_FLIGHT)
-                .collect()
-                .await;
-            let mut kids = Vec::with_capacity(asked.len());
-            for k in asked {
-                let k = k?;
-                if !k.is_null() {
-                    kids.push(k);
-                }
+            Ok((Some(children_by_index(bus, obj, start, end).await?), None))
+        }
+        Plan::CountThenRange { start, fallback } => {
+            let n: i32 = bus.prop(obj, iface::ACCESSIBLE, "ChildCount").await?;
+            if n < 0 {
+                return Ok((Some(fallback), None));
             }
-            Ok(Some(kids))
+            if n as u64 > u64::from(cap) {
+                // As with a known count above the cap: none asked for, all counted.
+                return Ok((Some(Vec::new()), Some(n)));
+            }
+            let end = u32::try_from(n).unwrap_or(0);
+            let kids = children_by_index(bus, obj, start.min(end), end).await?;
+            Ok((Some(kids), Some(n)))
         }
         Plan::CountThenFetch(fallback) => {
             let n: i32 = bus.prop(obj, iface::ACCESSIBLE, "ChildCount").await?;
             if n >= 0 && n as u64 <= ABSURD_CHILD_COUNT.max(u64::from(cap)) {
-                get_children(bus, obj).await.map(Some)
+                Ok((Some(get_children(bus, obj).await?), None))
             } else {
-                Ok(Some(fallback))
+                Ok((Some(fallback), None))
             }
         }
     }
@@ -376,7 +399,7 @@ pub fn take_children(
 }
 
 /// Turns a failed call into "skip this object" or "stop the snapshot".
-fn absorb(e: CallError, obj: &ObjRef, vanished: &mut HashSet<ObjRef>) -> Result<(), ComputerError> {
+fn absorb(e: CallError, obj: &ObjRef, vanished: &mut HashSet<ObjRef>) -> Result<()> {
     if e.is_timeout() {
         return Err(e.to_driver());
     }
@@ -395,7 +418,7 @@ pub async fn walk(
     root: &ObjRef,
     cache: Option<Vec<NodeInfo>>,
     limits: &WalkLimits,
-) -> Result<Walk, ComputerError> {
+) -> Result<Walk> {
     let mut pool: HashMap<ObjRef, NodeInfo> = HashMap::new();
     let mut by_parent: HashMap<ObjRef, Vec<ObjRef>> = HashMap::new();
     let mut trust_showing = cache.iter().flatten().any(sets_showing);
@@ -482,7 +505,10 @@ pub async fn walk(
             if let Plan::Skip { capped } = plan {
                 out.capped += capped;
             }
-            let offset = matches!(plan, Plan::Range { start, .. } if start > 0);
+            let offset = matches!(
+                plan,
+                Plan::Range { start, .. } | Plan::CountThenRange { start, .. } if start > 0
+            );
             jobs.push((o.clone(), plan, info.child_count, offset));
         }
         for o in &frontier {
@@ -507,7 +533,17 @@ pub async fn walk(
         let mut by_obj: HashMap<ObjRef, (i32, bool, Option<Vec<ObjRef>>)> = HashMap::new();
         for (o, count, offset, r) in lists {
             match r {
-                Ok(list) => {
+                Ok((list, live)) => {
+                    // A count read live replaces the cache's unknown one.
+                    let count = match live {
+                        Some(n) => {
+                            if let Some(info) = out.parts.infos.get_mut(&o) {
+                                info.child_count = n;
+                            }
+                            n
+                        }
+                        None => count,
+                    };
                     by_obj.insert(o, (count, offset, list));
                 }
                 Err(e) if e.is_timeout() => return Err(e.to_driver()),
@@ -625,14 +661,48 @@ mod tests {
         let doc = info(7, -1, 2, SHOWN | S::ManagesDescendants as u64);
         assert_eq!(
             plan_children(&doc, false, &[], &HashMap::new(), 3, &LIMITS),
-            Plan::ByIndex(2)
+            Plan::Range { start: 0, end: 2 }
         );
-        // The cache says "unknown" but holds them: those are taken.
+        // More than the cap: none asked for, all counted.
+        let doc = info(7, -1, 900, SHOWN | S::ManagesDescendants as u64);
+        assert_eq!(
+            plan_children(&doc, false, &[], &HashMap::new(), 3, &LIMITS),
+            Plan::Skip { capped: 900 }
+        );
+        // Opened from a file: the cache says "unknown" and holds no paragraph; the
+        // live count is read first, and the cached list is only the fallback.
         let doc = info(7, -1, -1, SHOWN | S::ManagesDescendants as u64);
+        assert_eq!(
+            plan_children(&doc, false, &[], &HashMap::new(), 3, &LIMITS),
+            Plan::CountThenRange {
+                start: 0,
+                fallback: Vec::new()
+            }
+        );
+        // Typed in while a client listened: the cache holds them, in order, but
+        // still only as the fallback of the live read.
         let p = pool(&[info(9, 1, 0, SHOWN), info(8, 0, 0, SHOWN)]);
         assert_eq!(
             plan_children(&doc, false, &[obj(9), obj(8)], &p, 3, &LIMITS),
-            Plan::Use(vec![obj(8), obj(9)])
+            Plan::CountThenRange {
+                start: 0,
+                fallback: vec![obj(8), obj(9)]
+            }
+        );
+        // The scope of a later page starts at `from`.
+        let page = WalkLimits { from: 7, ..LIMITS };
+        assert_eq!(
+            plan_children(&doc, true, &[], &HashMap::new(), 0, &page),
+            Plan::CountThenRange {
+                start: 7,
+                fallback: Vec::new()
+            }
+        );
+        // Off screen, or a grid with `Table`, stays unread.
+        let hidden = info(7, -1, -1, S::ManagesDescendants as u64);
+        assert_eq!(
+            plan_children(&hidden, false, &[], &HashMap::new(), 3, &LIMITS),
+            Plan::Skip { capped: 0 }
         );
     }
 

@@ -21,6 +21,7 @@ use x11rb::protocol::xproto::{
 };
 
 use super::{X11Context, XInput};
+use deskpilot_protocol::Result;
 
 /// How long `activate` waits for focus to arrive, per attempt, ms. A window manager
 /// answers `_NET_ACTIVE_WINDOW` within one event-loop turn; a second is ample on a
@@ -82,7 +83,7 @@ impl XInput {
     /// nothing or on the root window.
     ///
     /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
-    pub fn focused_toplevel(&self) -> Result<Option<TopLevel>, ComputerError> {
+    pub fn focused_toplevel(&self) -> Result<Option<TopLevel>> {
         if let Some(active) = self.active_window()?
             && let Some(top) = self.describe(active)?
         {
@@ -99,7 +100,7 @@ impl XInput {
     /// that has just listed the top-levels needs to mark the focused one.
     ///
     /// Errors: as [`XInput::focused_toplevel`].
-    pub fn focused_client(&self) -> Result<Option<Window>, ComputerError> {
+    pub fn focused_client(&self) -> Result<Option<Window>> {
         match self.active_window()? {
             Some(active) => Ok(Some(active)),
             None => self.input_focus_client(),
@@ -110,7 +111,7 @@ impl XInput {
     /// tooltips), as client windows, bottom to top in stacking order.
     ///
     /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
-    pub fn toplevels(&self) -> Result<Vec<TopLevel>, ComputerError> {
+    pub fn toplevels(&self) -> Result<Vec<TopLevel>> {
         let tree = self
             .conn
             .query_tree(self.root)
@@ -154,7 +155,7 @@ impl XInput {
     /// managed frames.
     ///
     /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
-    pub fn stacking(&self) -> Result<Vec<Stacked>, ComputerError> {
+    pub fn stacking(&self) -> Result<Vec<Stacked>> {
         let tree = self
             .conn
             .query_tree(self.root)
@@ -247,7 +248,7 @@ impl XInput {
 
     /// The pids of many windows: one X-Resource request for all, `_NET_WM_PID`
     /// for those it does not answer.
-    fn pids_of(&self, xids: &[Window]) -> Result<Vec<Option<u32>>, ComputerError> {
+    fn pids_of(&self, xids: &[Window]) -> Result<Vec<Option<u32>>> {
         let mut out = vec![None; xids.len()];
         if self.has_res && !xids.is_empty() {
             let specs: Vec<ClientIdSpec> = xids
@@ -297,7 +298,7 @@ impl XInput {
     /// what is seen.
     ///
     /// Errors: `ElementNotFound` when `xid` is not a mapped top-level.
-    pub fn covering(&self, xid: u32) -> Result<Vec<Bounds>, ComputerError> {
+    pub fn covering(&self, xid: u32) -> Result<Vec<Bounds>> {
         let stack = self.stacking()?;
         let at = stack.iter().position(|s| s.xid == xid).ok_or_else(|| {
             ComputerError::new(ErrorCode::ElementNotFound, "the window is no longer mapped")
@@ -325,7 +326,7 @@ impl XInput {
     /// Errors: `COMPUTER_SCOPE_VIOLATION` when another window (another app's
     /// window or popup, another top-level of the same app, an invisible input-only
     /// window) is on top at the point, or the point is outside `xid`.
-    pub fn ensure_on_top_at(&self, xid: u32, x: i32, y: i32) -> Result<(), ComputerError> {
+    pub fn ensure_on_top_at(&self, xid: u32, x: i32, y: i32) -> Result<()> {
         let stack = self.stacking()?;
         let inside = |b: &Bounds| x >= b.x && y >= b.y && x < b.x + b.width && y < b.y + b.height;
         let Some(at) = stack.iter().position(|s| s.xid == xid) else {
@@ -378,7 +379,7 @@ impl XInput {
     /// Errors: `ElementNotFound` when `xid` does not exist; `ElementNotActionable`
     /// when it is not mapped and no WM can map it; `Timeout` when focus did not
     /// arrive; `InputUnavailable`/`Internal` on connection or X errors.
-    pub fn activate(&self, xid: u32) -> Result<(), ComputerError> {
+    pub fn activate(&self, xid: u32) -> Result<()> {
         let _serial = self.lock();
         let attrs = gone_is_none(
             self.conn
@@ -470,7 +471,7 @@ impl XInput {
 
     /// Polls until the X input focus resolves to `client`, up to
     /// [`ACTIVATE_TIMEOUT_MS`]. Returns whether it did.
-    fn wait_for_focus(&self, client: Window) -> Result<bool, ComputerError> {
+    fn wait_for_focus(&self, client: Window) -> Result<bool> {
         let deadline = Instant::now() + Duration::from_millis(ACTIVATE_TIMEOUT_MS);
         loop {
             if self.input_focus_client()? == Some(client) {
@@ -484,7 +485,7 @@ impl XInput {
     }
 
     /// The X input focus resolved to a client top-level, if any.
-    fn input_focus_client(&self) -> Result<Option<Window>, ComputerError> {
+    fn input_focus_client(&self) -> Result<Option<Window>> {
         let focus = self
             .conn
             .get_input_focus()
@@ -517,7 +518,7 @@ impl XInput {
     }
 
     /// `_NET_ACTIVE_WINDOW` when a live EWMH window manager sets it to a window.
-    fn active_window(&self) -> Result<Option<Window>, ComputerError> {
+    fn active_window(&self) -> Result<Option<Window>> {
         if self.wm_check_window()?.is_none() {
             return Ok(None);
         }
@@ -538,9 +539,9 @@ impl XInput {
 
     /// The EWMH window-manager check window, when a WM is running (the root's
     /// `_NET_SUPPORTING_WM_CHECK` names a window whose own property names itself).
-    fn wm_check_window(&self) -> Result<Option<Window>, ComputerError> {
+    fn wm_check_window(&self) -> Result<Option<Window>> {
         let check = self.atoms._NET_SUPPORTING_WM_CHECK;
-        let first = |w: Window| -> Result<Option<Window>, ComputerError> {
+        let first = |w: Window| -> Result<Option<Window>> {
             Ok(self
                 .property(w, check, AtomEnum::WINDOW.into(), 1)?
                 .and_then(|p| p.value32().and_then(|mut v| v.next())))
@@ -552,7 +553,7 @@ impl XInput {
     }
 
     /// True when a live window manager lists `atom` in `_NET_SUPPORTED`.
-    fn wm_supports(&self, atom: Atom) -> Result<bool, ComputerError> {
+    fn wm_supports(&self, atom: Atom) -> Result<bool> {
         if self.wm_check_window()?.is_none() {
             return Ok(false);
         }
@@ -569,7 +570,7 @@ impl XInput {
 
     /// The root child containing `window` (a WM frame, or the window itself without
     /// a WM); `None` for the root or a window that vanished.
-    fn frame_of(&self, window: Window) -> Result<Option<Window>, ComputerError> {
+    fn frame_of(&self, window: Window) -> Result<Option<Window>> {
         let mut current = window;
         // Bounded: X window trees are shallow; 64 levels is far beyond any real one.
         for _ in 0..64 {
@@ -592,7 +593,7 @@ impl XInput {
     /// The client window inside a root child: the first window with `WM_STATE`
     /// (breadth-first, [`CLIENT_SEARCH_DEPTH`] levels), else the root child itself
     /// (no window manager).
-    fn client_of(&self, frame: Window) -> Result<Window, ComputerError> {
+    fn client_of(&self, frame: Window) -> Result<Window> {
         let mut level = vec![frame];
         for _ in 0..=CLIENT_SEARCH_DEPTH {
             let mut next = Vec::new();
@@ -618,7 +619,7 @@ impl XInput {
     /// search is one round of pipelined requests (`WM_STATE` and `QueryTree` of
     /// every window of the level), so the rounds are as many as the deepest search,
     /// not one per window. Same answer, frame by frame, as `client_of`.
-    fn clients_of(&self, frames: &[Window]) -> Result<Vec<Window>, ComputerError> {
+    fn clients_of(&self, frames: &[Window]) -> Result<Vec<Window>> {
         let mut out: Vec<Option<Window>> = vec![None; frames.len()];
         let mut levels: Vec<Vec<Window>> = frames.iter().map(|&f| vec![f]).collect();
         for _ in 0..=CLIENT_SEARCH_DEPTH {
@@ -667,7 +668,7 @@ impl XInput {
     /// `_NET_WM_NAME` of all in one round of pipelined requests, the pids in one
     /// X-Resource request ([`XInput::pids_of`]), and `WM_NAME` for those without a
     /// `_NET_WM_NAME` in one more round.
-    fn describe_many(&self, xids: &[Window]) -> Result<Vec<Option<TopLevel>>, ComputerError> {
+    fn describe_many(&self, xids: &[Window]) -> Result<Vec<Option<TopLevel>>> {
         let mut asked = Vec::new();
         for &xid in xids {
             let geometry = self.conn.get_geometry(xid).x11("GetGeometry")?;
@@ -723,7 +724,7 @@ impl XInput {
     }
 
     /// Pid, title and root-relative bounds of a client window; `None` if it vanished.
-    fn describe(&self, xid: Window) -> Result<Option<TopLevel>, ComputerError> {
+    fn describe(&self, xid: Window) -> Result<Option<TopLevel>> {
         let Some(geometry) = gone_is_none(self.conn.get_geometry(xid).x11("GetGeometry")?.reply())
             .x11("GetGeometry")?
         else {
@@ -755,7 +756,7 @@ impl XInput {
     /// The process owning `xid`: the X server's own word (X-Resource's client pid,
     /// from the connection's credentials) when it has the extension, else
     /// `_NET_WM_PID`, which the client sets itself and could set to any pid.
-    fn pid_of(&self, xid: Window) -> Result<Option<u32>, ComputerError> {
+    fn pid_of(&self, xid: Window) -> Result<Option<u32>> {
         if self.has_res {
             let spec = ClientIdSpec {
                 client: xid,
@@ -786,7 +787,7 @@ impl XInput {
             .filter(|&pid| pid != 0))
     }
 
-    fn title_of(&self, xid: Window) -> Result<String, ComputerError> {
+    fn title_of(&self, xid: Window) -> Result<String> {
         if let Some(p) = self.property(
             xid,
             self.atoms._NET_WM_NAME,
@@ -818,7 +819,7 @@ impl XInput {
         property: Atom,
         type_: Atom,
         long_length: u32,
-    ) -> Result<Option<GetPropertyReply>, ComputerError> {
+    ) -> Result<Option<GetPropertyReply>> {
         let reply = self
             .conn
             .get_property(false, window, property, type_, 0, long_length)

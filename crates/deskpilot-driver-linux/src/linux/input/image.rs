@@ -14,6 +14,7 @@ use x11rb::protocol::xproto::{ConnectionExt as _, ImageFormat, ImageOrder};
 
 use super::{TopLevel, X11Context, XInput};
 use crate::linux::pixels;
+use deskpilot_protocol::Result;
 
 /// The pixels of a window as read, and where they are.
 #[derive(Debug, Clone)]
@@ -35,7 +36,7 @@ impl XInput {
     /// a top-level.
     ///
     /// Errors: `InputUnavailable`/`Internal` on connection or X errors.
-    pub fn toplevel(&self, xid: u32) -> Result<Option<TopLevel>, ComputerError> {
+    pub fn toplevel(&self, xid: u32) -> Result<Option<TopLevel>> {
         Ok(self.toplevels()?.into_iter().find(|t| t.xid == xid))
     }
 
@@ -44,7 +45,7 @@ impl XInput {
     /// Errors: `ElementNotFound` when the window is gone or lies wholly off screen;
     /// `Internal` for a pixel format this reader does not know (the message names
     /// it); `InputUnavailable` on a lost connection.
-    pub fn window_pixels(&self, top: &TopLevel) -> Result<WindowPixels, ComputerError> {
+    pub fn window_pixels(&self, top: &TopLevel) -> Result<WindowPixels> {
         let tops = self.toplevels()?;
         let Some(at) = tops.iter().position(|t| t.xid == top.xid) else {
             return Err(gone());

@@ -8,7 +8,6 @@
 
 use std::time::Duration;
 
-use deskpilot_protocol::ComputerError;
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{ConnectionExt as _, KeyButMask};
 
@@ -18,6 +17,7 @@ use super::plan::{Plan, plan_chords, plan_text};
 use super::remap::{BORROW_HOLD_MS, Borrowed};
 use super::xtest::Held;
 use super::{X11Context, XInput};
+use deskpilot_protocol::Result;
 
 /// Characters paced typing sends before it waits for the application to take them:
 /// 48. Measured with Chromium 156 on 2 busy cores: unpaced, 2,000 characters queued
@@ -38,7 +38,7 @@ impl XInput {
     /// Errors: `InvalidArgument` for an unknown name or malformed chord (nothing is
     /// sent); `InputUnavailable` for a modifier the map lacks, a missing key with no
     /// spare keycode, or a lost connection.
-    pub fn send_chords(&self, chords: &str) -> Result<u64, ComputerError> {
+    pub fn send_chords(&self, chords: &str) -> Result<u64> {
         let chords = parse_chords(chords)?;
         let _serial = self.lock();
         let keymap = self.keymap()?;
@@ -58,7 +58,7 @@ impl XInput {
     /// [`MAX_TEXT_CHARS`](super::MAX_TEXT_CHARS) characters; `InputUnavailable` when a
     /// character is missing and no spare keycode exists, or the connection is lost.
     /// Nothing is typed when planning fails.
-    pub fn type_text(&self, text: &str) -> Result<u64, ComputerError> {
+    pub fn type_text(&self, text: &str) -> Result<u64> {
         self.type_text_paced(text, None)
     }
 
@@ -73,8 +73,8 @@ impl XInput {
     pub fn type_text_paced(
         &self,
         text: &str,
-        pace: Option<&mut dyn FnMut(usize) -> Result<(), ComputerError>>,
-    ) -> Result<u64, ComputerError> {
+        pace: Option<&mut dyn FnMut(usize) -> Result<()>>,
+    ) -> Result<u64> {
         if text.is_empty() {
             return Ok(0);
         }
@@ -85,7 +85,7 @@ impl XInput {
     }
 
     /// True when the server's Lock modifier (Caps Lock) is on.
-    fn caps_lock_on(&self) -> Result<bool, ComputerError> {
+    fn caps_lock_on(&self) -> Result<bool> {
         let mask = self
             .conn
             .query_pointer(self.root)
@@ -97,7 +97,7 @@ impl XInput {
     }
 
     /// The server's current core keyboard map and modifier keycodes.
-    pub(crate) fn keymap(&self) -> Result<Keymap, ComputerError> {
+    pub(crate) fn keymap(&self) -> Result<Keymap> {
         let setup = self.conn.setup();
         let (min, max) = (setup.min_keycode, setup.max_keycode);
         let map = self
@@ -120,7 +120,7 @@ impl XInput {
         ))
     }
 
-    fn run(&self, keymap: &Keymap, plan: &Plan) -> Result<u64, ComputerError> {
+    fn run(&self, keymap: &Keymap, plan: &Plan) -> Result<u64> {
         self.run_paced(keymap, plan, None)
     }
 
@@ -128,12 +128,12 @@ impl XInput {
         &self,
         keymap: &Keymap,
         plan: &Plan,
-        mut pace: Option<&mut dyn FnMut(usize) -> Result<(), ComputerError>>,
-    ) -> Result<u64, ComputerError> {
+        mut pace: Option<&mut dyn FnMut(usize) -> Result<()>>,
+    ) -> Result<u64> {
         let pace_given = pace.is_some();
         // The previous batch's borrowed keys must be read before their keycodes
         // change meaning: the application says so, or a fixed hold stands in.
-        let mut wait_read = |typed: usize| -> Result<(), ComputerError> {
+        let mut wait_read = |typed: usize| -> Result<()> {
             match pace.as_mut() {
                 Some(p) => p(typed),
                 None => {

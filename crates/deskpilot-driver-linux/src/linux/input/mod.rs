@@ -34,14 +34,12 @@ use x11rb::protocol::Event;
 use x11rb::protocol::xproto::{ConnectionExt as _, Window};
 use x11rb::rust_connection::RustConnection;
 
-pub use deskpilot_protocol::keys::{Chord, MAX_CHORDS, MAX_KEYS_PER_CHORD, parse_chords};
-pub use deskpilot_protocol::keys::{Keysym, char_to_keysym, keysym_from_name, keysym_to_char};
+use deskpilot_protocol::Result;
 use deskpilot_protocol::keys::{chord, keysym};
-pub use focus::{ACTIVATE_TIMEOUT_MS, Stacked, TopLevel};
-pub use image::WindowPixels;
-pub use plan::MAX_TEXT_CHARS;
+pub(crate) use focus::Stacked;
+pub use focus::TopLevel;
+pub(crate) use image::WindowPixels;
 pub use pointer::SCROLL_NOTCHES;
-pub use remap::{BORROW_HOLD_MS, MAPPING_SETTLE_MS};
 
 x11rb::atom_manager! {
     /// Atoms interned once per connection.
@@ -89,7 +87,7 @@ impl XInput {
     /// Errors: `InputUnavailable` when no display is named and `$DISPLAY` is unset (a
     /// Wayland-only session says so: synthetic input needs X11), when the display
     /// cannot be reached, or when it lacks XTEST.
-    pub fn connect(display: Option<&str>) -> Result<XInput, ComputerError> {
+    pub fn connect(display: Option<&str>) -> Result<XInput> {
         let env = |name: &str| std::env::var(name).ok();
         let display = resolve_display(display, env("DISPLAY"), env("WAYLAND_DISPLAY"))?;
         let (conn, screen_num) = RustConnection::connect(Some(&display)).map_err(|e| {
@@ -162,7 +160,7 @@ impl XInput {
 
     /// Puts back the keycodes a deskpilot process killed mid-call left borrowed on
     /// this display (`remap::restore_left`); the keycodes restored.
-    pub fn restore_left_keymap(&self) -> Result<Vec<u8>, ComputerError> {
+    pub fn restore_left_keymap(&self) -> Result<Vec<u8>> {
         let _g = self.lock();
         let keymap = self.keymap()?;
         remap::restore_left(&self.conn, &keymap, &self.display)
@@ -176,7 +174,7 @@ impl XInput {
 
     /// Keycodes the server currently considers pressed (`QueryKeymap`), ascending.
     /// Empty after every method of this type returns, unless a real keyboard is held.
-    pub fn keys_down(&self) -> Result<Vec<u8>, ComputerError> {
+    pub fn keys_down(&self) -> Result<Vec<u8>> {
         let reply = self
             .conn
             .query_keymap()
@@ -193,7 +191,7 @@ impl XInput {
     }
 
     /// Round trip that guarantees the server processed every request sent so far.
-    fn sync(&self) -> Result<(), ComputerError> {
+    fn sync(&self) -> Result<()> {
         sync_conn(&self.conn)
     }
 }
@@ -203,7 +201,7 @@ impl XInput {
 /// keycodes restored; empty when there was nothing to do.
 ///
 /// Errors: as [`XInput::connect`], and an X server that refused the change.
-pub fn restore_left_keymap(display: &str) -> Result<Vec<u8>, ComputerError> {
+pub fn restore_left_keymap(display: &str) -> Result<Vec<u8>> {
     match remap::read_record(display) {
         Some(r) if !remap::record_in_use(&r) => {
             XInput::connect(Some(display))?.restore_left_keymap()
@@ -222,7 +220,7 @@ pub fn keymap_left_changed(display: &str) -> Option<(u32, Vec<u8>)> {
 /// `GetInputFocus` round trip, then drains queued events (this connection selects
 /// none, but receives `MappingNotify` and errors of unchecked requests, which would
 /// otherwise pile up). Errors: the first X error found, as `Internal`.
-pub(crate) fn sync_conn(conn: &RustConnection) -> Result<(), ComputerError> {
+pub(crate) fn sync_conn(conn: &RustConnection) -> Result<()> {
     conn.get_input_focus()
         .x11("GetInputFocus")?
         .reply()
@@ -251,7 +249,7 @@ fn resolve_display(
     explicit: Option<&str>,
     env_display: Option<String>,
     env_wayland: Option<String>,
-) -> Result<String, ComputerError> {
+) -> Result<String> {
     if let Some(d) = explicit.filter(|d| !d.trim().is_empty()) {
         return Ok(d.to_owned());
     }
@@ -291,17 +289,17 @@ fn pressed_keycodes(keys: &[u8]) -> Vec<u8> {
 /// Maps x11rb errors to driver errors: a lost connection is `InputUnavailable`, an X
 /// protocol error is `Internal`; both name the request.
 pub(crate) trait X11Context<T> {
-    fn x11(self, what: &str) -> Result<T, ComputerError>;
+    fn x11(self, what: &str) -> Result<T>;
 }
 
 impl<T> X11Context<T> for Result<T, ConnectionError> {
-    fn x11(self, what: &str) -> Result<T, ComputerError> {
+    fn x11(self, what: &str) -> Result<T> {
         self.map_err(|e| connection_lost(what, &e))
     }
 }
 
 impl<T> X11Context<T> for Result<T, ReplyError> {
-    fn x11(self, what: &str) -> Result<T, ComputerError> {
+    fn x11(self, what: &str) -> Result<T> {
         self.map_err(|e| match e {
             ReplyError::ConnectionError(e) => connection_lost(what, &e),
             ReplyError::X11Error(e) => ComputerError::new(

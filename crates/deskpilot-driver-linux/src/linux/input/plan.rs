@@ -18,6 +18,7 @@ use super::keysym::{
     Keysym, XK_ISO_LEVEL3_SHIFT, XK_RETURN, XK_SHIFT_L, canonical, case_pair, char_to_keysym,
     is_modifier, keysym_to_char,
 };
+use deskpilot_protocol::Result;
 
 /// Upper bound on characters in one `type_text` call (at most a few events each), so
 /// one call is a bounded burst of input.
@@ -140,7 +141,7 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn add_group(&mut self, keys: &[Key]) -> Result<(), ComputerError> {
+    fn add_group(&mut self, keys: &[Key]) -> Result<()> {
         // Rows this group needs to borrow that the current batch has not borrowed.
         let mut missing: Vec<(Keysym, Keysym)> = Vec::new();
         for key in keys {
@@ -236,7 +237,7 @@ impl<'a> Planner<'a> {
 /// Errors: `InvalidArgument` for other control characters or more than
 /// [`MAX_TEXT_CHARS`] characters; `InputUnavailable` when a character is missing from
 /// the map and no spare keycode exists to borrow.
-pub fn plan_text(keymap: &Keymap, text: &str, caps_lock: bool) -> Result<Plan, ComputerError> {
+pub fn plan_text(keymap: &Keymap, text: &str, caps_lock: bool) -> Result<Plan> {
     let count = text.chars().count();
     if count > MAX_TEXT_CHARS {
         return Err(ComputerError::new(
@@ -277,7 +278,7 @@ pub fn plan_text(keymap: &Keymap, text: &str, caps_lock: bool) -> Result<Plan, C
 ///
 /// Errors: `InputUnavailable` when a modifier has no key in the map, or a key is
 /// missing and no spare keycode exists.
-pub fn plan_chords(keymap: &Keymap, chords: &[Chord]) -> Result<Plan, ComputerError> {
+pub fn plan_chords(keymap: &Keymap, chords: &[Chord]) -> Result<Plan> {
     let mut planner = Planner::new(keymap);
     for chord in chords {
         let keys: Vec<Key> = chord

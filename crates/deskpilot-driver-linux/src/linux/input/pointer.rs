@@ -12,6 +12,7 @@ use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::XInput;
 use super::xtest::Held;
+use deskpilot_protocol::Result;
 
 /// Wheel notches per scroll gesture (button 4 up, 5 down). GTK and Qt scroll about
 /// three lines per notch, so one gesture moves a list by roughly a screenful of a
@@ -41,7 +42,7 @@ impl XInput {
     ///
     /// Errors: `InvalidArgument` for a point outside the screen or a drag without
     /// `to`; `InputUnavailable`/`Internal` on connection or X errors.
-    pub fn pointer(&self, p: &PointerParams) -> Result<u64, ComputerError> {
+    pub fn pointer(&self, p: &PointerParams) -> Result<u64> {
         let (x, y) = self.on_screen(p.x, p.y)?;
         let to = match (p.action, p.to) {
             (PointerAction::Drag, Some((tx, ty))) => Some(self.on_screen(tx, ty)?),
@@ -117,7 +118,7 @@ impl XInput {
     }
 }
 
-fn click(held: &mut Held<'_>, button: u8) -> Result<(), ComputerError> {
+fn click(held: &mut Held<'_>, button: u8) -> Result<()> {
     held.button_down(button)?;
     held.release_all()
 }

@@ -26,6 +26,7 @@ use super::keymap::Keymap;
 use super::keysym::Keysym;
 use super::plan::Borrow;
 use super::{X11Context, sync_conn};
+use deskpilot_protocol::Result;
 
 /// Pause after installing borrowed keysyms, before the first borrowed key, ms.
 /// GTK 3 under Xvfb typed correctly even without it (the `MappingNotify` precedes the
@@ -125,7 +126,7 @@ pub(crate) fn restore_left(
     conn: &RustConnection,
     keymap: &Keymap,
     display: &str,
-) -> Result<Vec<u8>, ComputerError> {
+) -> Result<Vec<u8>> {
     let Some(r) = read_record(display) else {
         return Ok(Vec::new());
     };
@@ -191,7 +192,7 @@ impl<'c> Borrowed<'c> {
     /// Writes the record of the borrow about to be installed. Errors: it could not
     /// be written — nothing is borrowed then, since a crash would leave the map
     /// changed with no way back.
-    fn write_record(&self, display_rows: &[(u8, Vec<Keysym>)]) -> Result<(), ComputerError> {
+    fn write_record(&self, display_rows: &[(u8, Vec<Keysym>)]) -> Result<()> {
         let mut installed = self.installed.clone();
         for (k, row) in display_rows {
             installed.retain(|(ik, _)| ik != k);
@@ -228,11 +229,7 @@ impl<'c> Borrowed<'c> {
     /// Installs each row of `borrow` on its spare keycode, remembering the original
     /// rows (from `keymap`, the map before this call), then syncs and waits
     /// [`MAPPING_SETTLE_MS`].
-    pub(crate) fn install(
-        &mut self,
-        keymap: &Keymap,
-        borrow: &[Borrow],
-    ) -> Result<(), ComputerError> {
+    pub(crate) fn install(&mut self, keymap: &Keymap, borrow: &[Borrow]) -> Result<()> {
         let mut rows: Vec<(u8, Vec<Keysym>)> = Vec::with_capacity(borrow.len());
         for b in borrow {
             if !self.originals.iter().any(|(k, _)| *k == b.keycode) {
@@ -253,7 +250,7 @@ impl<'c> Borrowed<'c> {
     }
 
     /// Puts every original row back.
-    pub(crate) fn restore(&mut self) -> Result<(), ComputerError> {
+    pub(crate) fn restore(&mut self) -> Result<()> {
         if self.originals.is_empty() {
             return Ok(());
         }
@@ -270,7 +267,7 @@ impl<'c> Borrowed<'c> {
 
     /// One `ChangeKeyboardMapping` per run of consecutive keycodes, so clients get as
     /// few `MappingNotify` events as possible; each is checked.
-    fn change(&self, rows: &[(u8, Vec<Keysym>)]) -> Result<(), ComputerError> {
+    fn change(&self, rows: &[(u8, Vec<Keysym>)]) -> Result<()> {
         let mut sorted: Vec<&(u8, Vec<Keysym>)> = rows.iter().collect();
         sorted.sort_by_key(|(k, _)| *k);
         for run in runs(&sorted) {

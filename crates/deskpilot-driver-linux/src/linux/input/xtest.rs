@@ -4,7 +4,6 @@
 //! (or unwind) with a key or button it pressed still down: [`Held`] records each press
 //! before sending it and releases whatever is still down, in reverse order, on drop.
 
-use deskpilot_protocol::ComputerError;
 use x11rb::protocol::xproto::{
     BUTTON_PRESS_EVENT, BUTTON_RELEASE_EVENT, KEY_PRESS_EVENT, KEY_RELEASE_EVENT,
     MOTION_NOTIFY_EVENT, Window,
@@ -13,6 +12,7 @@ use x11rb::protocol::xtest::ConnectionExt as _;
 use x11rb::rust_connection::RustConnection;
 
 use super::{X11Context, sync_conn};
+use deskpilot_protocol::Result;
 
 /// A key or pointer button this guard pressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,39 +45,39 @@ impl<'c> Held<'c> {
     }
 
     /// Presses `keycode`. Recorded before sending, so a failed send is still released.
-    pub(crate) fn key_down(&mut self, keycode: u8) -> Result<(), ComputerError> {
+    pub(crate) fn key_down(&mut self, keycode: u8) -> Result<()> {
         self.down.push(Down::Key(keycode));
         self.fake(KEY_PRESS_EVENT, keycode, 0, 0)
     }
 
     /// Presses pointer button `button` (1 left, 2 middle, 3 right, 4/5 wheel).
-    pub(crate) fn button_down(&mut self, button: u8) -> Result<(), ComputerError> {
+    pub(crate) fn button_down(&mut self, button: u8) -> Result<()> {
         self.down.push(Down::Button(button));
         self.fake(BUTTON_PRESS_EVENT, button, 0, 0)
     }
 
     /// Moves the pointer to `(x, y)` in root-window pixels.
-    pub(crate) fn motion(&mut self, x: i16, y: i16) -> Result<(), ComputerError> {
+    pub(crate) fn motion(&mut self, x: i16, y: i16) -> Result<()> {
         // detail 0 = absolute coordinates relative to `root`.
         self.fake(MOTION_NOTIFY_EVENT, 0, x, y)
     }
 
     /// Releases everything still down, last pressed first.
-    pub(crate) fn release_all(&mut self) -> Result<(), ComputerError> {
+    pub(crate) fn release_all(&mut self) -> Result<()> {
         while let Some(down) = self.down.pop() {
             self.release(down)?;
         }
         Ok(())
     }
 
-    fn release(&mut self, down: Down) -> Result<(), ComputerError> {
+    fn release(&mut self, down: Down) -> Result<()> {
         match down {
             Down::Key(k) => self.fake(KEY_RELEASE_EVENT, k, 0, 0),
             Down::Button(b) => self.fake(BUTTON_RELEASE_EVENT, b, 0, 0),
         }
     }
 
-    fn fake(&mut self, kind: u8, detail: u8, x: i16, y: i16) -> Result<(), ComputerError> {
+    fn fake(&mut self, kind: u8, detail: u8, x: i16, y: i16) -> Result<()> {
         // time 0 = CurrentTime (no delay); deviceid 0 = the core devices.
         self.conn
             .xtest_fake_input(kind, detail, 0, self.root, x, y, 0)

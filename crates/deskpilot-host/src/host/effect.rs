@@ -1,0 +1,100 @@
+//! What an effect on the desktop is, as the pipeline sees it (docs/ARCHITECTURE.md
+//! §7.11): an element action, keys, a pointer gesture or a clipboard write, with the
+//! op name, audit event and written length every step records. Describes; never
+//! dispatches.
+
+use deskpilot_core::Op;
+use deskpilot_policy::audit::AuditEvent;
+use deskpilot_protocol::ComputerError;
+use deskpilot_protocol::types::PointerAction;
+
+use super::Basis;
+use crate::session::Target;
+
+/// `COMPUTER_INTERNAL` for a pipeline state that cannot happen, before dispatch.
+pub(super) fn not_dispatched(what: &str) -> ComputerError {
+    ComputerError::internal(format!(
+        "deskpilot's action pipeline failed ({what}); nothing was dispatched. Report this; observe and retry meanwhile"
+    ))
+}
+
+/// `COMPUTER_INTERNAL` for an outcome of the wrong kind, after dispatch.
+pub(super) fn mismatched(entry: &str) -> ComputerError {
+    ComputerError::internal(format!(
+        "deskpilot's action pipeline returned the wrong kind of result for {entry}; the effect was dispatched and audited. Observe to see what changed, and report this"
+    ))
+}
+
+/// One effect on the desktop, as the pipeline sees it.
+#[derive(Debug, Clone)]
+pub(super) enum Effect {
+    /// `op` on the element with ref `r` of the bound window; `value` for the ops that
+    /// take one (set_value, type, select, scroll).
+    Act {
+        r: String,
+        op: Op,
+        value: Option<String>,
+    },
+    /// A key chord (`ctrl+s`) or Unicode text typed into the bound window; `target`
+    /// must name the bound window (or be [`Target::Current`]).
+    Keys {
+        target: Target,
+        chord: Option<String>,
+        text: Option<String>,
+    },
+    /// A pointer gesture at (`x`, `y`) capture pixels, relative to the window of
+    /// `basis`.
+    Pointer {
+        basis: Basis,
+        x: f64,
+        y: f64,
+        action: PointerAction,
+        /// The text OCR read at the point (an `o` element), judged as a control of
+        /// that name would be.
+        seen: Option<String>,
+    },
+    /// `text` put on the clipboard (X11: the CLIPBOARD selection), for pasting into
+    /// the bound window (docs/ARCHITECTURE.md §7.20).
+    Clipboard { text: String },
+}
+
+impl Effect {
+    /// The op name of the audit and of refusals: the act's op, `keys`, or
+    /// `pointer_<action>`.
+    pub(super) fn op(&self) -> String {
+        match self {
+            Effect::Act { op, .. } => op.as_str().into(),
+            Effect::Keys { .. } => "keys".into(),
+            Effect::Pointer { action, .. } => format!("pointer_{action:?}").to_lowercase(),
+            Effect::Clipboard { .. } => "clipboard_write".into(),
+        }
+    }
+
+    /// The audit event of an effect that was dispatched.
+    pub(super) fn event(&self) -> AuditEvent {
+        match self {
+            Effect::Keys { .. } => AuditEvent::Keys,
+            _ => AuditEvent::Action,
+        }
+    }
+
+    /// The length of the text it writes, in Unicode scalar values (the audit keeps
+    /// lengths, never text): the value of set_value/type, the chord or text of keys.
+    pub(super) fn text_len(&self) -> Option<usize> {
+        match self {
+            Effect::Act {
+                op: Op::SetValue | Op::Type,
+                value,
+                ..
+            } => value.as_ref().map(|v| v.chars().count()),
+            Effect::Act { .. } | Effect::Pointer { .. } => None,
+            Effect::Clipboard { text } => Some(text.chars().count()),
+            Effect::Keys { chord, text, .. } => Some(
+                chord
+                    .as_deref()
+                    .or(text.as_deref())
+                    .map_or(0, |s| s.chars().count()),
+            ),
+        }
+    }
+}

@@ -1,0 +1,667 @@
+//! Effects judged by what they reach, not by how they are spelled
+//! (docs/ARCHITECTURE.md §7.6, §13): keys pressed after focus moved within one chord,
+//! mnemonics, Ctrl+M as Enter, a generic "Yes" under a destructive question, a paste
+//! without the clipboard grant, a toggle that shows a password, and fields labelled
+//! as passwords in other words. Real GTK dialogs in a sandbox; the oracle is what
+//! each dialog printed when it ended (zenity's stdout and exit status, a fixture's
+//! own log), which deskpilot did not write.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::own::{Desk, TempDir};
+use serde_json::Value;
+
+const ACCEPT_EDITS: &str =
+    "[sandbox]\nmode = \"accept-edits\"\nallow_apps = [\"zenity\", \"reveal.py\"]\n";
+const UNATTENDED: &str =
+    "[sandbox]\nmode = \"unattended\"\nallow_apps = [\"zenity\", \"reveal.py\"]\n";
+
+/// Starts `zenity ARGS` in the desk, its stdout and `exit=N` recorded in `out`, and
+/// waits for its window.
+fn zenity(desk: &Desk<'_>, out: &Path, args: &[&str], ready: (&str, &str)) {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+    let o = quote(&out.display().to_string());
+    let script = format!(
+        "zenity {} > {o} 2>/dev/null; echo \"exit=$?\" >> {o}",
+        args.join(" ")
+    );
+    desk.ok(&["sandbox", "run", "--", "sh", "-c", &script]);
+    desk.wait_for("zenity", ready.0, ready.1, 60_000);
+}
+
+/// What the dialog recorded when it ended. Waits up to 20 s.
+fn ended(out: &Path) -> String {
+    let start = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(out)
+            && s.contains("exit=")
+        {
+            return s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{} never ended",
+            out.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Nothing ended the dialog (a press that slipped through gets a second to land).
+fn still_open(out: &Path) {
+    std::thread::sleep(Duration::from_secs(1));
+    let s = std::fs::read_to_string(out).unwrap_or_default();
+    assert!(!s.contains("exit="), "the dialog ended: {s:?}");
+}
+
+/// The ref of the first element of `app` named exactly `name`.
+fn named(desk: &Desk<'_>, app: &str, name: &str) -> String {
+    let v = desk.ok(&["find", name, "--app", app]);
+    v["matches"]
+        .as_array()
+        .and_then(|m| m.iter().find(|h| h["name"] == name))
+        .and_then(|h| h["ref"].as_str())
+        .unwrap_or_else(|| panic!("no element named {name:?}: {v}"))
+        .to_owned()
+}
+
+fn message(v: &Value) -> String {
+    v["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `keys "Tab+x"` typed `x` into the field after the one that had focus — here a
+/// password field — since only the chord's start was judged. It is refused; sent as
+/// two chords, the second is judged in the password field and refused there.
+#[test]
+fn a_chord_cannot_type_past_a_focus_move() {
+    let dir = TempDir::new("reach-chord");
+    let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
+    let out = dir.path().join("forms.out");
+    zenity(
+        &desk,
+        &out,
+        &[
+            "--forms",
+            "--title",
+            "Sign in",
+            "--add-entry",
+            "Name",
+            "--add-password",
+            "PIN",
+        ],
+        ("button", "OK"),
+    );
+    desk.ok(&["observe", "--app", "zenity"]);
+    let fields = desk.ok(&["find", "", "--app", "zenity", "--role", "textbox"]);
+    let name = fields["matches"]
+        .as_array()
+        .and_then(|m| {
+            m.iter().find(|h| {
+                !h["states"]
+                    .as_array()
+                    .is_some_and(|s| s.iter().any(|x| x == "password"))
+            })
+        })
+        .and_then(|h| h["ref"].as_str())
+        .unwrap_or_else(|| panic!("the Name field: {fields}"))
+        .to_owned();
+    desk.ok(&["act", &name, "set_value", "ada"]);
+    desk.ok(&["act", &name, "focus"]);
+    for chord in ["Tab+x", "Tab+End+x+y+z", "0xff09+q"] {
+        let v = desk.fails_with(&["keys", chord], "COMPUTER_INVALID_ARGUMENT");
+        assert!(message(&v).contains("separate chords"), "{chord}: {v}");
+    }
+    let v = desk.fails_with(&["keys", "Tab x"], "COMPUTER_SECURE_INPUT");
+    assert!(message(&v).contains("stopped before"), "{v}");
+    let ok = named(&desk, "zenity", "OK");
+    desk.ok(&["observe", "--app", "zenity"]);
+    desk.ok(&["act", &ok, "click"]);
+    let printed = ended(&out);
+    assert_eq!(printed, "ada|\nexit=0\n", "nothing reached the PIN field");
+}
+
+/// `alt+d` pressed a question's `_Delete` in accept-edits and unattended mode. A
+/// mnemonic is judged as the clicks it may cause: it asks first, and unattended
+/// refuses it; a mnemonic of the harmless button runs.
+#[test]
+fn a_mnemonic_is_judged_as_the_button_it_presses() {
+    let dir = TempDir::new("reach-mnemonic");
+    let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
+    let out = dir.path().join("question.out");
+    zenity(
+        &desk,
+        &out,
+        &[
+            "--question",
+            "--title",
+            "Files",
+            "--text",
+            "Tidy up?",
+            "--ok-label",
+            "_Delete",
+            "--cancel-label",
+            "_Keep",
+        ],
+        ("button", "Delete"),
+    );
+    desk.ok(&["observe", "--app", "zenity"]);
+    let v = desk.fails_with(&["keys", "alt+d"], "COMPUTER_CONFIRMATION_REQUIRED");
+    assert!(message(&v).contains("mnemonic"), "{v}");
+    std::fs::write(desk.config(), UNATTENDED).unwrap();
+    desk.fails_with(&["keys", "alt+d"], "COMPUTER_CONFIRMATION_REQUIRED");
+    still_open(&out);
+    std::fs::write(desk.config(), ACCEPT_EDITS).unwrap();
+    desk.ok(&["keys", "alt+k"]);
+    assert!(ended(&out).contains("exit=1"), "Keep answers 1");
+}
+
+/// A generic "Yes" under "Permanently delete 1,204 files? This cannot be undone" ran
+/// without a question: it is judged with the dialog's own text.
+#[test]
+fn a_generic_yes_is_judged_by_its_question() {
+    let dir = TempDir::new("reach-yes");
+    let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
+    let out = dir.path().join("yes.out");
+    zenity(
+        &desk,
+        &out,
+        &[
+            "--question",
+            "--title",
+            "Empty",
+            "--text",
+            "Permanently delete 1,204 files? This cannot be undone.",
+            "--ok-label",
+            "Yes",
+            "--cancel-label",
+            "No",
+        ],
+        ("button", "Yes"),
+    );
+    desk.ok(&["observe", "--app", "zenity"]);
+    let yes = named(&desk, "zenity", "Yes");
+    let v = desk.fails_with(&["act", &yes, "click"], "COMPUTER_CONFIRMATION_REQUIRED");
+    assert!(message(&v).contains("confirms"), "{v}");
+    still_open(&out);
+    let no = named(&desk, "zenity", "No");
+    desk.ok(&["act", &no, "click"]);
+    assert!(ended(&out).contains("exit=1"));
+}
+
+/// Ctrl+M (and Ctrl+J) is Enter in terminals and many fields: judged as Enter, by
+/// the button it submits.
+#[test]
+fn control_m_is_judged_as_enter() {
+    let dir = TempDir::new("reach-ctrlm");
+    let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
+    let out = dir.path().join("entry.out");
+    zenity(
+        &desk,
+        &out,
+        &[
+            "--entry",
+            "--title",
+            "Message",
+            "--text",
+            "To the team",
+            "--ok-label",
+            "Send",
+        ],
+        ("button", "Send"),
+    );
+    desk.ok(&["observe", "--app", "zenity"]);
+    for chord in ["ctrl+m", "ctrl+j", "ctrl+M"] {
+        let v = desk.fails_with(&["keys", chord], "COMPUTER_CONFIRMATION_REQUIRED");
+        assert!(message(&v).contains("send"), "{chord}: {v}");
+    }
+    still_open(&out);
+}
+
+/// With the clipboard switch off, `keys ctrl+v` pasted the user's copied password
+/// into a field. A paste needs the clipboard grant, however it is spelled.
+#[test]
+fn a_paste_needs_the_clipboard_grant() {
+    let dir = TempDir::new("reach-paste");
+    let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
+    let mut xclip = std::process::Command::new("xclip")
+        .args(["-selection", "clipboard", "-i"])
+        .env("DISPLAY", format!(":{}", desk.display))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("xclip runs");
+    {
+        use std::io::Write as _;
+        xclip
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"copied-secret-7731")
+            .unwrap();
+    }
+    assert!(xclip.wait().unwrap().success());
+    let out = dir.path().join("paste.out");
+    zenity(
+        &desk,
+        &out,
+        &["--entry", "--title", "Note", "--text", "Note"],
+        ("button", "OK"),
+    );
+    desk.ok(&["observe", "--app", "zenity"]);
+    for chord in ["ctrl+v", "shift+Insert", "ctrl+shift+v"] {
+        let v = desk.fails_with(&["keys", chord], "COMPUTER_SCOPE_VIOLATION");
+        assert!(message(&v).contains("clipboard"), "{chord}: {v}");
+    }
+    let ok = named(&desk, "zenity", "OK");
+    desk.ok(&["act", &ok, "click"]);
+    assert_eq!(ended(&out), "\nexit=0\n", "nothing was pasted");
+}
+
+/// The GTK fixture: a password entry with a "Show password" check button, a button
+/// with only an eye, and a plain entry labelled "Kennwort" (a password in German),
+/// each logging to `log` what it did.
+const REVEAL_FIXTURE: &str = r#"
+import sys, gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk
+log = open(sys.argv[1], "a", buffering=1)
+w = Gtk.Window(title="Sign in")
+box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL)
+row = Gtk.Box()
+pw = Gtk.Entry(visibility=False, text="hunter2-secret")
+pw.get_accessible().set_name("Password")
+row.pack_start(pw, True, True, 0)
+show = Gtk.CheckButton(label="Show password")
+show.connect("toggled", lambda b: (pw.set_visibility(b.get_active()), log.write("shown\n")))
+row.pack_start(show, False, False, 0)
+eye = Gtk.Button(label="👁")
+eye.connect("clicked", lambda b: (pw.set_visibility(True), log.write("eye\n")))
+row.pack_start(eye, False, False, 0)
+box.pack_start(row, False, False, 0)
+krow = Gtk.Box()
+klabel = Gtk.Label(label="Kennwort")
+kw = Gtk.Entry(text="geheim-4711")
+klabel.set_mnemonic_widget(kw)
+kw.get_accessible().set_name("Kennwort")
+kw.connect("changed", lambda e: log.write("kennwort changed\n"))
+krow.pack_start(klabel, False, False, 0)
+krow.pack_start(kw, True, True, 0)
+box.pack_start(krow, False, False, 0)
+w.add(box)
+w.connect("destroy", Gtk.main_quit)
+w.show_all()
+log.write("ready\n")
+Gtk.main()
+"#;
+
+/// Clicking "Show" beside a password field printed the clear value in the act's
+/// result and every read after. A toggle or an eye beside a password field is
+/// secure input; a field labelled "Kennwort" is a password field: masked, and
+/// nothing is typed into it.
+#[test]
+fn a_reveal_toggle_and_a_kennwort_field_are_secure_input() {
+    let dir = TempDir::new("reach-reveal");
+    let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
+    let log = dir.path().join("reveal.log");
+    let script = dir.path().join("reveal.py");
+    std::fs::write(&script, REVEAL_FIXTURE).unwrap();
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        script.to_str().unwrap(),
+        log.to_str().unwrap(),
+    ]);
+    desk.wait_for("reveal.py", "checkbox", "Show password", 60_000);
+    let obs = desk.ok(&["observe", "--window", "Sign in"]);
+    let text = obs["text"].as_str().unwrap();
+    assert!(
+        !text.contains("hunter2") && !text.contains("geheim"),
+        "{text}"
+    );
+    let show = named(&desk, "reveal.py", "Show password");
+    let v = desk.fails_with(&["act", &show, "click"], "COMPUTER_SECURE_INPUT");
+    assert!(!v.to_string().contains("hunter2"), "{v}");
+    let eye = named(&desk, "reveal.py", "👁");
+    desk.fails_with(&["act", &eye, "click"], "COMPUTER_SECURE_INPUT");
+    let fields = desk.ok(&[
+        "find",
+        "Kennwort",
+        "--role",
+        "textbox",
+        "--app",
+        "reveal.py",
+    ]);
+    let kennwort = fields["matches"][0]["ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the Kennwort field: {fields}"))
+        .to_owned();
+    desk.fails_with(
+        &["act", &kennwort, "set_value", "x"],
+        "COMPUTER_SECURE_INPUT",
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(logged, "ready\n", "nothing was shown or typed");
+    let again = desk.ok(&["observe", "--window", "Sign in"]);
+    assert!(!again.to_string().contains("hunter2") && !again.to_string().contains("geheim"));
+}
+
+/// Runs `deskpilot ARGS` inside the desk's sandbox — as an app or terminal the
+/// agent drives there would — on a pseudo-terminal (`script`), with the desk's
+/// runtime, config and state directories, and returns its one JSON document.
+fn inside(desk: &Desk<'_>, dir: &Path, tag: &str, args: &[&str]) -> Value {
+    let out = dir.join(format!("{tag}.json"));
+    let done = dir.join(format!("{tag}.done"));
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let cmd = format!(
+        "{exe} --json {args} < /dev/null",
+        exe = env!("CARGO_BIN_EXE_deskpilot"),
+        args = args.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+    );
+    let script = format!(
+        "export DESKPILOT_RUNTIME_DIR={run} DESKPILOT_CONFIG={cfg} XDG_STATE_HOME={state}; script -qec {cmd} /dev/null > {out}; touch {done}",
+        run = quote(&desk.runtime().display().to_string()),
+        cfg = quote(&desk.config().display().to_string()),
+        state = quote(&desk.root.join("state").display().to_string()),
+        cmd = quote(&cmd),
+        out = quote(&out.display().to_string()),
+        done = quote(&done.display().to_string()),
+    );
+    desk.ok(&["sandbox", "run", "--", "sh", "-c", &script]);
+    let start = Instant::now();
+    while !done.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{tag}: no answer"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    let json = &text[text.find('{').unwrap_or_else(|| panic!("{tag}: {text:?}"))..];
+    serde_json::from_str(json.trim()).unwrap_or_else(|e| panic!("{tag}: {e}: {text:?}"))
+}
+
+/// Through a terminal in the sandbox the agent ran `deskpilot approve ID` on its own
+/// pending action. The user's channels — approve, grant --user, config — are
+/// refused from inside a sandbox even at a terminal, and so are `driver` and
+/// `sandbox run` there; the user's own `sandbox run` is audited.
+#[test]
+fn the_users_channels_are_refused_from_inside_a_sandbox() {
+    let dir = TempDir::new("reach-inside");
+    let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
+    let out = dir.path().join("approve.out");
+    zenity(
+        &desk,
+        &out,
+        &[
+            "--question",
+            "--title",
+            "Trash",
+            "--text",
+            "Tidy?",
+            "--ok-label",
+            "Delete",
+            "--cancel-label",
+            "Keep",
+        ],
+        ("button", "Delete"),
+    );
+    desk.ok(&["observe", "--app", "zenity"]);
+    let delete = named(&desk, "zenity", "Delete");
+    let v = desk.fails_with(&["act", &delete, "click"], "COMPUTER_CONFIRMATION_REQUIRED");
+    let id = v["error"]["detail"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let a = inside(&desk, dir.path(), "approve", &["approve", &id]);
+    assert_eq!(a["error"]["code"], "COMPUTER_SCOPE_VIOLATION", "{a}");
+    assert!(message(&a).contains("inside a deskpilot sandbox"), "{a}");
+    // Still only a question: nothing was approved.
+    desk.fails_with(&["act", &delete, "click"], "COMPUTER_CONFIRMATION_REQUIRED");
+    still_open(&out);
+
+    let g = inside(&desk, dir.path(), "grant", &["grant", "--user"]);
+    assert_eq!(g["error"]["code"], "COMPUTER_SCOPE_VIOLATION", "{g}");
+    let c = inside(
+        &desk,
+        dir.path(),
+        "config",
+        &["config", "set", "mode", "bypass"],
+    );
+    assert_eq!(c["error"]["code"], "COMPUTER_SCOPE_VIOLATION", "{c}");
+    let d = inside(&desk, dir.path(), "driver", &["driver"]);
+    assert_eq!(d["error"]["code"], "COMPUTER_SCOPE_VIOLATION", "{d}");
+    let r = inside(&desk, dir.path(), "run", &["sandbox", "run", "--", "true"]);
+    assert_eq!(r["error"]["code"], "COMPUTER_SCOPE_VIOLATION", "{r}");
+
+    let audit = desk.ok(&["audit", "--tail", "50"]);
+    let runs = audit["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["op"] == "sandbox_run" && r["status"] == "executed")
+        .count();
+    assert!(
+        runs >= 6,
+        "every sandbox run of this test is audited: {audit}"
+    );
+}
+
+/// An app that runs code (an editor's Python console) read the approval seal's key
+/// from the kernel keyring and walked into deskpilot's files through
+/// `/proc/<X server pid>/root`. An app the sandbox starts gets `EPERM` from every
+/// keyring call, a stdin of `/dev/null`, and a process table of its own in which no
+/// process outside the sandbox's apps is there to walk through.
+#[test]
+fn a_launched_app_reaches_neither_the_keyring_nor_processes_outside() {
+    let dir = TempDir::new("reach-confine");
+    let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
+    let out = dir.path().join("confine.out");
+    let done = dir.path().join("confine.done");
+    let probe = format!(
+        "import ctypes, os\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         # keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 0)\n\
+         r = libc.syscall({keyctl}, 0, -4, 0, 0, 0)\n\
+         print('keyctl', r, ctypes.get_errno())\n\
+         r = libc.syscall({keyctl_x32}, 0, -4, 0, 0, 0)\n\
+         print('keyctl_x32', r, ctypes.get_errno())\n\
+         print('stdin', os.readlink('/proc/self/fd/0'))\n\
+         print('outside', os.path.exists('/proc/{host}'))\n\
+         print('pids', sorted(int(p) for p in os.listdir('/proc') if p.isdigit())[-1])\n",
+        keyctl = if cfg!(target_arch = "aarch64") {
+            219
+        } else {
+            250
+        },
+        // The same call through the x32 ABI's number (x86-64 only; elsewhere the
+        // native number again).
+        keyctl_x32 = if cfg!(target_arch = "x86_64") {
+            0x4000_0000 | 250
+        } else {
+            219
+        },
+        host = std::process::id(),
+    );
+    let script = format!(
+        "python3 -c \"$0\" > '{out}' 2>&1; touch '{done}'",
+        out = out.display(),
+        done = done.display()
+    );
+    desk.ok(&["sandbox", "run", "--", "sh", "-c", &script, &probe]);
+    let start = Instant::now();
+    while !done.exists() {
+        assert!(start.elapsed() < Duration::from_secs(30), "no answer");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("keyctl -1 1\n"),
+        "keyring calls fail EPERM: {text}"
+    );
+    assert!(
+        text.contains("keyctl_x32 -1 1\n"),
+        "also under their x32 numbers: {text}"
+    );
+    assert!(text.contains("stdin /dev/null\n"), "{text}");
+    assert!(
+        text.contains("outside False\n"),
+        "the test's own process is not visible: {text}"
+    );
+    let top: u32 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("pids "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(top < 100, "a process table of the sandbox's own: {text}");
+}
+
+/// A password manager's copy, as KeePassXC makes it on X11 (Qt): the text with the
+/// target `x-kde-passwordManagerHint` = `secret`, on the clipboard and the primary
+/// selection. Logs `ready` to `argv[1]` once both are owned.
+const KEEPER_FIXTURE: &str = r#"
+import sys
+from PyQt5.QtCore import QMimeData, QTimer
+from PyQt5.QtGui import QClipboard
+from PyQt5.QtWidgets import QApplication
+log = open(sys.argv[1], "a", buffering=1)
+app = QApplication(sys.argv[:1])
+def marked():
+    m = QMimeData()
+    m.setText(sys.argv[2])
+    m.setData("x-kde-passwordManagerHint", b"secret")
+    return m
+def copy():
+    cb = app.clipboard()
+    cb.setMimeData(marked(), QClipboard.Clipboard)
+    if cb.supportsSelection():
+        cb.setMimeData(marked(), QClipboard.Selection)
+    log.write("ready\n")
+QTimer.singleShot(0, copy)
+sys.exit(app.exec_())
+"#;
+
+/// Starts the password-manager fixture in the desk, copying `secret` marked as
+/// KeePassXC marks it, and waits until it owns the clipboard.
+fn keeper(desk: &Desk<'_>, dir: &Path, secret: &str) {
+    let script = dir.join("keeper.py");
+    std::fs::write(&script, KEEPER_FIXTURE).unwrap();
+    let log = dir.join("keeper.log");
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        script.to_str().unwrap(),
+        log.to_str().unwrap(),
+        secret,
+    ]);
+    let start = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|s| s.contains("ready")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "keeper not ready"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// With the clipboard grant on, a password a password manager copied (marked
+/// `x-kde-passwordManagerHint`) was pasted by `keys ctrl+v` and read by `clipboard
+/// read`. Both are refused (`COMPUTER_SECURE_INPUT`) in every paste spelling and
+/// nothing lands in the field; an unmarked text still pastes, and what the dialog
+/// printed when it ended is that text alone.
+#[test]
+fn a_password_managers_copy_is_never_pasted_or_read() {
+    let dir = TempDir::new("reach-keeper");
+    let desk = Desk::start_with_config(dir.path(), &format!("{ACCEPT_EDITS}clipboard = true\n"));
+    keeper(&desk, dir.path(), "vault-pw-5521");
+    let out = dir.path().join("keeper.out");
+    zenity(
+        &desk,
+        &out,
+        &["--entry", "--title", "Note", "--text", "Note"],
+        ("button", "OK"),
+    );
+    desk.ok(&["observe", "--app", "zenity"]);
+    for chord in ["ctrl+v", "shift+Insert", "ctrl+shift+v", "ctrl+a ctrl+v"] {
+        let v = desk.fails_with(&["keys", chord], "COMPUTER_SECURE_INPUT");
+        assert!(
+            message(&v).contains("password") && message(&v).contains("x-kde-passwordManagerHint"),
+            "{chord}: {v}"
+        );
+    }
+    let v = desk.fails_with(&["clipboard", "read"], "COMPUTER_SECURE_INPUT");
+    assert!(!v.to_string().contains("vault-pw"), "{v}");
+    let audit = desk.ok(&["audit", "--tail", "10"]);
+    assert!(
+        audit["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["event"] == "refusal" && r["op"] == "clipboard_read"),
+        "{audit}"
+    );
+    // Another copy, unmarked, takes the clipboard: it pastes and reads.
+    let mut xclip = std::process::Command::new("xclip")
+        .args(["-selection", "clipboard", "-i"])
+        .env("DISPLAY", format!(":{}", desk.display))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("xclip runs");
+    {
+        use std::io::Write as _;
+        xclip
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"plain-note-42")
+            .unwrap();
+    }
+    assert!(xclip.wait().unwrap().success());
+    let v = desk.ok(&["clipboard", "read"]);
+    assert_eq!(v["text"], "plain-note-42", "{v}");
+    desk.ok(&["keys", "ctrl+v"]);
+    // The primary selection still holds the marked copy, which Shift+Insert may paste.
+    desk.fails_with(&["keys", "shift+Insert"], "COMPUTER_SECURE_INPUT");
+    let ok = named(&desk, "zenity", "OK");
+    desk.ok(&["act", &ok, "click"]);
+    assert_eq!(
+        ended(&out),
+        "plain-note-42\nexit=0\n",
+        "only the unmarked text landed"
+    );
+}
+
+/// mousepad's own Edit ▸ Paste pasted a password a password manager copied, where
+/// `keys ctrl+v` was refused: a click on an app's Paste control is a paste, judged
+/// as the chord is. Refused (`COMPUTER_SECURE_INPUT`) and nothing lands.
+#[test]
+fn an_apps_own_paste_item_never_pastes_a_password_managers_copy() {
+    let dir = TempDir::new("reach-paste-item");
+    let desk = Desk::start_with_config(
+        dir.path(),
+        "[sandbox]\nmode = \"accept-edits\"\nallow_apps = [\"mousepad\"]\nclipboard = true\n",
+    );
+    keeper(&desk, dir.path(), "vault-pw-7788");
+    desk.ok(&["sandbox", "run", "--", "mousepad"]);
+    desk.wait_for("mousepad", "menuitem", "Edit", 60_000);
+    desk.ok(&["observe", "--app", "mousepad"]);
+    let edit = named(&desk, "mousepad", "Edit");
+    desk.ok(&["act", &edit, "click"]);
+    let paste = named(&desk, "mousepad", "Paste");
+    let v = desk.fails_with(&["act", &paste, "click"], "COMPUTER_SECURE_INPUT");
+    assert!(message(&v).contains("x-kde-passwordManagerHint"), "{v}");
+    desk.ok(&["keys", "Escape"]);
+    let after = desk.ok(&["observe", "--app", "mousepad"]);
+    assert!(!after.to_string().contains("vault-pw"), "{after}");
+}
