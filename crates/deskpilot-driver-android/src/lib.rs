@@ -684,6 +684,7 @@ impl Driver for AndroidDriver {
             pid: None,
             uid: None,
             exe: None,
+            pty_master: None,
             toolkit: Some("Android".into()),
             status: AppStatus::Ok,
             windows: vec![Self::window_of(&s)],

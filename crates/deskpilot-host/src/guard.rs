@@ -258,7 +258,7 @@ impl Driver for Guarded {
         self.inner.hello().await
     }
 
-    /// The apps, with each process's uid and executable filled in from this
+    /// The apps, with each process's uid, executable and pty master filled in from this
     /// machine's `/proc`: a host on another machine judges its refusals on these
     /// facts and never looks a remote pid up on its own machine.
     async fn apps(&self) -> Result<Vec<AppInfo>> {
@@ -271,6 +271,7 @@ impl Driver for Guarded {
                     .exe
                     .take()
                     .or_else(|| control::process_exe(p).or_else(|| control::process_comm(p)));
+                a.pty_master = a.pty_master.or_else(|| control::holds_pty_master(p));
             }
         }
         Ok(apps)

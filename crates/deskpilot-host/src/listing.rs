@@ -9,8 +9,9 @@ use crate::host::ListedApp;
 /// What the list says when the desktop has no application at all.
 pub const NO_APPS: &str = "no applications on the accessibility bus";
 
-/// One application's block, without a trailing newline: `app NAME pid=N [status]`
-/// (the status only when it is not `ok`), then one line per window, `  [wN] ROLE
+/// One application's block, without a trailing newline: `app NAME pid=N tier=TIER
+/// [status]` (the tier only when it is not the default `type`, docs/ARCHITECTURE.md
+/// §7.22; the status only when it is not `ok`), then one line per window, `  [wN] ROLE
 /// "TITLE"` followed by ` active`, ` · bound` and ` · refused CODE: REASON` as they
 /// apply. Names and titles are made one line.
 pub fn render_app(app: &ListedApp) -> String {
@@ -20,7 +21,11 @@ pub fn render_app(app: &ListedApp) -> String {
         AppStatus::AccessibilityDisabled => " [accessibility_disabled]",
     };
     let pid = app.pid.map(|p| format!(" pid={p}")).unwrap_or_default();
-    let mut text = format!("app {}{pid}{status}", one_line(&app.name));
+    let tier = match app.tier {
+        deskpilot_policy::tier::Tier::Type => String::new(),
+        t => format!(" tier={t}"),
+    };
+    let mut text = format!("app {}{pid}{tier}{status}", one_line(&app.name));
     for w in &app.windows {
         text.push_str(&format!(
             "\n  [{}] {} \"{}\"{}{}",
@@ -55,6 +60,7 @@ pub fn render_apps(apps: &[ListedApp]) -> String {
 mod tests {
     use deskpilot_core::{Handle, Role};
     use deskpilot_policy::refusal::Refusal;
+    use deskpilot_policy::tier::Tier;
     use deskpilot_protocol::ErrorCode;
     use deskpilot_protocol::types::WindowInfo;
 
@@ -96,6 +102,8 @@ mod tests {
                 pid: Some(42),
                 status: AppStatus::Ok,
                 toolkit: None,
+                tier: Tier::Type,
+                code: false,
                 windows: vec![
                     window("w1", "notes.txt\nsecond line", true, true),
                     window("w2", "Untitled", false, false),
@@ -106,7 +114,18 @@ mod tests {
                 pid: None,
                 status: AppStatus::NotResponding,
                 toolkit: None,
+                tier: Tier::Type,
+                code: false,
                 windows: vec![refused],
+            },
+            ListedApp {
+                name: "notes".into(),
+                pid: Some(7),
+                status: AppStatus::Ok,
+                toolkit: None,
+                tier: Tier::Click,
+                code: false,
+                windows: vec![],
             },
         ];
         assert_eq!(
@@ -116,7 +135,8 @@ mod tests {
         assert_eq!(
             render_apps(&apps),
             "app mousepad pid=42\n  [w1] window \"notes.txt\\nsecond line\" active · bound\n  [w2] window \"Untitled\"\n\
-             app gcr-prompter [not_responding]\n  [w3] dialog \"Unlock keyring\" · refused COMPUTER_DENYLISTED: gcr-prompter is on the built-in deny-list\n"
+             app gcr-prompter [not_responding]\n  [w3] dialog \"Unlock keyring\" · refused COMPUTER_DENYLISTED: gcr-prompter is on the built-in deny-list\n\
+             app notes pid=7 tier=click\n"
         );
     }
 

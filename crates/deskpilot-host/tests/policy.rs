@@ -209,6 +209,7 @@ fn the_first_call_binds_the_frontmost_permitted_window_and_lists_refused_ones() 
                 pid: Some(KEEPASS_PID),
                 uid: Some(uid),
                 exe: None,
+                pty_master: None,
                 toolkit: Some("Qt".into()),
                 status: AppStatus::Ok,
                 windows: vec![WindowInfo {
@@ -945,6 +946,7 @@ fn deskpilot_never_targets_itself() {
                 pid: Some(me),
                 uid: Some(uid),
                 exe: None,
+                pty_master: None,
                 toolkit: None,
                 status: AppStatus::Ok,
                 windows: Vec::new(),

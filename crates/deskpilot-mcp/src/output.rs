@@ -596,6 +596,8 @@ mod tests {
             pid: Some(42),
             status: AppStatus::Ok,
             toolkit: None,
+            tier: deskpilot_policy::tier::Tier::Type,
+            code: false,
             windows: vec![
                 window("w1", None),
                 window(

@@ -143,6 +143,53 @@ pub fn process_exe(pid: u32) -> Option<String> {
     Some(name.trim_end_matches(" (deleted)").to_string())
 }
 
+/// Whether `pid`, or one of its direct children, holds a pseudo-terminal's master
+/// end open (an fd linked to `/dev/ptmx` or `/dev/pts/ptmx`): the process is a
+/// terminal emulator — xterm, a VTE or konsole widget, an IDE's terminal pane —
+/// whatever its name, because whatever is typed into it reaches a shell. Children
+/// count because some terminals keep the master in a helper process (read from
+/// `/proc/PID/task/*/children`).
+///
+/// `None` when `pid`'s fds are unreadable (another user's process, one that ended,
+/// or not on Linux): unknown, which callers judge as they judge other unknowns.
+pub fn holds_pty_master(pid: u32) -> Option<bool> {
+    if !cfg!(target_os = "linux") || pid == 0 {
+        return None;
+    }
+    if fds_hold_ptmx(pid)? {
+        return Some(true);
+    }
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    for task in tasks.flatten() {
+        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        for child in children
+            .split_whitespace()
+            .filter_map(|c| c.parse::<u32>().ok())
+        {
+            if fds_hold_ptmx(child) == Some(true) {
+                return Some(true);
+            }
+        }
+    }
+    Some(false)
+}
+
+/// Whether one of `pid`'s open fds links to a pty multiplexer; `None` when the fd
+/// directory is unreadable.
+fn fds_hold_ptmx(pid: u32) -> Option<bool> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(
+        fds.flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| is_ptmx(&target))),
+    )
+}
+
+/// Whether an fd's link target is the pty multiplexer (`/dev/ptmx`, or
+/// `/dev/pts/ptmx` of a devpts mount), pure.
+pub fn is_ptmx(target: &Path) -> bool {
+    target == Path::new("/dev/ptmx") || target == Path::new("/dev/pts/ptmx")
+}
+
 /// `pid`, its parent, grandparent… up to but excluding pid 1 (and pid 0), from
 /// `/proc/PID/stat`. Empty when `pid` is 0 or 1, its stat is unreadable, or not on
 /// Linux; the chain stops early where a stat becomes unreadable. At most 1 024

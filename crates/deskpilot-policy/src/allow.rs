@@ -5,7 +5,7 @@
 //! link does not change); the app's accessible name, which any program can choose,
 //! decides only when it is not known.
 
-use crate::refusal::TargetFacts;
+use crate::target::TargetFacts;
 
 /// Whether an `allow_apps` entry names this target: the executable's file name when
 /// known, else the app name; ASCII case is ignored.

@@ -404,6 +404,7 @@ mod tests {
             },
             user_denylist: vec![],
             allow_terminals: vec![],
+            app_tiers: vec![],
             protected: vec![],
             home: None,
         }
@@ -419,6 +420,7 @@ mod tests {
                 uid: Some(1000),
                 exe: Some(app.into()),
                 focused_password: false,
+                pty_master: false,
             },
         }
     }

@@ -3,7 +3,7 @@
 //! Owns grants ([`grant`]), absolute and user refusals ([`refusal`]), permission modes
 //! ([`mode`]) and allow-list matching ([`allow`]), the irreversible-action rules
 //! ([`irreversible`]), where input lands and what it activates ([`input`]), what
-//! `launch` never starts ([`launch`]), single-use approvals ([`approval`]), the shape
+//! `launch` never starts ([`launch`]), capability tiers ([`tier`]), single-use approvals ([`approval`]), the shape
 //! of audit records ([`audit`]) and what the host keeps and shows of a grant
 //! ([`view`]: policy state, grant view, coordinate basis). Nothing here performs
 //! I/O or reads a clock: callers pass the time (ms since any fixed epoch) and the facts
@@ -28,6 +28,8 @@ pub mod mode;
 pub mod reach;
 pub mod refusal;
 pub mod system_keys;
+pub mod target;
+pub mod tier;
 pub mod view;
 
 pub use deskpilot_protocol::{ComputerError, ErrorCode};

@@ -10,26 +10,10 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::target::{Refusal, TargetFacts};
+
 use crate::ErrorCode;
 use crate::irreversible::fold;
-
-/// Facts the host measured about a window (never text the window asked us to believe:
-/// the app name and title are matched only against deny-lists, which can only refuse).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TargetFacts {
-    /// Accessible application name (`mousepad`, `seahorse`).
-    pub app: String,
-    /// Window title.
-    pub title: String,
-    pub pid: Option<u32>,
-    /// Owner uid of the process.
-    pub uid: Option<u32>,
-    /// The process's executable file name (`/proc/PID/exe`, else `/proc/PID/comm`),
-    /// when known.
-    pub exe: Option<String>,
-    /// The focused element of the window is a password field.
-    pub focused_password: bool,
-}
 
 /// Facts about deskpilot itself, measured by the host at start.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,15 +25,6 @@ pub struct SelfFacts {
     pub uid: u32,
     /// Extra app names the user marked as "self" (their MCP client's windows).
     pub names: Vec<String>,
-}
-
-/// Why a window is refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct Refusal {
-    pub code: ErrorCode,
-    /// One sentence a user understands, naming the rule.
-    pub reason: String,
 }
 
 /// The built-in credential deny-list: keyring and polkit prompts, pinentry,
@@ -104,7 +79,8 @@ pub const BUILTIN_TITLE_DENYLIST: &[&str] = &[
 /// user, outside every rule here (editing the config, approving its own actions).
 /// Matched against the app name and the executable: equal, or for names of six
 /// characters or more, contained (`gnome-terminal-server`). The user may allow one
-/// by name (`allow_terminals`).
+/// by name (`allow_terminals`). A process holding a pty's master end is a terminal
+/// whatever its name ([`TargetFacts::pty_master`]).
 pub const TERMINAL_APPS: &[&str] = &[
     "xterm",
     "uxterm",
@@ -164,6 +140,11 @@ pub struct Refusals {
     /// Terminal emulators the user allowed by name (app or executable, ASCII case
     /// ignored); every other one is refused ([`TERMINAL_APPS`]).
     pub allow_terminals: Vec<String>,
+    /// The user's `app_tiers` entries (`NAME=TIER`, validated by the config):
+    /// `NAME=code` grants a terminal like [`Refusals::allow_terminals`]; a lower tier
+    /// limits what effects an app takes ([`Refusals::tier_of`]).
+    #[serde(default)]
+    pub app_tiers: Vec<String>,
     /// deskpilot's own directories (config, state, runtime, audit), absolute: no
     /// effect may write or navigate there ([`Refusals::protected_in`]).
     pub protected: Vec<String>,
@@ -288,18 +269,32 @@ impl Refusals {
                 ),
             });
         }
-        let terminal = [t.app.as_str(), exe].into_iter().find(|n| is_terminal(n));
-        if let Some(name) = terminal {
+        // A terminal by what it is (it holds a pty's master end) or by a name the
+        // list knows; the list still catches one whose process facts are unknown.
+        let terminal = [t.app.as_str(), exe]
+            .into_iter()
+            .find(|n| is_terminal(n))
+            .map(|n| format!("{n:?} is a terminal emulator"))
+            .or_else(|| {
+                t.pty_master.then(|| {
+                    format!(
+                        "{:?} holds a pseudo-terminal (its process has /dev/ptmx open), so it is a terminal whatever it is called",
+                        t.app
+                    )
+                })
+            });
+        if let Some(what) = terminal {
             let allowed = self
                 .allow_terminals
                 .iter()
-                .any(|a| a.eq_ignore_ascii_case(&t.app) || a.eq_ignore_ascii_case(exe));
+                .any(|a| a.eq_ignore_ascii_case(&t.app) || a.eq_ignore_ascii_case(exe))
+                || crate::tier::configured(&self.app_tiers, t) == Some(crate::tier::Tier::Code);
             if !allowed {
                 return Some(Refusal {
                     code: ErrorCode::Denylisted,
                     reason: format!(
-                        "{name:?} is a terminal emulator: typing into one runs commands outside deskpilot's policy, so terminals are refused unless you allow one (`allow_terminals = [{:?}]` in the config)",
-                        t.app
+                        "{what}: typing into one runs commands outside deskpilot's policy, so it has the `code` tier, refused unless you grant that tier to this app (`deskpilot config set app_tiers {}=code` at a terminal)",
+                        t.exe.as_deref().unwrap_or(&t.app)
                     ),
                 });
             }
@@ -317,6 +312,24 @@ impl Refusals {
             });
         }
         None
+    }
+
+    /// Whether a window of `t` is a `code` surface: a terminal by name or because
+    /// its process holds a pty's master end (docs/ARCHITECTURE.md §7.22).
+    pub fn is_code(&self, t: &TargetFacts) -> bool {
+        t.pty_master || is_terminal(&t.app) || t.exe.as_deref().is_some_and(is_terminal)
+    }
+
+    /// The most an agent may do in a window of `t`: `code` for a terminal (whose
+    /// windows [`Refusals::check_window`] refuses unless the user granted it), else
+    /// the tier the user set in `app_tiers` (`code` there counts as `type`: only a
+    /// terminal runs what is typed), else `type`.
+    pub fn tier_of(&self, t: &TargetFacts) -> crate::tier::Tier {
+        use crate::tier::Tier;
+        if self.is_code(t) {
+            return Tier::Code;
+        }
+        crate::tier::configured(&self.app_tiers, t).map_or(Tier::Type, |s| s.min(Tier::Type))
     }
 
     /// The protected path `text` names, if any: one of [`Refusals::protected`] (or
@@ -416,6 +429,7 @@ mod tests {
             },
             user_denylist: vec!["Banking".into()],
             allow_terminals: vec!["kitty".into()],
+            app_tiers: vec![],
             protected: vec![
                 "/home/u/.config/deskpilot".into(),
                 "/tmp/deskpilot-1000".into(),
@@ -499,6 +513,47 @@ mod tests {
         assert!(is_terminal("st") && !is_terminal("gedit") && !is_terminal("stellarium"));
     }
 
+    #[test]
+    fn a_process_holding_a_pty_is_a_terminal_whatever_its_name() {
+        let r = rules();
+        let mut notes = target("notes", "notes");
+        assert!(r.check_window(&notes).is_none());
+        notes.pty_master = true;
+        let v = r.check_window(&notes).expect("a pty master is a terminal");
+        assert_eq!(v.code, ErrorCode::Denylisted);
+        assert!(v.reason.contains("pseudo-terminal"), "{}", v.reason);
+        assert!(v.reason.contains("app_tiers notes=code"), "{}", v.reason);
+        // Granted by name like any terminal.
+        let mut kitty = target("kitty", "~");
+        kitty.pty_master = true;
+        assert!(r.check_window(&kitty).is_none());
+        assert_eq!(r.tier_of(&kitty), crate::tier::Tier::Code);
+        // Or through its tier.
+        let granted = Refusals {
+            app_tiers: vec!["notes=code".into()],
+            ..rules()
+        };
+        assert!(granted.check_window(&notes).is_none());
+        assert_eq!(granted.tier_of(&notes), crate::tier::Tier::Code);
+        // `code` for an app that runs nothing typed is `type`; a lowered tier holds.
+        let lowered = Refusals {
+            app_tiers: vec!["gedit=code".into(), "mousepad=read".into()],
+            ..rules()
+        };
+        assert_eq!(
+            lowered.tier_of(&target("gedit", "x")),
+            crate::tier::Tier::Type
+        );
+        assert_eq!(
+            lowered.tier_of(&target("mousepad", "x")),
+            crate::tier::Tier::Read
+        );
+        assert_eq!(
+            lowered.tier_of(&target("zenity", "x")),
+            crate::tier::Tier::Type
+        );
+    }
+
     fn target(app: &str, title: &str) -> TargetFacts {
         TargetFacts {
             app: app.into(),
@@ -507,6 +562,7 @@ mod tests {
             uid: Some(1000),
             exe: Some(app.into()),
             focused_password: false,
+            pty_master: false,
         }
     }
 

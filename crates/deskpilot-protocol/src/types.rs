@@ -79,6 +79,11 @@ pub struct AppInfo {
     /// pid by a local process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exe: Option<String>,
+    /// Whether the process (or a direct child) holds a pseudo-terminal's master end
+    /// open, as the driver's machine read it (`/proc/PID/fd`): it is a terminal,
+    /// whatever it is called (docs/ARCHITECTURE.md §7.22). `None` when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pty_master: Option<bool>,
     /// Toolkit as reported by the app (`GTK`, `Qt`, `Chromium`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub toolkit: Option<String>,

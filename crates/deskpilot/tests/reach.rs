@@ -69,6 +69,11 @@ fn named(desk: &Desk<'_>, app: &str, name: &str) -> String {
         .to_owned()
 }
 
+/// The `reason` of a refusal as `apps` lists it.
+fn message_of(refused: &Value) -> String {
+    refused["reason"].as_str().unwrap_or_default().to_owned()
+}
+
 fn message(v: &Value) -> String {
     v["error"]["message"]
         .as_str()
@@ -664,4 +669,267 @@ fn an_apps_own_paste_item_never_pastes_a_password_managers_copy() {
     desk.ok(&["keys", "Escape"]);
     let after = desk.ok(&["observe", "--app", "mousepad"]);
     assert!(!after.to_string().contains("vault-pw"), "{after}");
+}
+
+/// A notes app that is a terminal under another name: a GTK entry whose text, on
+/// Enter, goes to a shell through a pseudo-terminal it holds (as xterm, a VTE
+/// widget or an IDE's terminal pane does). Logs `ready` to `argv[1]`; the shell
+/// runs in `argv[2]`.
+const PTY_NOTES_FIXTURE: &str = r#"
+import os, subprocess, sys
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk
+log = open(sys.argv[1], "a", buffering=1)
+master, slave = os.openpty()
+subprocess.Popen(["/bin/sh"], stdin=slave, stdout=slave, stderr=slave,
+                 start_new_session=True, cwd=sys.argv[2])
+os.close(slave)
+win = Gtk.Window(title="Notes")
+entry = Gtk.Entry()
+entry.get_accessible().set_name("Note")
+def run(e):
+    os.write(master, (e.get_text() + "\n").encode())
+    e.set_text("")
+entry.connect("activate", run)
+win.add(entry)
+win.connect("destroy", Gtk.main_quit)
+win.show_all()
+log.write("ready\n")
+Gtk.main()
+"#;
+
+/// The listed app named `name` once its tree is read (status `ok`).
+fn listed_ok(desk: &Desk<'_>, name: &str) -> Value {
+    let start = Instant::now();
+    loop {
+        let app = desk.listed_app(name, |n| n == name);
+        if app["status"] == "ok" {
+            return app;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{app}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A copy of a terminal under another name was not recognised: terminals were
+/// known by name only. A program that holds a pseudo-terminal's master end is a
+/// terminal whatever it is called: it has the `code` tier, and its windows are
+/// refused (even to reads) until the user grants that tier; granted, typing there
+/// runs commands (the fixture's shell touches a file: the oracle). An app the user
+/// lowered to `click` takes no text and no keys.
+#[test]
+fn a_program_holding_a_pty_is_a_terminal_whatever_its_name() {
+    let dir = TempDir::new("reach-pty");
+    let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
+    let log = dir.path().join("notes.log");
+    let script = dir.path().join("notes.py");
+    let fired = dir.path().join("fired");
+    std::fs::write(&script, PTY_NOTES_FIXTURE).unwrap();
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        script.to_str().unwrap(),
+        log.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
+    ]);
+    let app = listed_ok(&desk, "notes.py");
+    assert_eq!(app["code"], true, "{app}");
+    assert_eq!(app["tier"], "code", "{app}");
+    let refused = &app["windows"][0]["refused"];
+    assert_eq!(refused["code"], "COMPUTER_DENYLISTED", "{app}");
+    assert!(
+        refused["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("pseudo-terminal")),
+        "{app}"
+    );
+    desk.fails_with(&["observe", "--app", "notes.py"], "COMPUTER_DENYLISTED");
+    // No other window is open, so the grant has nowhere to bind.
+    desk.fails_with(
+        &["keys", "--text", "touch fired", "--app", "notes.py"],
+        "COMPUTER_NO_GRANT",
+    );
+    desk.fails_with(
+        &["keys", "Return", "--app", "notes.py"],
+        "COMPUTER_NO_GRANT",
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!fired.exists(), "nothing was typed into the shell");
+
+    // The user grants the tier at a terminal (here a provisioning `--yes`).
+    // Named by its executable, as the refusal says (`python3.11`, not the link).
+    let pid = app["pid"].as_u64().unwrap();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    let exe = exe.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(
+        message_of(refused).contains(&format!("app_tiers {exe}=code")),
+        "{refused}"
+    );
+    desk.ok(&[
+        "config",
+        "set",
+        "app_tiers",
+        &format!("{exe}=code"),
+        "--yes",
+    ]);
+    let allow = format!("zenity,{exe}");
+    desk.ok(&["config", "set", "sandbox.allow_apps", &allow, "--yes"]);
+    let app = listed_ok(&desk, "notes.py");
+    assert_eq!(app["tier"], "code", "{app}");
+    assert!(app["windows"][0]["refused"].is_null(), "{app}");
+    let note = named(&desk, "notes.py", "Note");
+    desk.ok(&["act", &note, "set_value", "touch fired"]);
+    desk.ok(&["keys", "Return", "--app", "notes.py"]);
+    let start = Instant::now();
+    while !fired.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the granted terminal ran nothing"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Lowered to `click`: no text, no keys.
+    desk.ok(&[
+        "config",
+        "set",
+        "app_tiers",
+        &format!("{exe}=click"),
+        "--yes",
+    ]);
+    let app = listed_ok(&desk, "notes.py");
+    assert!(
+        app["windows"][0]["refused"]["code"] == "COMPUTER_DENYLISTED",
+        "`click` does not grant a terminal: {app}"
+    );
+    let out = dir.path().join("zenity.out");
+    zenity(
+        &desk,
+        &out,
+        &["--entry", "--title", "Rename", "--text", "New name"],
+        ("button", "OK"),
+    );
+    desk.ok(&["config", "set", "app_tiers", "zenity=click", "--yes"]);
+    let listed = listed_ok(&desk, "zenity");
+    assert_eq!(listed["tier"], "click", "{listed}");
+    let field = desk.ok(&["find", "", "--app", "zenity", "--role", "textbox"]);
+    let field = field["matches"][0]["ref"].as_str().unwrap().to_owned();
+    let v = desk.fails_with(
+        &["act", &field, "set_value", "x"],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
+    assert!(message(&v).contains("`click` tier"), "{v}");
+    desk.fails_with(
+        &["keys", "--text", "x", "--app", "zenity"],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
+    desk.fails_with(
+        &["keys", "Return", "--app", "zenity"],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
+    still_open(&out);
+}
+
+/// A "Send" drawn on a canvas: a drawing area whose accessible name says
+/// "Preview" and whose pixels say "Send"; a press on it logs `pressed` to
+/// `argv[1]` (the oracle). Logs `ready` once shown.
+const CANVAS_FIXTURE: &str = r#"
+import sys
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk, Gdk
+log = open(sys.argv[1], "a", buffering=1)
+win = Gtk.Window(title="Compose")
+box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL)
+box.pack_start(Gtk.Label(label="To the team"), False, False, 4)
+area = Gtk.DrawingArea()
+area.set_size_request(160, 60)
+area.get_accessible().set_name("Preview")
+def draw(w, cr):
+    cr.set_source_rgb(0.1, 0.4, 0.9)
+    cr.paint()
+    cr.set_source_rgb(1, 1, 1)
+    cr.set_font_size(28)
+    cr.move_to(40, 42)
+    cr.show_text("Send")
+area.connect("draw", draw)
+area.add_events(Gdk.EventMask.BUTTON_PRESS_MASK)
+area.connect("button-press-event", lambda *a: log.write("pressed\n"))
+box.pack_start(area, True, True, 4)
+win.add(box)
+win.connect("destroy", Gtk.main_quit)
+win.show_all()
+log.write("ready\n")
+Gtk.main()
+"#;
+
+/// `click-at` on a "Send" drawn on a canvas ran: the tree named the canvas
+/// "Preview", and a named element was taken at its word. A drawing under the
+/// point, inside no control, cannot say what it presses: the click asks first, and
+/// unattended refuses it. A click on the label beside it runs.
+#[test]
+fn a_click_on_a_drawing_asks_first() {
+    let dir = TempDir::new("reach-canvas");
+    // The allow-list names the executable the host measures (`python3.11`).
+    let python = std::fs::canonicalize("/usr/bin/python3").unwrap();
+    let python = python.file_name().unwrap().to_str().unwrap().to_owned();
+    let config =
+        |mode: &str| format!("[sandbox]\nmode = \"{mode}\"\nallow_apps = [\"{python}\"]\n");
+    let desk = Desk::start_with_config(dir.path(), &config("accept-edits"));
+    let log = dir.path().join("canvas.log");
+    let script = dir.path().join("canvas.py");
+    std::fs::write(&script, CANVAS_FIXTURE).unwrap();
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        script.to_str().unwrap(),
+        log.to_str().unwrap(),
+    ]);
+    desk.wait_for("canvas.py", "image", "Preview", 60_000);
+    let centre = |name: &str| -> (String, String, String) {
+        let obs = desk.ok(&["observe", "--app", "canvas.py"]);
+        let basis = obs["basis"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{obs}"))
+            .to_owned();
+        // r<rev>:<x>,<y>,<w>x<h>@<scale>
+        let geom = basis.split_once(':').unwrap().1.split_once('@').unwrap().0;
+        let g: Vec<i64> = geom.split([',', 'x']).map(|n| n.parse().unwrap()).collect();
+        let found = desk.ok(&["find", name, "--app", "canvas.py"]);
+        let b = &found["matches"][0]["bounds"];
+        let at = |k: &str| {
+            b[k].as_i64()
+                .unwrap_or_else(|| panic!("no bounds: {found}"))
+        };
+        let x = at("x") + at("width") / 2 - g[0];
+        let y = at("y") + at("height") / 2 - g[1];
+        (x.to_string(), y.to_string(), basis)
+    };
+    let (x, y, basis) = centre("Preview");
+    let v = desk.fails_with(
+        &["click-at", &x, &y, "--basis", &basis],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    assert!(message(&v).contains("drawing"), "{v}");
+    std::fs::write(desk.config(), config("unattended")).unwrap();
+    desk.ok(&["config", "trust", "--yes"]);
+    let (x, y, basis) = centre("Preview");
+    let v = desk.fails_with(
+        &["click-at", &x, &y, "--basis", &basis],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
+    assert!(message(&v).contains("unattended"), "{v}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "ready\n",
+        "nothing pressed the drawing"
+    );
+    let (x, y, basis) = centre("To the team");
+    desk.ok(&["click-at", &x, &y, "--basis", &basis]);
 }

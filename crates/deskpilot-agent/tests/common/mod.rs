@@ -105,6 +105,7 @@ impl Env {
                     pid: Some(KEEPASS_PID),
                     uid: Some(uid),
                     exe: None,
+                    pty_master: None,
                     toolkit: Some("Qt".into()),
                     status: AppStatus::Ok,
                     windows: vec![WindowInfo {

@@ -173,6 +173,7 @@ pub fn list_apps(
             pid: u32::try_from(pid).ok(),
             uid: None,
             exe: None,
+            pty_master: None,
             toolkit: None,
             status: AppStatus::Ok,
             windows: Vec::new(),

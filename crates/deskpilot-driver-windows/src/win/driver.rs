@@ -244,6 +244,7 @@ impl Driver for WindowsDriver {
                 pid: Some(pid),
                 uid: None,
                 exe: Some(name.clone()),
+                pty_master: None,
                 toolkit: Some("Win32".into()),
                 status: if hung {
                     AppStatus::NotResponding

@@ -112,6 +112,14 @@ impl Config {
         let allow_terminals = choose(w, &sb.allow_terminals, &t.allow_terminals, Vec::new());
 
         let w = pick(
+            "app_tiers",
+            sb.app_tiers.is_some(),
+            t.app_tiers.is_some(),
+            false,
+        );
+        let app_tiers = choose(w, &sb.app_tiers, &t.app_tiers, Vec::new());
+
+        let w = pick(
             "allow_files",
             sb.allow_files.is_some(),
             t.allow_files.is_some(),
@@ -201,6 +209,23 @@ impl Config {
         } else {
             allow_files
         };
+        // A file changed outside `deskpilot config` grants no terminal and raises no
+        // tier; the tiers it lowers still hold.
+        let (allow_terminals, app_tiers) = if self.changed_outside {
+            for k in ["allow_terminals", "app_tiers"] {
+                sources.insert(k.into(), CHANGED_OUTSIDE.to_string());
+            }
+            let lowered = app_tiers
+                .into_iter()
+                .filter(|e| {
+                    deskpilot_policy::tier::parse_entry(e)
+                        .is_ok_and(|(_, t)| t < deskpilot_policy::tier::Tier::Type)
+                })
+                .collect();
+            (Vec::new(), lowered)
+        } else {
+            (allow_terminals, app_tiers)
+        };
         Effective {
             enabled,
             mode,
@@ -209,6 +234,7 @@ impl Config {
             deny_apps,
             self_apps,
             allow_terminals,
+            app_tiers,
             action_budget,
             idle_expiry_ms,
             capture,

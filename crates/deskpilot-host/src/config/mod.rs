@@ -27,6 +27,7 @@
 //! | `system_keys`         | bool            | `false`               | `false`           | whether desktop shortcuts may be pressed (`ctrl+alt+F1`, `super`, `alt+Tab`, …: [`deskpilot_policy::system_keys`]) |
 //! | `clipboard`           | bool            | `false`               | `false`           | whether the agent may read or write the clipboard (`computer_clipboard`, `deskpilot clipboard`) |
 //! | `presence`            | bool            | `true`                | `false`           | whether long-lived hosts draw the agent's cursor, the bound window's frame and the indicator with Stop (docs/ARCHITECTURE.md §7.19) |
+//! | `app_tiers`           | list of `NAME=TIER` | `[]`              | `[]`              | capability tiers (docs/ARCHITECTURE.md §7.22): `read` (observe only), `click` (no text or keys), `type` (the default), `code` (grants a terminal, like `allow_terminals`) |
 //! | `allow_files`         | list of paths   | `[]`                  | `[]`              | folders (absolute, or `~/…`) an app may be made to save files in, besides the documents folder and the temporary directory (docs/ARCHITECTURE.md §7.21) |
 //!
 //! # The bound model
@@ -98,13 +99,14 @@ pub const MAX_ACTION_BUDGET: u32 = 10_000;
 /// Largest `idle_expiry_minutes`: a day. A grant nobody used for a day is over.
 pub const MAX_IDLE_EXPIRY_MINUTES: u64 = 24 * 60;
 
-pub const KEYS: [&str; 14] = [
+pub const KEYS: [&str; 15] = [
     "enabled",
     "mode",
     "allow_apps",
     "deny_apps",
     "self_apps",
     "allow_terminals",
+    "app_tiers",
     "action_budget",
     "idle_expiry_minutes",
     "capture",
@@ -182,6 +184,8 @@ pub struct Settings {
     pub deny_apps: Option<Vec<String>>,
     pub self_apps: Option<Vec<String>>,
     pub allow_terminals: Option<Vec<String>>,
+    /// `NAME=TIER` entries, validated ([`deskpilot_policy::tier::parse_entry`]).
+    pub app_tiers: Option<Vec<String>>,
     /// Actions per grant, ≥ 1.
     pub action_budget: Option<u32>,
     /// Idle expiry of a grant, minutes, ≥ 1.
@@ -330,6 +334,9 @@ pub struct Effective {
     pub self_apps: Vec<String>,
     /// Terminal emulators the user allows (deskpilot_policy::refusal::TERMINAL_APPS).
     pub allow_terminals: Vec<String>,
+    /// Capability tiers the user set, `NAME=TIER` (docs/ARCHITECTURE.md §7.22);
+    /// default none (every app `type`, terminals refused).
+    pub app_tiers: Vec<String>,
     /// Actions per grant; default [`DEFAULT_ACTION_BUDGET`].
     pub action_budget: u32,
     /// Idle expiry of a grant, ms; default [`DEFAULT_IDLE_EXPIRY_MS`].

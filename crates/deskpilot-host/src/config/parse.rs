@@ -28,6 +28,9 @@ fn valid_values(key: &str) -> &'static str {
         "allow_files" => {
             "a list of folders, absolute or under ~, such as [\"~/Projects\", \"/srv/shared\"] (with `config set`: ~/Projects,/srv/shared)"
         }
+        "app_tiers" => {
+            "a list of NAME=TIER entries, TIER one of read, click, type, code, such as [\"mousepad=click\", \"xterm=code\"] (with `config set`: mousepad=click,xterm=code)"
+        }
         "allow_apps" | "deny_apps" | "self_apps" | "allow_terminals" => {
             "a list of app names such as [\"mousepad\", \"gedit\"] (with `config set`: mousepad,gedit)"
         }
@@ -180,7 +183,8 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
                         key_error(path, &full, &format!("unknown capture {name:?}"))
                     })?);
             }
-            "allow_apps" | "deny_apps" | "self_apps" | "allow_terminals" | "allow_files" => {
+            "allow_apps" | "deny_apps" | "self_apps" | "allow_terminals" | "allow_files"
+            | "app_tiers" => {
                 let arr = v.as_array().ok_or_else(|| wrong("a list of strings"))?;
                 let mut list = Vec::with_capacity(arr.len());
                 for el in arr.iter() {
@@ -197,6 +201,15 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
                     "allow_apps" => s.allow_apps = Some(list),
                     "deny_apps" => s.deny_apps = Some(list),
                     "allow_terminals" => s.allow_terminals = Some(list),
+                    "app_tiers" => {
+                        if let Some(e) = list
+                            .iter()
+                            .find_map(|e| deskpilot_policy::tier::parse_entry(e).err())
+                        {
+                            return Err(key_error(path, &full, &e));
+                        }
+                        s.app_tiers = Some(list)
+                    }
                     "allow_files" => {
                         if let Some(bad) = list
                             .iter()

@@ -49,7 +49,8 @@ mod stop;
 mod tests;
 
 pub use deskpilot_os::{
-    ancestors, boot_id, now_ms, pid_alive, process_comm, process_exe, process_start, process_uid,
+    ancestors, boot_id, holds_pty_master, now_ms, pid_alive, process_comm, process_exe,
+    process_start, process_uid,
 };
 pub use dirs::{hosts_dir, scan_dirs};
 pub use grant_lock::{

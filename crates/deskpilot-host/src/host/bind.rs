@@ -17,21 +17,25 @@ use crate::session::{Found, Observation, ObserveOptions, Target, WaitFor, WaitOu
 use deskpilot_protocol::Result;
 
 /// The facts the refusals judge a window of `app` on: names and title as listed, the
-/// process's uid, and its executable as the kernel resolved it (a renamed link to a
-/// binary changes the app name and `comm`, not this). `local`: the driver runs on
+/// process's uid, its executable as the kernel resolved it (a renamed link to a
+/// binary changes the app name and `comm`, not this), and whether it holds a pty's
+/// master end (a terminal under any name). `local`: the driver runs on
 /// this machine, so a pid the driver did not describe is read from this machine's
 /// `/proc`; a remote driver's pids are never looked up here (another machine's pid
 /// names a different process here) and its uids are its machine's, judged there.
 pub fn window_facts(app: &AppInfo, w: &WindowInfo, local: bool) -> TargetFacts {
-    let (uid, exe) = if local {
+    let (uid, exe, pty_master) = if local {
         let uid = app.uid.or_else(|| app.pid.and_then(control::process_uid));
         let exe = app.exe.clone().or_else(|| {
             app.pid
                 .and_then(|p| control::process_exe(p).or_else(|| control::process_comm(p)))
         });
-        (uid, exe)
+        let pty = app
+            .pty_master
+            .or_else(|| w.pid.or(app.pid).and_then(control::holds_pty_master));
+        (uid, exe, pty)
     } else {
-        (None, app.exe.clone())
+        (None, app.exe.clone(), app.pty_master)
     };
     TargetFacts {
         app: app.name.clone(),
@@ -40,6 +44,7 @@ pub fn window_facts(app: &AppInfo, w: &WindowInfo, local: bool) -> TargetFacts {
         uid,
         exe,
         focused_password: false,
+        pty_master: pty_master.unwrap_or(false),
     }
 }
 
@@ -363,11 +368,24 @@ impl Host {
                     refused: refusal,
                 });
             }
+            // The app's facts: those of its first window, else of the app alone.
+            let facts = app
+                .windows
+                .first()
+                .and_then(|w| en.find(w.handle.as_str()))
+                .map(|(_, c)| c.facts.clone())
+                .unwrap_or_else(|| TargetFacts {
+                    app: app.name.clone(),
+                    exe: app.exe.clone(),
+                    ..TargetFacts::default()
+                });
             out.push(ListedApp {
                 name: app.name.clone(),
                 pid: app.pid,
                 status: app.status,
                 toolkit: app.toolkit.clone(),
+                tier: self.rules.tier_of(&facts),
+                code: self.rules.is_code(&facts),
                 windows,
             });
         }

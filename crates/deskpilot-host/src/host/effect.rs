@@ -5,6 +5,7 @@
 
 use deskpilot_core::Op;
 use deskpilot_policy::audit::AuditEvent;
+use deskpilot_policy::tier::Tier;
 use deskpilot_protocol::ComputerError;
 use deskpilot_protocol::types::PointerAction;
 
@@ -67,6 +68,27 @@ impl Effect {
             Effect::Keys { .. } => "keys".into(),
             Effect::Pointer { action, .. } => format!("pointer_{action:?}").to_lowercase(),
             Effect::Clipboard { .. } => "clipboard_write".into(),
+        }
+    }
+
+    /// The capability tier the effect needs (docs/ARCHITECTURE.md §7.22): an
+    /// element action's own ([`Tier::of_op`]), `click` for a pointer gesture, and
+    /// `type` for keys and a clipboard write.
+    pub(super) fn tier(&self) -> Tier {
+        match self {
+            Effect::Act { op, .. } => Tier::of_op(*op),
+            Effect::Pointer { .. } => Tier::Click,
+            Effect::Keys { .. } | Effect::Clipboard { .. } => Tier::Type,
+        }
+    }
+
+    /// What the effect is, for a refusal naming the tier it needs.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Effect::Act { op, .. } => format!("`{}`", op.as_str()),
+            Effect::Pointer { .. } => "a pointer gesture".into(),
+            Effect::Keys { .. } => "pressing keys".into(),
+            Effect::Clipboard { .. } => "writing the clipboard".into(),
         }
     }
 

@@ -231,8 +231,9 @@ impl Judge {
 
     /// A click at tree point (`x`, `y`) of a window with a tree where the tree
     /// names nothing (outside the window's own extents — a popup of the app — or
-    /// on no named or interactive element): what it presses cannot be known, so
-    /// it counts as irreversible. `None` when an element is named there, or for a
+    /// on no named or interactive element), or on a drawing (an image or canvas
+    /// inside no control but a page): what it presses cannot be known, so it
+    /// counts as irreversible. `None` when an element is named there, or for a
     /// window without a tree (judged by the text read there instead).
     fn nothing_named_at(
         &self,
@@ -244,7 +245,23 @@ impl Judge {
         if self.no_tree || seen.is_some() {
             return None;
         }
-        let named = elements_at(root, x, y).into_iter().any(|n| {
+        let chain = elements_at(root, x, y);
+        // A drawing (an image, a canvas, a drawing area) under the point, inside no
+        // control but a page: its pixels can show any word ("Send" drawn on a
+        // canvas) that its name does not, so the tree cannot say what it presses.
+        let drawn = chain.first().is_some_and(|n| n.role == Role::Image)
+            && !chain
+                .iter()
+                .any(|n| n.role.is_interactive() && n.role != Role::Document);
+        if drawn {
+            return Some(Irreversible {
+                kind: "other".into(),
+                matched:
+                    "a drawing (image or canvas) at the point, whose text the tree does not hold"
+                        .into(),
+            });
+        }
+        let named = chain.into_iter().any(|n| {
             !std::ptr::eq(n, root) && (!n.name.trim().is_empty() || n.role.is_interactive())
         });
         (!named).then(|| Irreversible {

@@ -345,6 +345,7 @@ pub fn vet_launch(
         uid: None,
         exe: Some(real_name.clone()),
         focused_password: false,
+        pty_master: false,
     };
     if let Some(r) = rules.check_window(&facts) {
         return Err(refused(r));
@@ -391,6 +392,8 @@ mod tests {
             pid: Some(pid),
             status,
             toolkit: toolkit.map(str::to_string),
+            tier: deskpilot_policy::tier::Tier::Type,
+            code: false,
             windows: w,
         }
     }

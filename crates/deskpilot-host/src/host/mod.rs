@@ -169,6 +169,14 @@ pub struct ListedApp {
     /// no tree, the one its libraries name), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub toolkit: Option<String>,
+    /// The most an agent may do in this app (docs/ARCHITECTURE.md §7.22): `read`,
+    /// `click`, `type` (the default) or `code` (a terminal). A terminal the user
+    /// did not grant shows `code` with every window refused (`refused` says how to
+    /// grant it).
+    pub tier: deskpilot_policy::tier::Tier,
+    /// Whether the app runs what is typed into it (a terminal by name, or a
+    /// process holding a pty's master end): it needs the `code` tier.
+    pub code: bool,
     pub windows: Vec<ListedWindow>,
 }
 
@@ -244,6 +252,7 @@ pub fn refusals_on(settings: &Effective, local: bool) -> Refusals {
         },
         user_denylist: settings.deny_apps.clone(),
         allow_terminals: settings.allow_terminals.clone(),
+        app_tiers: settings.app_tiers.clone(),
         protected: protected_dirs(),
         home: deskpilot_os::home_dir().map(|h| h.to_string_lossy().into_owned()),
     }

@@ -138,6 +138,7 @@ impl FixtureDriver {
             pid: Some(pid),
             uid: Some(1000),
             exe: None,
+            pty_master: None,
             toolkit: Some("GTK".to_owned()),
             status: AppStatus::Ok,
             // Only the active window needs an entry; the others are synthesized.
@@ -427,6 +428,7 @@ impl Driver for FixtureDriver {
                 pid: Some(pid),
                 uid: Some(1000),
                 exe: None,
+                pty_master: None,
                 toolkit: Some("GTK".to_owned()),
                 status: AppStatus::Ok,
                 windows: vec![window.clone()],

@@ -80,6 +80,7 @@ pub fn every_call() -> Vec<(Call, Value)> {
                 pid: Some(812),
                 uid: Some(1000),
                 exe: None,
+                pty_master: None,
                 toolkit: Some("GTK".into()),
                 status: AppStatus::NotResponding,
                 windows: vec![window_info()],

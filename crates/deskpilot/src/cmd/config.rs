@@ -22,7 +22,7 @@ pub enum ConfigCmd {
     Path,
     /// Set a key, keeping the file's comments and other keys.
     ///
-    /// Keys: enabled, mode, allow_apps, deny_apps, self_apps, allow_terminals,
+    /// Keys: enabled, mode, allow_apps, deny_apps, self_apps, allow_terminals, app_tiers,
     /// action_budget, idle_expiry_minutes, capture, system_keys, stop_hotkey,
     /// clipboard, presence, allow_files; prefix
     /// `sandbox.` for a value used only on
@@ -33,6 +33,7 @@ pub enum ConfigCmd {
   deskpilot config set sandbox.mode bypass
   deskpilot config set deny_apps thunderbird,signal
   deskpilot config set allow_apps ''          # an empty allow-list
+  deskpilot config set app_tiers mousepad=click,notes=code  # capability tiers
   deskpilot config set idle_expiry_minutes 30
   deskpilot config set system_keys true         # desktop shortcuts (ctrl+alt+F1, super, alt+Tab)
   deskpilot config set clipboard true           # computer_clipboard, deskpilot clipboard

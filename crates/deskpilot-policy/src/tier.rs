@@ -1,0 +1,185 @@
+//! Capability tiers (docs/ARCHITECTURE.md §7.22): how much an agent may do in an
+//! app, judged by what the app is and what an effect does, never by how the effect
+//! is spelled.
+//!
+//! - `read`: observe, find, wait; no effect at all.
+//! - `click`: element actions that press, pick or move (click, toggle, select,
+//!   expand, scroll, focus…) and pointer gestures.
+//! - `type`: also text and keys (set_value, type, clear, keys, clipboard writes).
+//! - `code`: an app that runs whatever is typed into it — a terminal, by a name the
+//!   list knows or because its process holds a pseudo-terminal's master end
+//!   ([`crate::refusal::TargetFacts::pty_master`]). Its windows are refused unless
+//!   the user granted this tier to it (`app_tiers = ["NAME=code"]`, or its older
+//!   spelling `allow_terminals = ["NAME"]`), at a terminal.
+//!
+//! Every other app has the `type` tier unless the user lowered it
+//! (`app_tiers = ["mousepad=read"]`). An entry names the app by its executable when
+//! the host measured one, else by its accessible name ([`crate::allow`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::ErrorCode;
+use crate::allow::allow_matches;
+use crate::target::{Refusal, TargetFacts};
+use deskpilot_core::Op;
+
+/// How much an agent may do in an app; ordered, so `Click < Type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Read,
+    Click,
+    Type,
+    Code,
+}
+
+impl Tier {
+    /// The lowercase name (`read`, `click`, `type`, `code`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Read => "read",
+            Tier::Click => "click",
+            Tier::Type => "type",
+            Tier::Code => "code",
+        }
+    }
+
+    /// Parses a lowercase name; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Tier> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "read" => Tier::Read,
+            "click" => Tier::Click,
+            "type" => Tier::Type,
+            "code" => Tier::Code,
+            _ => return None,
+        })
+    }
+
+    /// The tier an element action needs: text into a control is `type`; every other
+    /// op presses, picks or moves (`click`).
+    pub fn of_op(op: Op) -> Tier {
+        match op {
+            Op::SetValue | Op::Type | Op::Clear => Tier::Type,
+            _ => Tier::Click,
+        }
+    }
+}
+
+impl std::fmt::Display for Tier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One `app_tiers` entry, `NAME=TIER`, parsed: the app (matched as the allow-list
+/// matches, [`allow_matches`]) and its tier. Errors name the entry and the form.
+pub fn parse_entry(entry: &str) -> Result<(String, Tier), String> {
+    let (name, tier) = entry
+        .split_once('=')
+        .ok_or_else(|| format!("{entry:?} is not NAME=TIER (TIER is read, click, type or code)"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("{entry:?} names no app"));
+    }
+    let tier = Tier::parse(tier)
+        .ok_or_else(|| format!("{entry:?}: the tier must be read, click, type or code"))?;
+    Ok((name.to_string(), tier))
+}
+
+/// The tier the user set for this app in `entries` (`NAME=TIER`, already
+/// validated; a malformed one is skipped), the last matching entry winning; `None`
+/// when no entry names it.
+pub fn configured(entries: &[String], t: &TargetFacts) -> Option<Tier> {
+    entries
+        .iter()
+        .filter_map(|e| parse_entry(e).ok())
+        .filter(|(name, _)| allow_matches(name, t))
+        .map(|(_, tier)| tier)
+        .next_back()
+}
+
+/// The most an agent may do in an app that is not refused: the tier the user set,
+/// else `type`. (A `code` app — a terminal — is refused by
+/// [`crate::refusal::Refusals::check_window`] unless granted, and then has `code`.)
+pub fn granted(entries: &[String], t: &TargetFacts) -> Tier {
+    configured(entries, t).unwrap_or(Tier::Type)
+}
+
+/// `COMPUTER_SCOPE_VIOLATION` when an effect needing `needed` goes beyond the
+/// app's tier `has`; `None` when it is within.
+pub fn check(app: &str, has: Tier, needed: Tier, what: &str) -> Option<Refusal> {
+    (needed > has).then(|| Refusal {
+        code: ErrorCode::ScopeViolation,
+        reason: format!(
+            "{app:?} has the `{has}` tier, and {what} needs `{needed}`: {}. The user can raise it with `deskpilot config set app_tiers {app}={needed}` at a terminal",
+            match has {
+                Tier::Read => "only observe, find and wait are allowed there",
+                Tier::Click => "only clicks, selections and pointer gestures are allowed there, no text or keys",
+                Tier::Type | Tier::Code => "it is not allowed there",
+            },
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(name: &str) -> TargetFacts {
+        TargetFacts {
+            app: name.into(),
+            exe: Some(name.into()),
+            ..TargetFacts::default()
+        }
+    }
+
+    #[test]
+    fn tiers_are_ordered_and_parsed() {
+        assert!(Tier::Read < Tier::Click && Tier::Click < Tier::Type && Tier::Type < Tier::Code);
+        for t in [Tier::Read, Tier::Click, Tier::Type, Tier::Code] {
+            assert_eq!(Tier::parse(t.as_str()), Some(t));
+        }
+        assert_eq!(Tier::parse(" CLICK "), Some(Tier::Click));
+        assert_eq!(Tier::parse("write"), None);
+        assert_eq!(Tier::of_op(Op::Click), Tier::Click);
+        assert_eq!(Tier::of_op(Op::Toggle), Tier::Click);
+        assert_eq!(Tier::of_op(Op::SetValue), Tier::Type);
+        assert_eq!(Tier::of_op(Op::Type), Tier::Type);
+        assert_eq!(Tier::of_op(Op::Clear), Tier::Type);
+    }
+
+    #[test]
+    fn entries_name_an_app_by_its_executable_and_the_last_wins() {
+        assert_eq!(
+            parse_entry("mousepad = click"),
+            Ok(("mousepad".into(), Tier::Click))
+        );
+        assert!(parse_entry("mousepad").is_err());
+        assert!(parse_entry("=read").is_err());
+        assert!(parse_entry("mousepad=write").is_err());
+        let entries = vec![
+            "Mousepad=read".to_string(),
+            "gedit=click".into(),
+            "mousepad=click".into(),
+        ];
+        assert_eq!(granted(&entries, &app("mousepad")), Tier::Click);
+        assert_eq!(granted(&entries, &app("gedit")), Tier::Click);
+        assert_eq!(granted(&entries, &app("zenity")), Tier::Type);
+        // Named by the executable: a program calling itself "gedit" is not gedit.
+        let mut fake = app("gedit");
+        fake.exe = Some("evil".into());
+        assert_eq!(granted(&entries, &fake), Tier::Type);
+    }
+
+    #[test]
+    fn an_effect_beyond_the_tier_is_refused() {
+        assert!(check("m", Tier::Type, Tier::Type, "typing").is_none());
+        assert!(check("m", Tier::Type, Tier::Click, "a click").is_none());
+        let r = check("m", Tier::Click, Tier::Type, "typing").unwrap();
+        assert_eq!(r.code, ErrorCode::ScopeViolation);
+        assert!(r.reason.contains("app_tiers m=type"), "{}", r.reason);
+        let r = check("m", Tier::Read, Tier::Click, "a click").unwrap();
+        assert!(r.reason.contains("only observe"), "{}", r.reason);
+    }
+}
