@@ -114,6 +114,24 @@ impl Guarded {
         Ok((s, Some(facts)))
     }
 
+    /// Refuses an effect needing tier `needed` beyond the tier of the admitted
+    /// window's app on this machine (docs/ARCHITECTURE.md §7.22): `app_tiers` set
+    /// here hold whatever host drives the desktop.
+    fn tier_allows(
+        s: &Effective,
+        facts: Option<&TargetFacts>,
+        needed: deskpilot_policy::tier::Tier,
+        what: &str,
+    ) -> Result<()> {
+        let Some(f) = facts else {
+            return Ok(());
+        };
+        match deskpilot_policy::tier::check(&f.app, refusals_for(s).tier_of(f), needed, what) {
+            Some(r) => Err(refused(r)),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses text that names one of this machine's deskpilot files.
     fn unprotected(s: &Effective, text: Option<&str>) -> Result<()> {
         match text.and_then(|t| refusals_for(s).protected_in(t)) {
@@ -339,6 +357,12 @@ impl Driver for Guarded {
             // The element must be the admitted window's app's: a handle of a refused
             // app's element sent with a permitted window would act outside the rules.
             same_app(&p.window, &p.handle)?;
+            Self::tier_allows(
+                &s,
+                facts.as_ref(),
+                deskpilot_policy::tier::Tier::of_op(p.op),
+                &format!("`{}`", p.op.as_str()),
+            )?;
             Self::unprotected(&s, p.value.as_deref())?;
             if matches!(p.op, Op::SetValue | Op::Type | Op::Clear) {
                 self.secure_input(
@@ -396,6 +420,12 @@ impl Driver for Guarded {
             let (s, f) = self.admit_window(&p.window).await?;
             facts = f;
             Self::effects_allowed(&s)?;
+            Self::tier_allows(
+                &s,
+                facts.as_ref(),
+                deskpilot_policy::tier::Tier::Type,
+                "pressing keys",
+            )?;
             Self::unprotected(&s, p.text.as_deref())?;
             if let Some(c) = p.chord.as_deref() {
                 // What the keys reach, as the host judges it (docs/ARCHITECTURE.md
@@ -470,6 +500,12 @@ impl Driver for Guarded {
             let (s, f) = self.admit_window(&p.window).await?;
             facts = f;
             Self::effects_allowed(&s)?;
+            Self::tier_allows(
+                &s,
+                facts.as_ref(),
+                deskpilot_policy::tier::Tier::Click,
+                "a pointer gesture",
+            )?;
             self.inner.pointer(p.clone()).await
         }
         .await;

@@ -143,36 +143,54 @@ pub fn process_exe(pid: u32) -> Option<String> {
     Some(name.trim_end_matches(" (deleted)").to_string())
 }
 
-/// Whether `pid`, or one of its direct children, holds a pseudo-terminal's master
-/// end open (an fd linked to `/dev/ptmx` or `/dev/pts/ptmx`): the process is a
-/// terminal emulator — xterm, a VTE or konsole widget, an IDE's terminal pane —
-/// whatever its name, because whatever is typed into it reaches a shell. Children
-/// count because some terminals keep the master in a helper process (read from
-/// `/proc/PID/task/*/children`).
+/// Whether `pid`, or one of its descendants, holds a pseudo-terminal's master end
+/// open (an fd on the pty multiplexer, [`is_ptmx`]): the process is a terminal
+/// emulator — xterm, a VTE or konsole widget, an IDE's terminal pane — whatever
+/// its name, because whatever is typed into it reaches a shell. Descendants count
+/// because some terminals keep the master in a helper process; they are read from
+/// `/proc/PID/task/*/children`, breadth first, at most [`PTY_SCAN_MAX`] processes.
 ///
-/// `None` when `pid`'s fds are unreadable (another user's process, one that ended,
-/// or not on Linux): unknown, which callers judge as they judge other unknowns.
+/// `None` when the answer is unknown: the fds of `pid` or of a live descendant are
+/// unreadable (another user's process, a non-dumpable one), the scan reached its
+/// bound, or not on Linux. Callers judge unknown as a terminal where it matters
+/// (docs/ARCHITECTURE.md §7.22).
 pub fn holds_pty_master(pid: u32) -> Option<bool> {
     if !cfg!(target_os = "linux") || pid == 0 {
         return None;
     }
-    if fds_hold_ptmx(pid)? {
-        return Some(true);
-    }
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-    for task in tasks.flatten() {
-        let children = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-        for child in children
-            .split_whitespace()
-            .filter_map(|c| c.parse::<u32>().ok())
-        {
-            if fds_hold_ptmx(child) == Some(true) {
-                return Some(true);
-            }
+    let mut queue = std::collections::VecDeque::from([pid]);
+    let mut read = 0usize;
+    let mut unknown = false;
+    while let Some(p) = queue.pop_front() {
+        read += 1;
+        if read > PTY_SCAN_MAX {
+            return None;
+        }
+        match fds_hold_ptmx(p) {
+            Some(true) => return Some(true),
+            Some(false) => {}
+            // A process that ended meanwhile holds nothing; any other might.
+            None => unknown |= Path::new(&format!("/proc/{p}")).exists(),
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            queue.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
         }
     }
-    Some(false)
+    (!unknown).then_some(false)
 }
+
+/// The most processes [`holds_pty_master`] reads (the app and its descendants)
+/// before it answers "unknown".
+pub const PTY_SCAN_MAX: usize = 256;
 
 /// Whether one of `pid`'s open fds links to a pty multiplexer; `None` when the fd
 /// directory is unreadable.
@@ -395,6 +413,47 @@ pub fn peer_uid(fd: std::os::fd::BorrowedFd<'_>) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+
+    /// Starts `sh -c SCRIPT` and waits until it wrote `ready` to its stdout.
+    #[cfg(target_os = "linux")]
+    fn started(script: &str) -> std::process::Child {
+        use std::io::Read;
+        let hold = "import os, sys, time; m, s = os.openpty(); sys.stdout.write('ready'); sys.stdout.flush(); time.sleep(30)";
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", script])
+            .env("HOLD", hold)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh starts");
+        let mut buf = [0u8; 5];
+        child
+            .stdout
+            .as_mut()
+            .unwrap()
+            .read_exact(&mut buf)
+            .expect("ready");
+        child
+    }
+
+    /// A pty master held by the process, or by a grandchild, is found; a process
+    /// holding none is not a terminal.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_pty_master_is_found_in_the_process_or_its_descendants() {
+        let mut direct = started("exec python3 -c \"$HOLD\"");
+        assert_eq!(holds_pty_master(direct.id()), Some(true));
+        // sh → sh → python3: the master is two generations down.
+        let mut deep = started("sh -c 'python3 -c \"$HOLD\"' & wait");
+        assert_eq!(holds_pty_master(deep.id()), Some(true));
+        let mut none = started("echo -n ready; exec sleep 30");
+        assert_eq!(holds_pty_master(none.id()), Some(false));
+        for c in [&mut direct, &mut deep, &mut none] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        assert!(is_ptmx(Path::new("/dev/pts/ptmx")) && !is_ptmx(Path::new("/dev/pts/3")));
+    }
+
     use super::*;
 
     #[cfg(unix)]

@@ -421,6 +421,7 @@ mod tests {
                 exe: Some(app.into()),
                 focused_password: false,
                 pty_master: false,
+                pty_unknown: false,
             },
         }
     }

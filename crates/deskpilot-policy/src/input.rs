@@ -307,6 +307,37 @@ pub fn elements_at(root: &Node, x: i32, y: i32) -> Vec<&Node> {
     path
 }
 
+/// Whether a click at the screen point (`x`, `y`) lands on a drawing: an image
+/// (AT-SPI image, icon, canvas, drawing area, chart) under the point below every
+/// control that names its own press (button, link, menu item, check box…; a page,
+/// a list item or a cell does not), whose pixels may show a word ("Send") its name
+/// does not (docs/ARCHITECTURE.md §8a).
+pub fn drawing_at(root: &Node, x: i32, y: i32) -> bool {
+    elements_at(root, x, y)
+        .into_iter()
+        .take_while(|n| !names_its_press(n.role))
+        .any(|n| n.role == Role::Image)
+}
+
+/// Controls whose name says what a press on them does.
+fn names_its_press(role: Role) -> bool {
+    matches!(
+        role,
+        Role::Button
+            | Role::Link
+            | Role::Menuitem
+            | Role::Checkbox
+            | Role::Radio
+            | Role::Combobox
+            | Role::Tab
+            | Role::Slider
+            | Role::Spinbutton
+            | Role::Scrollbar
+            | Role::Textbox
+            | Role::Columnheader
+    )
+}
+
 /// What a click at the screen point (`x`, `y`) activates in `root`: the first
 /// irreversible element of [`elements_at`], deepest first (a button's label, then the
 /// button).

@@ -282,13 +282,23 @@ impl Refusals {
                         t.app
                     )
                 })
+            })
+            .or_else(|| {
+                t.pty_unknown.then(|| {
+                    format!(
+                        "whether {:?} holds a pseudo-terminal cannot be read (its open files are hidden from deskpilot), so it is judged a terminal",
+                        t.app
+                    )
+                })
             });
         if let Some(what) = terminal {
+            // Granted by the executable when measured (a program cannot grant
+            // itself by calling itself "kitty"), else by the app name.
             let allowed = self
                 .allow_terminals
                 .iter()
-                .any(|a| a.eq_ignore_ascii_case(&t.app) || a.eq_ignore_ascii_case(exe))
-                || crate::tier::configured(&self.app_tiers, t) == Some(crate::tier::Tier::Code);
+                .any(|a| crate::allow::allow_matches(a, t))
+                || crate::tier::granted_code(&self.app_tiers, t);
             if !allowed {
                 return Some(Refusal {
                     code: ErrorCode::Denylisted,
@@ -317,19 +327,24 @@ impl Refusals {
     /// Whether a window of `t` is a `code` surface: a terminal by name or because
     /// its process holds a pty's master end (docs/ARCHITECTURE.md §7.22).
     pub fn is_code(&self, t: &TargetFacts) -> bool {
-        t.pty_master || is_terminal(&t.app) || t.exe.as_deref().is_some_and(is_terminal)
+        t.pty_master
+            || t.pty_unknown
+            || is_terminal(&t.app)
+            || t.exe.as_deref().is_some_and(is_terminal)
     }
 
-    /// The most an agent may do in a window of `t`: `code` for a terminal (whose
+    /// The most an agent may do in a window of `t`: the lowest tier below `type`
+    /// the user set in `app_tiers` for it, else `code` for a terminal (whose
     /// windows [`Refusals::check_window`] refuses unless the user granted it), else
-    /// the tier the user set in `app_tiers` (`code` there counts as `type`: only a
-    /// terminal runs what is typed), else `type`.
+    /// `type` (`NAME=code` for an app that runs nothing typed counts as `type`).
     pub fn tier_of(&self, t: &TargetFacts) -> crate::tier::Tier {
         use crate::tier::Tier;
+        let lowered = crate::tier::lowered(&self.app_tiers, t);
         if self.is_code(t) {
-            return Tier::Code;
+            // A granted terminal may still be lowered.
+            return lowered.unwrap_or(Tier::Code);
         }
-        crate::tier::configured(&self.app_tiers, t).map_or(Tier::Type, |s| s.min(Tier::Type))
+        lowered.unwrap_or(Tier::Type)
     }
 
     /// The protected path `text` names, if any: one of [`Refusals::protected`] (or
@@ -535,6 +550,23 @@ mod tests {
         };
         assert!(granted.check_window(&notes).is_none());
         assert_eq!(granted.tier_of(&notes), crate::tier::Tier::Code);
+        // A granted terminal can be lowered.
+        let lowered_terminal = Refusals {
+            allow_terminals: vec!["kitty".into()],
+            app_tiers: vec!["kitty=read".into()],
+            ..rules()
+        };
+        assert!(lowered_terminal.check_window(&kitty).is_none());
+        assert_eq!(lowered_terminal.tier_of(&kitty), crate::tier::Tier::Read);
+        // A program calling itself "kitty" is not granted as kitty.
+        let mut fake = kitty.clone();
+        fake.exe = Some("evilterm".into());
+        assert!(r.check_window(&fake).is_some());
+        // Unreadable open files: judged a terminal.
+        let mut hidden = target("notes", "notes");
+        hidden.pty_unknown = true;
+        let v = r.check_window(&hidden).expect("unknown is a terminal");
+        assert!(v.reason.contains("cannot be read"), "{}", v.reason);
         // `code` for an app that runs nothing typed is `type`; a lowered tier holds.
         let lowered = Refusals {
             app_tiers: vec!["gedit=code".into(), "mousepad=read".into()],
@@ -563,6 +595,7 @@ mod tests {
             exe: Some(app.into()),
             focused_password: false,
             pty_master: false,
+            pty_unknown: false,
         }
     }
 

@@ -25,6 +25,10 @@ pub struct TargetFacts {
     /// (`/proc/PID/fd` → `/dev/ptmx`): a terminal, whatever it is called.
     #[serde(default)]
     pub pty_master: bool,
+    /// Whether it holds one could not be read (its `/proc/PID/fd`, or a
+    /// descendant's, is unreadable): judged as a terminal, fail closed.
+    #[serde(default)]
+    pub pty_unknown: bool,
 }
 
 /// Why a window is refused.

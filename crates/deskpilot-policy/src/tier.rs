@@ -13,8 +13,9 @@
 //!   spelling `allow_terminals = ["NAME"]`), at a terminal.
 //!
 //! Every other app has the `type` tier unless the user lowered it
-//! (`app_tiers = ["mousepad=read"]`). An entry names the app by its executable when
-//! the host measured one, else by its accessible name ([`crate::allow`]).
+//! (`app_tiers = ["mousepad=read"]`); when entries disagree the lowest holds. A
+//! grant (`code`) names the app by its executable when the host measured one, else
+//! by its accessible name ([`crate::allow`]); a restriction names either.
 
 use serde::{Deserialize, Serialize};
 
@@ -87,23 +88,45 @@ pub fn parse_entry(entry: &str) -> Result<(String, Tier), String> {
     Ok((name.to_string(), tier))
 }
 
-/// The tier the user set for this app in `entries` (`NAME=TIER`, already
-/// validated; a malformed one is skipped), the last matching entry winning; `None`
-/// when no entry names it.
-pub fn configured(entries: &[String], t: &TargetFacts) -> Option<Tier> {
+/// Whether an entry naming `name` applies to `t` for a tier `tier`: a grant
+/// (`code`) names the executable when the host measured one ([`allow_matches`]), so
+/// a program cannot grant itself by its name; a restriction (`read`, `click`)
+/// applies to the app name or the executable, whichever the user wrote.
+fn names(name: &str, tier: Tier, t: &TargetFacts) -> bool {
+    allow_matches(name, t)
+        || (tier < Tier::Type
+            && (t.app.eq_ignore_ascii_case(name)
+                || t.exe
+                    .as_deref()
+                    .is_some_and(|e| e.eq_ignore_ascii_case(name))))
+}
+
+/// The lowest tier below `type` that `entries` (`NAME=TIER`, already validated; a
+/// malformed one is skipped) set for this app; `None` when none lowers it.
+pub fn lowered(entries: &[String], t: &TargetFacts) -> Option<Tier> {
     entries
         .iter()
         .filter_map(|e| parse_entry(e).ok())
-        .filter(|(name, _)| allow_matches(name, t))
+        .filter(|(name, tier)| *tier < Tier::Type && names(name, *tier, t))
         .map(|(_, tier)| tier)
-        .next_back()
+        .min()
 }
 
-/// The most an agent may do in an app that is not refused: the tier the user set,
-/// else `type`. (A `code` app — a terminal — is refused by
-/// [`crate::refusal::Refusals::check_window`] unless granted, and then has `code`.)
+/// Whether `entries` grant this app the `code` tier (`NAME=code`, named by the
+/// executable when measured).
+pub fn granted_code(entries: &[String], t: &TargetFacts) -> bool {
+    entries
+        .iter()
+        .filter_map(|e| parse_entry(e).ok())
+        .any(|(name, tier)| tier == Tier::Code && names(&name, tier, t))
+}
+
+/// The most an agent may do in an app that is not a terminal: the lowest tier the
+/// user set below `type`, else `type`. (A terminal is refused by
+/// [`crate::refusal::Refusals::check_window`] unless granted, and then has `code`
+/// unless lowered: [`crate::refusal::Refusals::tier_of`].)
 pub fn granted(entries: &[String], t: &TargetFacts) -> Tier {
-    configured(entries, t).unwrap_or(Tier::Type)
+    lowered(entries, t).unwrap_or(Tier::Type)
 }
 
 /// `COMPUTER_SCOPE_VIOLATION` when an effect needing `needed` goes beyond the
@@ -150,7 +173,7 @@ mod tests {
     }
 
     #[test]
-    fn entries_name_an_app_by_its_executable_and_the_last_wins() {
+    fn grants_name_the_executable_and_the_lowest_restriction_wins() {
         assert_eq!(
             parse_entry("mousepad = click"),
             Ok(("mousepad".into(), Tier::Click))
@@ -163,13 +186,21 @@ mod tests {
             "gedit=click".into(),
             "mousepad=click".into(),
         ];
-        assert_eq!(granted(&entries, &app("mousepad")), Tier::Click);
+        // The lowest wins: a restriction is never undone by another entry.
+        assert_eq!(granted(&entries, &app("mousepad")), Tier::Read);
         assert_eq!(granted(&entries, &app("gedit")), Tier::Click);
         assert_eq!(granted(&entries, &app("zenity")), Tier::Type);
-        // Named by the executable: a program calling itself "gedit" is not gedit.
-        let mut fake = app("gedit");
+        // A restriction names the app or the executable: LibreOffice's app is
+        // "soffice", its executable `soffice.bin`.
+        let mut office = app("soffice");
+        office.exe = Some("soffice.bin".into());
+        assert_eq!(granted(&["soffice=read".into()], &office), Tier::Read);
+        assert_eq!(granted(&["soffice.bin=read".into()], &office), Tier::Read);
+        // A grant names the executable: a program calling itself "xterm" is not.
+        let mut fake = app("xterm");
         fake.exe = Some("evil".into());
-        assert_eq!(granted(&entries, &fake), Tier::Type);
+        assert!(!granted_code(&["xterm=code".into()], &fake));
+        assert!(granted_code(&["evil=code".into()], &fake));
     }
 
     #[test]

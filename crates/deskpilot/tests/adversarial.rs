@@ -381,7 +381,7 @@ fn terminal_emulators_are_refused_unless_the_user_allows_one() {
         "COMPUTER_DENYLISTED",
     );
     assert!(message(&v).contains("terminal"), "{v}");
-    assert!(message(&v).contains("allow_terminals"), "{v}");
+    assert!(message(&v).contains("app_tiers xfce4-terminal=code"), "{v}");
     let line = format!("touch '{}'\n", marker.display());
     let (out, kv) = common::run_env(&sb, &iso, &["keys", "--text", &line]);
     assert!(!out.status.success(), "{kv}");

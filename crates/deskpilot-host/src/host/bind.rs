@@ -44,7 +44,10 @@ pub fn window_facts(app: &AppInfo, w: &WindowInfo, local: bool) -> TargetFacts {
         uid,
         exe,
         focused_password: false,
-        pty_master: pty_master.unwrap_or(false),
+        pty_master: pty_master == Some(true),
+        // A process whose files cannot be read might hold a pty; one whose pid is
+        // not known at all is judged on its names alone.
+        pty_unknown: pty_master.is_none() && w.pid.or(app.pid).is_some(),
     }
 }
 

@@ -8,8 +8,8 @@ use deskpilot_core::{Node, Op, Role, State};
 use deskpilot_policy::approval::{ActionKey, element_fingerprint, payload_preview, screen_hash};
 use deskpilot_policy::files::{cancels, only_escape};
 use deskpilot_policy::input::{
-    acts_through, click_irreversible, elements_at, focused, input_may_reach_password, is_password,
-    keys_activate, keys_enter as keys_enter_any, keys_irreversible, offscreen_refuses,
+    acts_through, click_irreversible, drawing_at, elements_at, focused, input_may_reach_password,
+    is_password, keys_activate, keys_enter as keys_enter_any, keys_irreversible, offscreen_refuses,
     script_url_into_address_bar, value_submits,
 };
 use deskpilot_policy::irreversible::{Irreversible, classify_act};
@@ -26,6 +26,16 @@ use deskpilot_protocol::Result;
 /// The refusal of a paste (a paste chord, or a click on an app's own Paste
 /// control) while the clipboard grant is off.
 pub(super) const PASTE_NEEDS_GRANT: &str = "pasting writes whatever the clipboard holds, which may have been copied from any window (a password manager); it needs the clipboard grant, which the user gives with `deskpilot config set clipboard true`. Type the text instead";
+
+/// What a click on a drawing counts as: irreversible, since the tree cannot say
+/// what its pixels show.
+fn drawn() -> Irreversible {
+    Irreversible {
+        kind: "other".into(),
+        matched: "a drawing (image or canvas) at the point, whose text the tree does not hold"
+            .into(),
+    }
+}
 
 /// `COMPUTER_SCOPE_VIOLATION` for an effect on deskpilot's own files: a window that
 /// shows one of its directories, or text that names one.
@@ -245,23 +255,13 @@ impl Judge {
         if self.no_tree || seen.is_some() {
             return None;
         }
-        let chain = elements_at(root, x, y);
-        // A drawing (an image, a canvas, a drawing area) under the point, inside no
-        // control but a page: its pixels can show any word ("Send" drawn on a
+        // A drawing under the point (a canvas, an image, below every control that
+        // names its press): its pixels can show any word ("Send" drawn on a
         // canvas) that its name does not, so the tree cannot say what it presses.
-        let drawn = chain.first().is_some_and(|n| n.role == Role::Image)
-            && !chain
-                .iter()
-                .any(|n| n.role.is_interactive() && n.role != Role::Document);
-        if drawn {
-            return Some(Irreversible {
-                kind: "other".into(),
-                matched:
-                    "a drawing (image or canvas) at the point, whose text the tree does not hold"
-                        .into(),
-            });
+        if drawing_at(root, x, y) {
+            return Some(drawn());
         }
-        let named = chain.into_iter().any(|n| {
+        let named = elements_at(root, x, y).into_iter().any(|n| {
             !std::ptr::eq(n, root) && (!n.name.trim().is_empty() || n.role.is_interactive())
         });
         (!named).then(|| Irreversible {
@@ -384,7 +384,19 @@ impl Judge {
                 );
                 // What the op activates, and a line break in a value that a keyboard
                 // fallback would type as Return into a field of a form.
-                let irreversible = classify_act(*op, el, Some(root))
+                // A click by ref on a drawing is a click on its pixels.
+                let on_drawing = matches!(op, Op::Click | Op::DoubleClick)
+                    && el.role == Role::Image
+                    && el.bounds.is_some_and(|b| {
+                        drawing_at(
+                            root,
+                            b.x.saturating_add(b.width / 2),
+                            b.y.saturating_add(b.height / 2),
+                        )
+                    });
+                let irreversible = on_drawing
+                    .then(drawn)
+                    .or_else(|| classify_act(*op, el, Some(root)))
                     .or_else(|| acts_through(*op, el, root))
                     .or_else(|| {
                         value

@@ -346,8 +346,25 @@ pub fn vet_launch(
         exe: Some(real_name.clone()),
         focused_password: false,
         pty_master: false,
+        pty_unknown: false,
     };
     if let Some(r) = rules.check_window(&facts) {
+        return Err(refused(r));
+    }
+    // Its tier (docs/ARCHITECTURE.md §7.22): a `read` app is not started by the
+    // agent at all; files or URLs to open are text it hands the app (a `mailto:`
+    // body, a URL that carries data out), which needs `type`.
+    let needed = if argv.len() > 1 {
+        (
+            deskpilot_policy::tier::Tier::Type,
+            "launching it with files or URLs to open",
+        )
+    } else {
+        (deskpilot_policy::tier::Tier::Click, "launching it")
+    };
+    if let Some(r) =
+        deskpilot_policy::tier::check(&called, rules.tier_of(&facts), needed.0, needed.1)
+    {
         return Err(refused(r));
     }
     Ok((app, facts))

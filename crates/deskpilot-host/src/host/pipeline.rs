@@ -205,6 +205,21 @@ impl Host {
         }
     }
 
+    /// A click that pastes writes text: it needs the `type` tier
+    /// (docs/ARCHITECTURE.md §7.22), whatever op or gesture spells it.
+    fn paste_allowed(&self, judge: &Judge) -> Result<()> {
+        let tier = self.rules.tier_of(&judge.facts);
+        match deskpilot_policy::tier::check(
+            &judge.facts.app,
+            tier,
+            deskpilot_policy::tier::Tier::Type,
+            "a click on a Paste control (it writes the clipboard's text)",
+        ) {
+            Some(r) => Err(super::refused(r)),
+            None => Ok(()),
+        }
+    }
+
     /// The pipeline (see the module documentation): every effect on the desktop
     /// passes here.
     async fn perform(&mut self, effect: Effect) -> Result<Outcome> {
@@ -377,6 +392,9 @@ impl Host {
                     .and_then(|ws| ws.last.as_ref())
                     .and_then(|t| t.walk().find(|n| n.ref_.as_deref() == Some(r.as_str())))
                     .is_some_and(deskpilot_policy::clipboard::pastes_through);
+            if paste_checked {
+                self.paste_allowed(judge)?;
+            }
             if paste_checked && self.o.settings.clipboard {
                 self.paste_unmarked("ctrl+v").await?;
             }
@@ -470,6 +488,33 @@ impl Host {
             && self.o.settings.clipboard
         {
             self.paste_unmarked(c).await?;
+        }
+        // A click at a point on the app's own Paste control (by the tree, or by the
+        // text OCR read there) is a paste like a click on it by ref.
+        if let Effect::Pointer {
+            action: PointerAction::Click | PointerAction::DoubleClick,
+            seen,
+            ..
+        } = effect
+        {
+            let by_tree = tree_point.is_some_and(|(x, y)| {
+                elements_at(&root, x, y)
+                    .into_iter()
+                    .any(deskpilot_policy::clipboard::pastes_through)
+            });
+            let by_text = seen.as_deref().is_some_and(|t| {
+                deskpilot_policy::clipboard::pastes_through(&Node::new("", Role::Menuitem, t))
+            });
+            if by_tree || by_text {
+                self.paste_allowed(judge)?;
+                if !self.o.settings.clipboard {
+                    return Err(super::fail(
+                        ErrorCode::ScopeViolation,
+                        super::judge::PASTE_NEEDS_GRANT,
+                    ));
+                }
+                self.paste_unmarked("ctrl+v").await?;
+            }
         }
         judge.run(effect, tree_point, &root, None, note)?;
         if let Effect::Pointer { action, .. } = effect {
