@@ -933,3 +933,86 @@ fn a_click_on_a_drawing_asks_first() {
     let (x, y, basis) = centre("To the team");
     desk.ok(&["click-at", &x, &y, "--basis", &basis]);
 }
+
+/// An editor whose F4 opens a terminal panel (as Dolphin's and Kate's do): before
+/// F4 it holds no pty; after, the entry's text goes to a shell on Enter. Logs
+/// `ready` to `argv[1]`; the shell runs in `argv[2]`.
+const PANEL_FIXTURE: &str = r#"
+import os, subprocess, sys
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk, Gdk
+log = open(sys.argv[1], "a", buffering=1)
+pty = []
+win = Gtk.Window(title="Editor")
+entry = Gtk.Entry()
+entry.get_accessible().set_name("Line")
+def key(w, ev):
+    if ev.keyval == Gdk.KEY_F4 and not pty:
+        master, slave = os.openpty()
+        subprocess.Popen(["/bin/sh"], stdin=slave, stdout=slave, stderr=slave,
+                         start_new_session=True, cwd=sys.argv[2])
+        os.close(slave)
+        pty.append(master)
+        log.write("panel\n")
+        return True
+    return False
+def run(e):
+    if pty:
+        os.write(pty[0], (e.get_text() + "\n").encode())
+    e.set_text("")
+win.connect("key-press-event", key)
+entry.connect("activate", run)
+win.add(entry)
+win.connect("destroy", Gtk.main_quit)
+win.show_all()
+log.write("ready\n")
+Gtk.main()
+"#;
+
+/// A key sequence was judged once, at its start: `F4` opened a terminal panel and
+/// the keys after it typed a command into its shell. Whether the app holds a pty is
+/// measured again before every key: the sequence stops at the first key after the
+/// panel opened, and the command never runs.
+#[test]
+fn a_terminal_opened_inside_a_key_sequence_stops_it() {
+    let dir = TempDir::new("reach-panel");
+    let python = std::fs::canonicalize("/usr/bin/python3").unwrap();
+    let python = python.file_name().unwrap().to_str().unwrap().to_owned();
+    let config = format!("[sandbox]\nmode = \"accept-edits\"\nallow_apps = [\"{python}\"]\n");
+    let desk = Desk::start_with_config(dir.path(), &config);
+    let log = dir.path().join("panel.log");
+    let script = dir.path().join("editor.py");
+    let fired = dir.path().join("fired");
+    std::fs::write(&script, PANEL_FIXTURE).unwrap();
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        script.to_str().unwrap(),
+        log.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
+    ]);
+    desk.wait_for("editor.py", "textbox", "Line", 60_000);
+    let app = listed_ok(&desk, "editor.py");
+    assert_eq!(app["tier"], "type", "no terminal yet: {app}");
+    let v = desk.fails_with(
+        &[
+            "keys",
+            "F4 t o u c h space f i r e d Return",
+            "--app",
+            "editor.py",
+        ],
+        "COMPUTER_DENYLISTED",
+    );
+    assert!(message(&v).contains("pseudo-terminal"), "{v}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        std::fs::read_to_string(&log).unwrap().contains("panel"),
+        "F4 opened the panel"
+    );
+    assert!(!fired.exists(), "the command ran in the panel's shell");
+    let app = listed_ok(&desk, "editor.py");
+    assert_eq!(app["tier"], "code", "{app}");
+}

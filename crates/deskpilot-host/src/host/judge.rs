@@ -597,6 +597,17 @@ impl Judge {
         }
         let mut facts = self.facts.clone();
         facts.focused_password = input_may_reach_password(root);
+        // A key of this sequence may have opened a terminal (a panel that starts a
+        // shell): whether the app holds a pty is measured again before every key
+        // (docs/ARCHITECTURE.md §7.22).
+        if !self.o.remote()
+            && !self.rules.is_code(&self.facts)
+            && let Some(pid) = facts.pid
+        {
+            let pty = crate::control::holds_pty_master(pid);
+            facts.pty_master = pty == Some(true);
+            facts.pty_unknown = pty.is_none();
+        }
         if let Some(r) = self.rules.check_input(&facts) {
             return Err(refused(r));
         }
