@@ -104,6 +104,7 @@ mod tests {
                 toolkit: None,
                 tier: Tier::Type,
                 code: false,
+                exe: None,
                 windows: vec![
                     window("w1", "notes.txt\nsecond line", true, true),
                     window("w2", "Untitled", false, false),
@@ -116,6 +117,7 @@ mod tests {
                 toolkit: None,
                 tier: Tier::Type,
                 code: false,
+                exe: None,
                 windows: vec![refused],
             },
             ListedApp {
@@ -125,6 +127,7 @@ mod tests {
                 toolkit: None,
                 tier: Tier::Click,
                 code: false,
+                exe: None,
                 windows: vec![],
             },
         ];

@@ -598,6 +598,7 @@ mod tests {
             toolkit: None,
             tier: deskpilot_policy::tier::Tier::Type,
             code: false,
+            exe: None,
             windows: vec![
                 window("w1", None),
                 window(

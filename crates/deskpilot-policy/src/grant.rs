@@ -422,6 +422,7 @@ mod tests {
                 focused_password: false,
                 pty_master: false,
                 pty_unknown: false,
+                toolkit: None,
             },
         }
     }

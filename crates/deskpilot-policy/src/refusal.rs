@@ -294,11 +294,10 @@ impl Refusals {
         if let Some(what) = terminal {
             // Granted by the executable when measured (a program cannot grant
             // itself by calling itself "kitty"), else by the app name.
-            let allowed = self
-                .allow_terminals
-                .iter()
-                .any(|a| crate::allow::allow_matches(a, t))
-                || crate::tier::granted_code(&self.app_tiers, t);
+            // Granted `code`, or a lower tier the user set for it on purpose (a
+            // terminal to read, or to click in).
+            let allowed =
+                self.code_granted(t) || crate::tier::lowered(&self.app_tiers, t).is_some();
             if !allowed {
                 return Some(Refusal {
                     code: ErrorCode::Denylisted,
@@ -322,6 +321,16 @@ impl Refusals {
             });
         }
         None
+    }
+
+    /// Whether the user granted `t`'s app the `code` tier: `app_tiers = ["EXE=code"]`
+    /// or `allow_terminals = ["EXE"]`, by the executable when measured (a program
+    /// cannot grant itself by calling itself "kitty"), else by the app name.
+    pub fn code_granted(&self, t: &TargetFacts) -> bool {
+        self.allow_terminals
+            .iter()
+            .any(|a| crate::allow::allow_matches(a, t))
+            || crate::tier::granted_code(&self.app_tiers, t)
     }
 
     /// Whether a window of `t` is a `code` surface: a terminal by name or because
@@ -562,6 +571,13 @@ mod tests {
         let mut fake = kitty.clone();
         fake.exe = Some("evilterm".into());
         assert!(r.check_window(&fake).is_some());
+        // A terminal lowered to `read` is shown, and takes no effect.
+        let readable = Refusals {
+            app_tiers: vec!["notes=read".into()],
+            ..rules()
+        };
+        assert!(readable.check_window(&notes).is_none());
+        assert_eq!(readable.tier_of(&notes), crate::tier::Tier::Read);
         // Unreadable open files: judged a terminal.
         let mut hidden = target("notes", "notes");
         hidden.pty_unknown = true;
@@ -596,6 +612,7 @@ mod tests {
             focused_password: false,
             pty_master: false,
             pty_unknown: false,
+            toolkit: None,
         }
     }
 

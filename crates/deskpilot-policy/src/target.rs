@@ -29,6 +29,10 @@ pub struct TargetFacts {
     /// descendant's, is unreadable): judged as a terminal, fail closed.
     #[serde(default)]
     pub pty_unknown: bool,
+    /// The toolkit the app reports (`Chromium`, `GTK`, `Qt`), when known: chosen by
+    /// the app, so it only ever adds a refusal (a web engine's developer tools).
+    #[serde(default)]
+    pub toolkit: Option<String>,
 }
 
 /// Why a window is refused.

@@ -129,6 +129,51 @@ pub fn granted(entries: &[String], t: &TargetFacts) -> Tier {
     lowered(entries, t).unwrap_or(Tier::Type)
 }
 
+/// Whether `toolkit` (as an app reports it) is a web engine whose developer tools
+/// run code typed into them: Chromium (Chrome, Edge, every Electron app) and Gecko.
+pub fn is_web_engine(toolkit: Option<&str>) -> bool {
+    toolkit.is_some_and(|t| {
+        let t = t.to_ascii_lowercase();
+        t.contains("chromium") || t.contains("electron") || t.contains("gecko")
+    })
+}
+
+/// The chord of `chords` that opens a web engine's developer tools: F12, or
+/// Ctrl+Shift with I, J, C or K (Chromium's and Firefox's shortcuts; Cmd+Alt on
+/// macOS maps to the same keys with Super+Alt). `None` when no chord does, or the
+/// string does not parse (the driver refuses that).
+pub fn opens_devtools(chords: &str) -> Option<String> {
+    use deskpilot_protocol::keys::{keysym, parse_chords};
+    let parsed = parse_chords(chords).ok()?;
+    parsed.into_iter().find_map(|c| {
+        let keys: Vec<u32> = c.keys.iter().copied().map(keysym::canonical).collect();
+        let has = |a: u32, b: u32| keys.iter().any(|k| *k == a || *k == b);
+        let ctrl = has(keysym::XK_CONTROL_L, keysym::XK_CONTROL_R);
+        let shift = has(keysym::XK_SHIFT_L, keysym::XK_SHIFT_R);
+        let alt = has(keysym::XK_ALT_L, keysym::XK_ALT_R);
+        let sup = has(keysym::XK_SUPER_L, keysym::XK_SUPER_R);
+        let letter = keys
+            .iter()
+            .any(|k| matches!(*k, 0x49 | 0x69 | 0x4a | 0x6a | 0x43 | 0x63 | 0x4b | 0x6b));
+        let f12 = keys.contains(&0xffc9);
+        (f12 || (ctrl && shift || sup && alt) && letter).then_some(c.text)
+    })
+}
+
+/// Whether the window `root` shows a web engine's developer tools: a document
+/// named "DevTools" (docked) or "DevTools - …" (its own window), or a window so
+/// titled. A page titled so is refused too, which only ever refuses more.
+pub fn shows_devtools(root: &deskpilot_core::Node) -> bool {
+    let devtools = |name: &str| {
+        let n = crate::irreversible::fold(name);
+        n == "devtools" || n.starts_with("devtools - ")
+    };
+    devtools(&root.name)
+        || root
+            .walk()
+            .any(|n| n.role == deskpilot_core::Role::Document && devtools(&n.name))
+}
+
 /// `COMPUTER_SCOPE_VIOLATION` when an effect needing `needed` goes beyond the
 /// app's tier `has`; `None` when it is within.
 pub fn check(app: &str, has: Tier, needed: Tier, what: &str) -> Option<Refusal> {
@@ -201,6 +246,43 @@ mod tests {
         fake.exe = Some("evil".into());
         assert!(!granted_code(&["xterm=code".into()], &fake));
         assert!(granted_code(&["evil=code".into()], &fake));
+    }
+
+    #[test]
+    fn developer_tools_are_known_by_their_keys_and_their_document() {
+        assert!(is_web_engine(Some("Chromium")) && is_web_engine(Some("Gecko")));
+        assert!(!is_web_engine(Some("GTK")) && !is_web_engine(None));
+        for c in [
+            "F12",
+            "ctrl+shift+j",
+            "ctrl+shift+I",
+            "shift+ctrl+c",
+            "ctrl+shift+k",
+            "super+alt+i",
+            "Tab F12",
+        ] {
+            assert!(opens_devtools(c).is_some(), "{c}");
+        }
+        for c in ["ctrl+j", "ctrl+shift+t", "F11", "i", "shift+i"] {
+            assert!(opens_devtools(c).is_none(), "{c}");
+        }
+        let mut root =
+            deskpilot_core::Node::new("w", deskpilot_core::Role::Window, "Page - Chromium");
+        root.children.push(deskpilot_core::Node::new(
+            "d",
+            deskpilot_core::Role::Document,
+            "Page",
+        ));
+        assert!(!shows_devtools(&root));
+        root.children.push(deskpilot_core::Node::new(
+            "t",
+            deskpilot_core::Role::Document,
+            "DevTools",
+        ));
+        assert!(shows_devtools(&root));
+        let undocked =
+            deskpilot_core::Node::new("w", deskpilot_core::Role::Window, "DevTools - example.com/");
+        assert!(shows_devtools(&undocked));
     }
 
     #[test]

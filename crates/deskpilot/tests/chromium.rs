@@ -430,6 +430,107 @@ fn chromium_actions_that_would_pay_or_run_script_do_not_fire() {
     assert_eq!(logger.hits(), vec!["/ping".to_owned()]);
 }
 
+/// A browser's developer tools run what is typed into their console as code in the
+/// page (DevTools printed a password into a page and clicked Send). They are a
+/// `code` surface: the keys that open them are refused, and every effect on a
+/// window that shows them is refused — but F12, which closes them — with the
+/// loopback logger as the oracle that nothing reached the page's server until
+/// they were closed.
+#[test]
+fn chromium_developer_tools_are_a_code_surface() {
+    let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
+    let logger = HitLogger::start(SHOP);
+    let dir = TempDir::new("devtools");
+    let url = format!("http://127.0.0.1:{}/page", logger.port);
+    let sb = Desk::start(dir.path());
+    sb.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "chromium",
+        "--auto-open-devtools-for-tabs",
+        &url,
+    ]);
+    let devtools_shown = || {
+        let (out, v) = sb.run(&[
+            "find", "DevTools", "--app", "chromium", "--role", "document",
+        ]);
+        out.status.success()
+            && v["matches"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|h| h["name"] == "DevTools"))
+    };
+    let started = Instant::now();
+    while !devtools_shown() {
+        assert!(
+            started.elapsed() < FIRST_TREE_TIMEOUT,
+            "Chromium never showed its developer tools"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let refused = |args: &[&str]| {
+        let (out, v) = sb.run(args);
+        assert!(!out.status.success(), "{args:?} should fail: {v}");
+        assert_eq!(v["error"]["code"], "COMPUTER_DENYLISTED", "{args:?}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("developer tools"),
+            "{v}"
+        );
+    };
+    let ping = || -> String {
+        let v = sb.ok(&["find", "Ping", "--app", "chromium", "--role", "button"]);
+        v["matches"][0]["ref"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{v}"))
+            .to_owned()
+    };
+    // DevTools asks the server for its own workspace file; the page's hits are
+    // the others.
+    let page_hits = || -> Vec<String> {
+        logger
+            .hits()
+            .into_iter()
+            .filter(|h| !h.starts_with("/.well-known/"))
+            .collect()
+    };
+    refused(&["keys", "--text", "fetch('/devtools')", "--app", "chromium"]);
+    refused(&["keys", "Return", "--app", "chromium"]);
+    refused(&["act", &ping(), "click"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        page_hits(),
+        Vec::<String>::new(),
+        "nothing reached the page"
+    );
+    // F12 closes them; once closed, the keys that open them are refused.
+    sb.ok(&["keys", "F12", "--app", "chromium"]);
+    let closed = Instant::now();
+    while devtools_shown() {
+        assert!(
+            closed.elapsed() < Duration::from_secs(20),
+            "F12 did not close them"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    refused(&["keys", "F12", "--app", "chromium"]);
+    refused(&["keys", "ctrl+shift+j", "--app", "chromium"]);
+    // The page itself works again: the oracle.
+    sb.ok(&["act", &ping(), "click"]);
+    let start = Instant::now();
+    while !page_hits().iter().any(|h| h == "/ping") {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            logger.hits()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(page_hits(), vec!["/ping".to_owned()]);
+}
+
 /// An accept-edits sandbox with Chromium showing `html`, written to `file` in `dir`.
 fn page_desk<'a>(dir: &'a TempDir, file: &str, html: &str) -> Desk<'a> {
     page_desk_with(dir, file, html, "")

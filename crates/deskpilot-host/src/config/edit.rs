@@ -104,6 +104,21 @@ fn parse_cli_value(path: &Path, key: &str, bare: &str, value: &str) -> Result<Va
             let n: i64 = v.parse().ok().filter(|&n| n >= 1).ok_or_else(bad)?;
             Value::from(n)
         }
+        "app_tiers" => {
+            let list = parse_list(v);
+            if let Some(e) = list
+                .iter()
+                .find_map(|e| deskpilot_policy::tier::parse_entry(e).err())
+            {
+                return Err(ComputerError::new(
+                    deskpilot_protocol::ErrorCode::InvalidArgument,
+                    format!(
+                        "the value given for {key}: {e}; nothing was changed. Example: deskpilot config set {key} mousepad=click,xterm=code"
+                    ),
+                ));
+            }
+            Value::Array(list.into_iter().collect())
+        }
         _ => {
             let arr: toml_edit::Array = parse_list(v).into_iter().collect();
             Value::Array(arr)

@@ -48,6 +48,7 @@ pub fn window_facts(app: &AppInfo, w: &WindowInfo, local: bool) -> TargetFacts {
         // A process whose files cannot be read might hold a pty; one whose pid is
         // not known at all is judged on its names alone.
         pty_unknown: pty_master.is_none() && w.pid.or(app.pid).is_some(),
+        toolkit: app.toolkit.clone(),
     }
 }
 
@@ -389,6 +390,7 @@ impl Host {
                 toolkit: app.toolkit.clone(),
                 tier: self.rules.tier_of(&facts),
                 code: self.rules.is_code(&facts),
+                exe: facts.exe.clone(),
                 windows,
             });
         }

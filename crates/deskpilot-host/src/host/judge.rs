@@ -270,6 +270,45 @@ impl Judge {
         })
     }
 
+    /// A web engine's developer tools run what is typed into them in the page (the
+    /// `code` tier, docs/ARCHITECTURE.md §7.22): unless the app has that tier, a
+    /// chord that opens them in a web engine is refused, and so is every effect on
+    /// a window that shows them — but F12 alone, which closes them.
+    fn devtools(&self, chord: Option<&str>, root: &Node) -> Result<()> {
+        use deskpilot_policy::tier::{is_web_engine, opens_devtools, shows_devtools};
+        if self.rules.code_granted(&self.facts) {
+            return Ok(());
+        }
+        let grant = format!(
+            "unless you grant this app the `code` tier (`deskpilot config set app_tiers {}=code` at a terminal)",
+            self.facts.exe.as_deref().unwrap_or(&self.facts.app)
+        );
+        if shows_devtools(root) {
+            let closes = chord.is_some_and(|c| c.trim().eq_ignore_ascii_case("F12"));
+            if !closes {
+                return Err(fail(
+                    ErrorCode::Denylisted,
+                    format!(
+                        "this window shows the browser's developer tools, a console that runs what is typed there as code in the page: nothing is done in it {grant}. `keys F12` closes them"
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        if is_web_engine(self.facts.toolkit.as_deref())
+            && let Some(c) = chord.and_then(opens_devtools)
+        {
+            return Err(fail(
+                ErrorCode::Denylisted,
+                format!(
+                    "{:?} opens the browser's developer tools, a console that runs what is typed there as code in the page; refused {grant}",
+                    deskpilot_core::sanitize::one_line(&c)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Judges `effect` on the window tree `root` read just before dispatch;
     /// `element` is the element an `act` resolved to, `point` the screen point of a
     /// pointer gesture.
@@ -301,6 +340,13 @@ impl Judge {
                 .or_else(|| self.rules.window_shows_protected(root))
         {
             return Err(protected_refused(&p));
+        }
+        let chord = match effect {
+            Effect::Keys { chord, .. } => chord.as_deref(),
+            _ => None,
+        };
+        if !backs_out {
+            self.devtools(chord, root)?;
         }
         // A save dialog writes only into the allowed places (§7.21); on another
         // device the paths are that machine's.
@@ -585,6 +631,9 @@ impl Judge {
         let backs_out = step.text.is_none() && step.chord.as_deref().is_some_and(only_escape);
         if !backs_out && let Some(p) = self.rules.window_shows_protected(root) {
             return Err(protected_refused(&p));
+        }
+        if !backs_out {
+            self.devtools(step.chord.as_deref(), root)?;
         }
         if !self.o.remote() {
             let places = || super::files::file_places(&self.o.settings);

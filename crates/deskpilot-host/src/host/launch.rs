@@ -347,6 +347,7 @@ pub fn vet_launch(
         focused_password: false,
         pty_master: false,
         pty_unknown: false,
+        toolkit: None,
     };
     if let Some(r) = rules.check_window(&facts) {
         return Err(refused(r));
@@ -411,6 +412,7 @@ mod tests {
             toolkit: toolkit.map(str::to_string),
             tier: deskpilot_policy::tier::Tier::Type,
             code: false,
+            exe: None,
             windows: w,
         }
     }

@@ -177,6 +177,10 @@ pub struct ListedApp {
     /// Whether the app runs what is typed into it (a terminal by name, or a
     /// process holding a pty's master end): it needs the `code` tier.
     pub code: bool,
+    /// The executable the host measured (`/proc/PID/exe`), the name a tier grant
+    /// (`app_tiers = ["EXE=code"]`) and the allow-list match, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exe: Option<String>,
     pub windows: Vec<ListedWindow>,
 }
 

@@ -232,21 +232,20 @@ impl Host {
         let aimed =
             !matches!(&effect, Effect::Keys { target, .. } if !matches!(target, Target::Current));
         let (window, cand, moved) = self.action_target(&op, aimed).await?;
-        // The app's capability tier (docs/ARCHITECTURE.md §7.22): an effect beyond it
-        // is refused, whatever it is spelled as.
-        let tier = self.rules.tier_of(&cand.facts);
-        if let Some(r) =
-            deskpilot_policy::tier::check(&cand.facts.app, tier, effect.tier(), &effect.describe())
-        {
-            let app = cand.facts.app.clone();
-            return Err(self.refuse(super::refused(r), Some(&op), Some(&app)));
-        }
         let app = cand.facts.app.clone();
         let revision = self.revision();
         // 2. What the effect was aimed with is current.
         let point = self
             .check_aim(&effect, &op, &window, revision, &app)
             .await?;
+        // The app's capability tier (docs/ARCHITECTURE.md §7.22): an effect beyond it
+        // is refused, whatever it is spelled as.
+        let tier = self.rules.tier_of(&cand.facts);
+        if let Some(r) =
+            deskpilot_policy::tier::check(&cand.facts.app, tier, effect.tier(), &effect.describe())
+        {
+            return Err(self.refuse(super::refused(r), Some(&op), Some(&app)));
+        }
         // 3. Budget.
         self.check_budget(revision, &op, &app)?;
         // 4–5. Judge on the window as it is now, then dispatch.
