@@ -361,7 +361,7 @@ impl Driver for Guarded {
                 &s,
                 facts.as_ref(),
                 deskpilot_policy::tier::Tier::of_op(p.op),
-                &format!("`{}`", p.op.as_str()),
+                &format!("the act `{}`", p.op.as_str()),
             )?;
             Self::unprotected(&s, p.value.as_deref())?;
             if matches!(p.op, Op::SetValue | Op::Type | Op::Clear) {

@@ -182,7 +182,7 @@ pub fn check(app: &str, has: Tier, needed: Tier, what: &str) -> Option<Refusal> 
         reason: format!(
             "{app:?} has the `{has}` tier, and {what} needs `{needed}`: {}. The user can raise it with `deskpilot config set app_tiers {app}={needed}` at a terminal",
             match has {
-                Tier::Read => "only observe, find and wait are allowed there",
+                Tier::Read => "only observe, find, read and wait are allowed there",
                 Tier::Click => "only clicks, selections and pointer gestures are allowed there, no text or keys",
                 Tier::Type | Tier::Code => "it is not allowed there",
             },

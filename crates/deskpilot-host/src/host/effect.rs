@@ -85,7 +85,7 @@ impl Effect {
     /// What the effect is, for a refusal naming the tier it needs.
     pub(super) fn describe(&self) -> String {
         match self {
-            Effect::Act { op, .. } => format!("`{}`", op.as_str()),
+            Effect::Act { op, .. } => format!("the act `{}`", op.as_str()),
             Effect::Pointer { .. } => "a pointer gesture".into(),
             Effect::Keys { .. } => "pressing keys".into(),
             Effect::Clipboard { .. } => "writing the clipboard".into(),
