@@ -11,6 +11,7 @@
 //! stale refs, modes and confirmations of irreversible actions, approvals, the
 //! per-key checks of a key sequence.
 
+use crate::host::files::Served;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -152,19 +153,13 @@ impl Guarded {
     /// (docs/ARCHITECTURE.md §7.21): in a save dialog, an element action or keys
     /// that would save outside them are refused. A window without a tree has no
     /// save dialog anything could read.
-    async fn saves_allowed(
-        &self,
-        s: &Effective,
-        window: &Handle,
-        act: Option<(Op, Option<&str>, &Handle)>,
-        keys: Option<(Option<&str>, Option<&str>)>,
-    ) -> Result<()> {
+    async fn saves_allowed(&self, s: &Effective, window: &Handle, what: Served<'_>) -> Result<()> {
         match self
             .inner
             .snapshot(SnapshotParams::whole(window.clone()))
             .await
         {
-            Ok(snap) => crate::host::files::check_served(s, act, keys, &snap.root),
+            Ok(snap) => crate::host::files::check_served(s, what, &snap.root),
             Err(e) if e.code == ErrorCode::AccessibilityDisabled => Ok(()),
             Err(e) => Err(e),
         }
@@ -381,8 +376,7 @@ impl Driver for Guarded {
                 self.saves_allowed(
                     &s,
                     &p.window,
-                    Some((p.op, p.value.as_deref(), &p.handle)),
-                    None,
+                    Served::Act(p.op, p.value.as_deref(), &p.handle),
                 )
                 .await?;
             }
@@ -482,8 +476,7 @@ impl Driver for Guarded {
             self.saves_allowed(
                 &s,
                 &p.window,
-                None,
-                Some((p.chord.as_deref(), p.text.as_deref())),
+                Served::Keys(p.chord.as_deref(), p.text.as_deref()),
             )
             .await?;
             self.inner.keys(p.clone()).await
@@ -506,6 +499,22 @@ impl Driver for Guarded {
                 deskpilot_policy::tier::Tier::Click,
                 "a pointer gesture",
             )?;
+            // A click on a save dialog's Save button saves like a press of it by
+            // handle; the point is the device's, the tree's pixels may be scaled.
+            if matches!(p.action, PointerAction::Click | PointerAction::DoubleClick) {
+                let window = self
+                    .inner
+                    .windows()
+                    .await?
+                    .into_iter()
+                    .find(|w| w.handle == p.window);
+                if let Some(w) = window {
+                    let (tx, ty) = w.device_to_tree(f64::from(p.x), f64::from(p.y));
+                    let at = (tx.floor() as i32, ty.floor() as i32);
+                    self.saves_allowed(&s, &p.window, Served::Pointer(p.action, at))
+                        .await?;
+                }
+            }
             self.inner.pointer(p.clone()).await
         }
         .await;

@@ -358,6 +358,36 @@ fn the_served_driver_judges_saves_on_its_own_machine() {
         s.call("input.keys", enter).unwrap_err(),
         "COMPUTER_SCOPE_VIOLATION"
     );
+    // A pointer click on Save is a save too (it was not judged by the served
+    // driver).
+    let tree = s
+        .call("tree.snapshot", serde_json::json!({"window": window}))
+        .unwrap();
+    let save = node_of(&tree["root"], "button", "Save")
+        .unwrap_or_else(|| panic!("no Save button: {tree}"));
+    let b = &save["bounds"];
+    let at = |k: &str| b[k].as_i64().unwrap_or_else(|| panic!("no bounds: {save}"));
+    let click = serde_json::json!({
+        "window": window,
+        "action": "click",
+        "x": at("x") + at("width") / 2,
+        "y": at("y") + at("height") / 2,
+    });
+    assert_eq!(
+        s.call("input.pointer", click).unwrap_err(),
+        "COMPUTER_SCOPE_VIOLATION"
+    );
     assert!(!appears(&d.home.join(".config/autostart/evil.desktop")));
     assert!(!d.home.join(".bashrc").exists());
+}
+
+/// The first node of `n`'s tree with `role` and `name`.
+fn node_of(n: &Value, role: &str, name: &str) -> Option<Value> {
+    if n["role"] == role && n["name"] == name {
+        return Some(n.clone());
+    }
+    n["children"]
+        .as_array()?
+        .iter()
+        .find_map(|c| node_of(c, role, name))
 }

@@ -280,35 +280,52 @@ pub(super) fn check_save(
     }
 }
 
-/// The served driver's form of [`check_save`] (docs/ARCHITECTURE.md §7.16): an
-/// element action (`op` with `value` on the element `handle`) or keys (`chord`,
-/// `text`) in the window read as `root`, judged against this machine's places.
-///
-/// Errors: those of [`check_save`].
-pub(crate) fn check_served(
-    settings: &Effective,
-    act: Option<(Op, Option<&str>, &deskpilot_core::Handle)>,
-    keys: Option<(Option<&str>, Option<&str>)>,
-    root: &Node,
-) -> Result<()> {
+/// What the served driver is asked to do, for [`check_served`].
+pub(crate) enum Served<'a> {
+    /// `node.act`: the op, its value and the element's handle.
+    Act(Op, Option<&'a str>, &'a deskpilot_core::Handle),
+    /// `input.keys`: the chord or the text.
+    Keys(Option<&'a str>, Option<&'a str>),
+    /// `input.pointer`: the gesture at a point in the tree's pixels.
+    Pointer(PointerAction, (i32, i32)),
+}
+
+/// [`check_save`] for the served driver (docs/ARCHITECTURE.md §7.16), on its own
+/// machine's places (`settings`) and the window's tree `root` as read just before.
+pub(crate) fn check_served(settings: &Effective, what: Served<'_>, root: &Node) -> Result<()> {
     let places = || file_places(settings);
-    if let Some((op, value, handle)) = act {
-        let effect = Effect::Act {
-            r: String::new(),
-            op,
-            value: value.map(str::to_owned),
-        };
-        let element = root.walk().find(|n| &n.handle == handle);
-        check_save(places, &effect, root, element, None)?;
-    } else if let Some((chord, text)) = keys {
-        let effect = Effect::Keys {
-            target: crate::session::Target::Current,
-            chord: chord.map(str::to_owned),
-            text: text.map(str::to_owned),
-        };
-        check_save(places, &effect, root, None, None)?;
+    match what {
+        Served::Act(op, value, handle) => {
+            let effect = Effect::Act {
+                r: String::new(),
+                op,
+                value: value.map(str::to_owned),
+            };
+            let element = root.walk().find(|n| &n.handle == handle);
+            check_save(places, &effect, root, element, None)
+        }
+        Served::Keys(chord, text) => {
+            let effect = Effect::Keys {
+                target: crate::session::Target::Current,
+                chord: chord.map(str::to_owned),
+                text: text.map(str::to_owned),
+            };
+            check_save(places, &effect, root, None, None)
+        }
+        Served::Pointer(action, (x, y)) => {
+            // The basis was checked by the host that aimed it; only the point is
+            // judged here.
+            let effect = Effect::Pointer {
+                basis: deskpilot_policy::view::Basis::parse("r0:0,0,1x1@1")
+                    .map_err(|_| super::effect::not_dispatched("a served pointer's basis"))?,
+                x: f64::from(x),
+                y: f64::from(y),
+                action,
+                seen: None,
+            };
+            check_save(places, &effect, root, None, Some((x, y)))
+        }
     }
-    Ok(())
 }
 
 #[cfg(test)]
