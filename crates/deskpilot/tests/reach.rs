@@ -671,6 +671,38 @@ fn an_apps_own_paste_item_never_pastes_a_password_managers_copy() {
     assert!(!after.to_string().contains("vault-pw"), "{after}");
 }
 
+/// The executable the host measures for a Python fixture (`python3.11`, where
+/// `/usr/bin/python3` is a link): the name the allow-list and tiers match.
+fn python_exe() -> String {
+    let python = std::fs::canonicalize("/usr/bin/python3").unwrap();
+    python.file_name().unwrap().to_str().unwrap().to_owned()
+}
+
+/// Writes `fixture` to `dir/NAME` and starts it in the desk as `python3 SCRIPT LOG
+/// ARGS…`; returns the log's path.
+fn start_fixture(
+    desk: &Desk<'_>,
+    dir: &Path,
+    name: &str,
+    fixture: &str,
+    args: &[&str],
+) -> std::path::PathBuf {
+    let script = dir.join(name);
+    let log = dir.join(format!("{name}.log"));
+    std::fs::write(&script, fixture).unwrap();
+    let mut argv = vec![
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        script.to_str().unwrap(),
+        log.to_str().unwrap(),
+    ];
+    argv.extend_from_slice(args);
+    desk.ok(&argv);
+    log
+}
+
 /// A notes app that is a terminal under another name: a GTK entry whose text, on
 /// Enter, goes to a shell through a pseudo-terminal it holds (as xterm, a VTE
 /// widget or an IDE's terminal pane does). Logs `ready` to `argv[1]`; the shell
@@ -722,19 +754,9 @@ fn listed_ok(desk: &Desk<'_>, name: &str) -> Value {
 fn a_program_holding_a_pty_is_a_terminal_whatever_its_name() {
     let dir = TempDir::new("reach-pty");
     let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
-    let log = dir.path().join("notes.log");
-    let script = dir.path().join("notes.py");
     let fired = dir.path().join("fired");
-    std::fs::write(&script, PTY_NOTES_FIXTURE).unwrap();
-    desk.ok(&[
-        "sandbox",
-        "run",
-        "--",
-        "/usr/bin/python3",
-        script.to_str().unwrap(),
-        log.to_str().unwrap(),
-        dir.path().to_str().unwrap(),
-    ]);
+    let dir_arg = dir.path().to_str().unwrap();
+    start_fixture(&desk, dir.path(), "notes.py", PTY_NOTES_FIXTURE, &[dir_arg]);
     let app = listed_ok(&desk, "notes.py");
     assert_eq!(app["code"], true, "{app}");
     assert_eq!(app["tier"], "code", "{app}");
@@ -792,7 +814,7 @@ fn a_program_holding_a_pty_is_a_terminal_whatever_its_name() {
         std::thread::sleep(Duration::from_millis(100));
     }
 
-    // Lowered to `click`: no text, no keys.
+    // Lowered to `click`: shown, but it takes no text and no keys.
     desk.ok(&[
         "config",
         "set",
@@ -801,9 +823,11 @@ fn a_program_holding_a_pty_is_a_terminal_whatever_its_name() {
         "--yes",
     ]);
     let app = listed_ok(&desk, "notes.py");
-    assert!(
-        app["windows"][0]["refused"]["code"] == "COMPUTER_DENYLISTED",
-        "`click` does not grant a terminal: {app}"
+    assert_eq!(app["tier"], "click", "{app}");
+    assert!(app["windows"][0]["refused"].is_null(), "{app}");
+    desk.fails_with(
+        &["keys", "Return", "--app", "notes.py"],
+        "COMPUTER_SCOPE_VIOLATION",
     );
     let out = dir.path().join("zenity.out");
     zenity(
@@ -874,22 +898,11 @@ Gtk.main()
 fn a_click_on_a_drawing_asks_first() {
     let dir = TempDir::new("reach-canvas");
     // The allow-list names the executable the host measures (`python3.11`).
-    let python = std::fs::canonicalize("/usr/bin/python3").unwrap();
-    let python = python.file_name().unwrap().to_str().unwrap().to_owned();
+    let python = python_exe();
     let config =
         |mode: &str| format!("[sandbox]\nmode = \"{mode}\"\nallow_apps = [\"{python}\"]\n");
     let desk = Desk::start_with_config(dir.path(), &config("accept-edits"));
-    let log = dir.path().join("canvas.log");
-    let script = dir.path().join("canvas.py");
-    std::fs::write(&script, CANVAS_FIXTURE).unwrap();
-    desk.ok(&[
-        "sandbox",
-        "run",
-        "--",
-        "/usr/bin/python3",
-        script.to_str().unwrap(),
-        log.to_str().unwrap(),
-    ]);
+    let log = start_fixture(&desk, dir.path(), "canvas.py", CANVAS_FIXTURE, &[]);
     desk.wait_for("canvas.py", "image", "Preview", 60_000);
     let centre = |name: &str| -> (String, String, String) {
         let obs = desk.ok(&["observe", "--app", "canvas.py"]);
@@ -977,23 +990,12 @@ Gtk.main()
 #[test]
 fn a_terminal_opened_inside_a_key_sequence_stops_it() {
     let dir = TempDir::new("reach-panel");
-    let python = std::fs::canonicalize("/usr/bin/python3").unwrap();
-    let python = python.file_name().unwrap().to_str().unwrap().to_owned();
+    let python = python_exe();
     let config = format!("[sandbox]\nmode = \"accept-edits\"\nallow_apps = [\"{python}\"]\n");
     let desk = Desk::start_with_config(dir.path(), &config);
-    let log = dir.path().join("panel.log");
-    let script = dir.path().join("editor.py");
     let fired = dir.path().join("fired");
-    std::fs::write(&script, PANEL_FIXTURE).unwrap();
-    desk.ok(&[
-        "sandbox",
-        "run",
-        "--",
-        "/usr/bin/python3",
-        script.to_str().unwrap(),
-        log.to_str().unwrap(),
-        dir.path().to_str().unwrap(),
-    ]);
+    let dir_arg = dir.path().to_str().unwrap();
+    let log = start_fixture(&desk, dir.path(), "editor.py", PANEL_FIXTURE, &[dir_arg]);
     desk.wait_for("editor.py", "textbox", "Line", 60_000);
     let app = listed_ok(&desk, "editor.py");
     assert_eq!(app["tier"], "type", "no terminal yet: {app}");

@@ -45,9 +45,14 @@ pub fn window_facts(app: &AppInfo, w: &WindowInfo, local: bool) -> TargetFacts {
         exe,
         focused_password: false,
         pty_master: pty_master == Some(true),
-        // A process whose files cannot be read might hold a pty; one whose pid is
-        // not known at all is judged on its names alone.
-        pty_unknown: pty_master.is_none() && w.pid.or(app.pid).is_some(),
+        // A process whose files this Linux host cannot read might hold a pty. One
+        // whose pid is not known, one on another OS (no `/proc`: terminals are
+        // known by name there) and one a remote driver did not describe are judged
+        // on their names alone.
+        pty_unknown: local
+            && cfg!(target_os = "linux")
+            && pty_master.is_none()
+            && w.pid.or(app.pid).is_some(),
         toolkit: app.toolkit.clone(),
     }
 }
