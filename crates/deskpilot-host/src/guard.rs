@@ -501,7 +501,10 @@ impl Driver for Guarded {
             )?;
             // A click on a save dialog's Save button saves like a press of it by
             // handle; the point is the device's, the tree's pixels may be scaled.
-            if matches!(p.action, PointerAction::Click | PointerAction::DoubleClick) {
+            if matches!(
+                p.action,
+                PointerAction::Click | PointerAction::DoubleClick | PointerAction::Drag
+            ) {
                 let window = self
                     .inner
                     .windows()

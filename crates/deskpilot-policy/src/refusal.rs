@@ -295,9 +295,9 @@ impl Refusals {
             // Granted by the executable when measured (a program cannot grant
             // itself by calling itself "kitty"), else by the app name.
             // Granted `code`, or a lower tier the user set for it on purpose (a
-            // terminal to read, or to click in).
-            let allowed =
-                self.code_granted(t) || crate::tier::lowered(&self.app_tiers, t).is_some();
+            // terminal to read, or to click in), naming its executable.
+            let allowed = self.code_granted(t)
+                || crate::tier::lowered_by_executable(&self.app_tiers, t).is_some();
             if !allowed {
                 return Some(Refusal {
                     code: ErrorCode::Denylisted,

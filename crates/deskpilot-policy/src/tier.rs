@@ -101,6 +101,18 @@ fn names(name: &str, tier: Tier, t: &TargetFacts) -> bool {
                     .is_some_and(|e| e.eq_ignore_ascii_case(name))))
 }
 
+/// The lowest tier below `type` that `entries` set for this app naming its
+/// executable (as a grant names it, [`allow_matches`]): what shows a terminal at a
+/// lower tier, which a program must not get by calling itself another app.
+pub fn lowered_by_executable(entries: &[String], t: &TargetFacts) -> Option<Tier> {
+    entries
+        .iter()
+        .filter_map(|e| parse_entry(e).ok())
+        .filter(|(name, tier)| *tier < Tier::Type && allow_matches(name, t))
+        .map(|(_, tier)| tier)
+        .min()
+}
+
 /// The lowest tier below `type` that `entries` (`NAME=TIER`, already validated; a
 /// malformed one is skipped) set for this app; `None` when none lowers it.
 pub fn lowered(entries: &[String], t: &TargetFacts) -> Option<Tier> {
@@ -149,13 +161,21 @@ pub fn opens_devtools(chords: &str) -> Option<String> {
         let keys: Vec<u32> = c.keys.iter().copied().map(keysym::canonical).collect();
         let has = |a: u32, b: u32| keys.iter().any(|k| *k == a || *k == b);
         let ctrl = has(keysym::XK_CONTROL_L, keysym::XK_CONTROL_R);
-        let shift = has(keysym::XK_SHIFT_L, keysym::XK_SHIFT_R);
+        // An uppercase letter (`ctrl+U+0049`) is typed with the Shift it needs.
+        let shift = has(keysym::XK_SHIFT_L, keysym::XK_SHIFT_R)
+            || keys.iter().any(|k| (0x41..=0x5a).contains(k));
         let alt = has(keysym::XK_ALT_L, keysym::XK_ALT_R);
         let sup = has(keysym::XK_SUPER_L, keysym::XK_SUPER_R);
         let letter = keys
             .iter()
             .any(|k| matches!(*k, 0x49 | 0x69 | 0x4a | 0x6a | 0x43 | 0x63 | 0x4b | 0x6b));
-        let f12 = keys.contains(&0xffc9);
+        // F12 alone: with a modifier it is an editor's command (Shift+F12 in VS
+        // Code), not the browser's toggle.
+        let f12 = keys.contains(&0xffc9)
+            && !ctrl
+            && !alt
+            && !sup
+            && !has(keysym::XK_SHIFT_L, keysym::XK_SHIFT_R);
         (f12 || (ctrl && shift || sup && alt) && letter).then_some(c.text)
     })
 }
@@ -164,9 +184,14 @@ pub fn opens_devtools(chords: &str) -> Option<String> {
 /// named "DevTools" (docked) or "DevTools - …" (its own window), or a window so
 /// titled. A page titled so is refused too, which only ever refuses more.
 pub fn shows_devtools(root: &deskpilot_core::Node) -> bool {
+    // Chromium's "DevTools" (docked document, or "DevTools - URL" window) and
+    // Firefox's "Developer Tools — URL" window.
     let devtools = |name: &str| {
         let n = crate::irreversible::fold(name);
-        n == "devtools" || n.starts_with("devtools - ")
+        n == "devtools"
+            || n.starts_with("devtools - ")
+            || n == "developer tools"
+            || n.starts_with("developer tools ")
     };
     devtools(&root.name)
         || root
@@ -263,7 +288,18 @@ mod tests {
         ] {
             assert!(opens_devtools(c).is_some(), "{c}");
         }
-        for c in ["ctrl+j", "ctrl+shift+t", "F11", "i", "shift+i"] {
+        // An uppercase letter is typed with its Shift.
+        assert!(opens_devtools("ctrl+U+0049").is_some());
+        assert!(opens_devtools("ctrl+0x4a").is_some());
+        for c in [
+            "ctrl+j",
+            "ctrl+shift+t",
+            "F11",
+            "i",
+            "shift+i",
+            "shift+F12",
+            "ctrl+F12",
+        ] {
             assert!(opens_devtools(c).is_none(), "{c}");
         }
         let mut root =
@@ -283,6 +319,12 @@ mod tests {
         let undocked =
             deskpilot_core::Node::new("w", deskpilot_core::Role::Window, "DevTools - example.com/");
         assert!(shows_devtools(&undocked));
+        let firefox = deskpilot_core::Node::new(
+            "w",
+            deskpilot_core::Role::Window,
+            "Developer Tools \u{2014} Shop \u{2014} http://x/",
+        );
+        assert!(shows_devtools(&firefox));
     }
 
     #[test]

@@ -209,20 +209,14 @@ impl Config {
         } else {
             allow_files
         };
-        // A file changed outside `deskpilot config` grants no terminal and raises no
-        // tier; the tiers it lowers still hold.
+        // A file changed outside `deskpilot config` grants no terminal and sets no
+        // tier (a lowered one would show a terminal); nothing acts meanwhile anyway
+        // (`enabled` is false and the mode plan).
         let (allow_terminals, app_tiers) = if self.changed_outside {
             for k in ["allow_terminals", "app_tiers"] {
                 sources.insert(k.into(), CHANGED_OUTSIDE.to_string());
             }
-            let lowered = app_tiers
-                .into_iter()
-                .filter(|e| {
-                    deskpilot_policy::tier::parse_entry(e)
-                        .is_ok_and(|(_, t)| t < deskpilot_policy::tier::Tier::Type)
-                })
-                .collect();
-            (Vec::new(), lowered)
+            (Vec::new(), Vec::new())
         } else {
             (allow_terminals, app_tiers)
         };

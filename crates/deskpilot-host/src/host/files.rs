@@ -208,7 +208,11 @@ fn in_dialog(
             (typed, enter || pressed || mnemonic)
         }
         Effect::Pointer { action, .. } => {
-            let clicks = matches!(action, PointerAction::Click | PointerAction::DoubleClick);
+            // A drag pressed on Save releases on it as readily as a click.
+            let clicks = matches!(
+                action,
+                PointerAction::Click | PointerAction::DoubleClick | PointerAction::Drag
+            );
             let on_save = point
                 .is_some_and(|(x, y)| elements_at(root, x, y).into_iter().any(|n| is(n, d.save)));
             (None, clicks && on_save)

@@ -345,9 +345,8 @@ impl Judge {
             Effect::Keys { chord, .. } => chord.as_deref(),
             _ => None,
         };
-        if !backs_out {
-            self.devtools(chord, root)?;
-        }
+        // Escape is no way out of developer tools: it opens their console drawer.
+        self.devtools(chord, root)?;
         // A save dialog writes only into the allowed places (§7.21); on another
         // device the paths are that machine's.
         if !self.o.remote() {
@@ -632,9 +631,7 @@ impl Judge {
         if !backs_out && let Some(p) = self.rules.window_shows_protected(root) {
             return Err(protected_refused(&p));
         }
-        if !backs_out {
-            self.devtools(step.chord.as_deref(), root)?;
-        }
+        self.devtools(step.chord.as_deref(), root)?;
         if !self.o.remote() {
             let places = || super::files::file_places(&self.o.settings);
             let keys = Effect::Keys {
@@ -650,6 +647,7 @@ impl Judge {
         // shell): whether the app holds a pty is measured again before every key
         // (docs/ARCHITECTURE.md §7.22).
         if !self.o.remote()
+            && cfg!(target_os = "linux")
             && !self.rules.is_code(&self.facts)
             && let Some(pid) = facts.pid
         {
