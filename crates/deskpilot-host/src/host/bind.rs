@@ -60,12 +60,22 @@ pub fn window_facts(app: &AppInfo, w: &WindowInfo, local: bool) -> TargetFacts {
 impl Host {
     /// Lists windows with their facts, frontmost (active) first.
     pub(super) async fn enumerate(&mut self) -> Result<Enumeration> {
-        let apps = self.session.driver().apps().await?;
+        let mut apps = self.session.driver().apps().await?;
         self.session.offer_listing(&apps);
+        let local = !self.o.remote();
+        // Whether an app holds a pty is read once per app, not once per window:
+        // every read and every act enumerates (its windows share its process).
+        if local {
+            for a in &mut apps {
+                if a.pty_master.is_none() {
+                    a.pty_master = a.pid.and_then(control::holds_pty_master);
+                }
+            }
+        }
         let mut candidates = Vec::new();
         for app in &apps {
             for w in &app.windows {
-                let facts = window_facts(app, w, !self.o.remote());
+                let facts = window_facts(app, w, local);
                 candidates.push((
                     w.clone(),
                     Candidate {
