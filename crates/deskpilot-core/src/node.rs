@@ -88,6 +88,70 @@ impl Bounds {
         let (right, bottom) = self.far_edges();
         x >= self.x && y >= self.y && i64::from(x) < right && i64::from(y) < bottom
     }
+
+    /// True when the union of `covers` holds every pixel of this rectangle (and it
+    /// has one). Exact: the plane is cut at every rectangle's edges and each cell
+    /// inside this one must lie in some cover; O(n³) in the number of covers,
+    /// which are the few windows stacked above one window.
+    pub fn covered_by(&self, covers: &[Bounds]) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let (right, bottom) = self.far_edges();
+        let (x0, y0) = (i64::from(self.x), i64::from(self.y));
+        let clip = |v: i64, lo: i64, hi: i64| v.clamp(lo, hi);
+        let mut xs = vec![x0, right];
+        let mut ys = vec![y0, bottom];
+        let rects: Vec<(i64, i64, i64, i64)> = covers
+            .iter()
+            .filter(|c| c.intersects(self))
+            .map(|c| {
+                let (r, b) = c.far_edges();
+                (i64::from(c.x), i64::from(c.y), r, b)
+            })
+            .collect();
+        for &(l, t, r, b) in &rects {
+            xs.extend([clip(l, x0, right), clip(r, x0, right)]);
+            ys.extend([clip(t, y0, bottom), clip(b, y0, bottom)]);
+        }
+        xs.sort_unstable();
+        xs.dedup();
+        ys.sort_unstable();
+        ys.dedup();
+        xs.windows(2).all(|xw| {
+            ys.windows(2).all(|yw| {
+                let (cx, cy) = (xw[0], yw[0]);
+                rects
+                    .iter()
+                    .any(|&(l, t, r, b)| l <= cx && cx < r && t <= cy && cy < b)
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::Bounds;
+
+    #[test]
+    fn covered_only_when_every_pixel_is_under_some_cover() {
+        let w = Bounds::new(100, 100, 200, 100);
+        assert!(w.covered_by(&[Bounds::new(0, 0, 1000, 1000)]));
+        // Two halves that meet exactly.
+        assert!(w.covered_by(&[
+            Bounds::new(90, 90, 110, 200),
+            Bounds::new(200, 50, 150, 300)
+        ]));
+        // A one-pixel gap between them.
+        assert!(!w.covered_by(&[
+            Bounds::new(90, 90, 110, 200),
+            Bounds::new(201, 50, 150, 300)
+        ]));
+        // A corner left out.
+        assert!(!w.covered_by(&[Bounds::new(100, 100, 200, 99)]));
+        assert!(!w.covered_by(&[]));
+        assert!(!Bounds::new(0, 0, 0, 0).covered_by(&[Bounds::new(0, 0, 10, 10)]));
+    }
 }
 
 /// The shape of a table-like container whose cells are created on demand (a

@@ -710,8 +710,9 @@ pub(crate) fn element_line(
         let _ = write!(s, " value=\"{v}\"");
     }
     // A cell with no text can still hold something: the driver describes its
-    // formula or comment (a sheet's `=""`, a comment on an empty cell).
-    if n.role == Role::Cell
+    // formula or comment (a sheet's `=""`, a comment on an empty cell). A document
+    // with nothing read inside says why (an Android web view the dump left empty).
+    if (n.role == Role::Cell || (n.role == Role::Document && n.children.is_empty()))
         && value.is_none()
         && let Some(d) = n
             .description

@@ -410,6 +410,7 @@ impl AndroidDriver {
             toolkit_scale: None,
             no_tree: false,
             covered_by: Vec::new(),
+            hidden: None,
         }
     }
 

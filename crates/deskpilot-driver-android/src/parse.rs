@@ -73,6 +73,13 @@ pub const CLASS_ROLES: &[(&str, Role)] = &[
     ("android.webkit.WebView", Role::Document),
 ];
 
+/// Android's web view class: its page is its children, when the dump holds them.
+const WEB_VIEW: &str = "android.webkit.WebView";
+
+/// The description of a web view whose page the dump does not hold.
+pub const WEB_VIEW_UNREAD: &str =
+    "web page not in the accessibility dump (not read); screenshot --ocr reads its pixels";
+
 /// The role of an Android class ([`CLASS_ROLES`]); [`Role::Unknown`] for any other.
 pub fn role_of(class: &str) -> Role {
     CLASS_ROLES
@@ -413,6 +420,16 @@ fn build(
         }
     }
     n.child_count = raw.children.len() as u64;
+    if raw.class == WEB_VIEW && raw.children.is_empty() {
+        // A WebView whose page the dump does not hold (its accessibility content
+        // off, or not loaded): not an empty leaf but a part not read. Counted as
+        // one child not reached, so the snapshot says "… 1 more item" and `find`
+        // counts it unsearched; the description names the way to read it.
+        n.child_count = 1;
+        if n.description.is_none() {
+            n.description = Some(WEB_VIEW_UNREAD.into());
+        }
+    }
     let list = role == Role::List;
     let drop_inside = raw.absorbs() || (drop_plain && raw.plain());
     let inner_row = if raw.absorbs() {

@@ -12,8 +12,8 @@ pub const NO_APPS: &str = "no applications on the accessibility bus";
 /// One application's block, without a trailing newline: `app NAME pid=N tier=TIER
 /// [status]` (the tier only when it is not the default `type`, docs/ARCHITECTURE.md
 /// §7.22; the status only when it is not `ok`), then one line per window, `  [wN] ROLE
-/// "TITLE"` followed by ` active`, ` · bound` and ` · refused CODE: REASON` as they
-/// apply. Names and titles are made one line.
+/// "TITLE"` followed by ` active`, ` · bound`, ` · not viewable (WHY)` and
+/// ` · refused CODE: REASON` as they apply. Names and titles are made one line.
 pub fn render_app(app: &ListedApp) -> String {
     let status = match app.status {
         AppStatus::Ok => "",
@@ -35,6 +35,9 @@ pub fn render_app(app: &ListedApp) -> String {
             if w.window.active { " active" } else { "" },
             if w.bound { " · bound" } else { "" },
         ));
+        if let Some(why) = w.not_viewable {
+            text.push_str(&format!(" · not viewable ({why})"));
+        }
         if let Some(r) = &w.refused {
             text.push_str(&format!(" · refused {}: {}", r.code.as_str(), r.reason));
         }
@@ -75,6 +78,7 @@ mod tests {
                 toolkit_scale: None,
                 no_tree: false,
                 covered_by: Vec::new(),
+                hidden: None,
                 handle: Handle::new(format!(":1.5|/{ref_}")),
                 app: "mousepad".into(),
                 pid: Some(42),
@@ -85,6 +89,7 @@ mod tests {
             },
             bound,
             refused: None,
+            not_viewable: None,
         }
     }
 

@@ -26,6 +26,49 @@ use tokio::sync::Mutex;
 /// resolve, handshake and start a remote process; a LAN link takes ~100–300 ms).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// This build's version (the workspace's; every driver crate reports the same in
+/// its `hello`).
+pub const HOST_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// How a remote driver's build relates to this host's (docs/ARCHITECTURE.md §15
+/// "Versions"), compared on `MAJOR.MINOR.PATCH` with any pre-release or build
+/// suffix ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionGap {
+    /// The same release.
+    Same,
+    /// Only the patch differs: used, with a warning on stderr.
+    Patch,
+    /// The major or minor differs, or a version does not parse: the link is
+    /// refused (`COMPUTER_PLATFORM_UNSUPPORTED`), on every connect, reconnects
+    /// after a dropped link included.
+    Incompatible,
+}
+
+/// [`VersionGap`] between `host` and `remote` (pure).
+pub fn version_gap(host: &str, remote: &str) -> VersionGap {
+    let parse = |v: &str| -> Option<(u64, u64, u64)> {
+        let core = v.trim().split(['-', '+']).next()?;
+        let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+        let t = (parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(t)
+    };
+    match (parse(host), parse(remote)) {
+        (Some(h), Some(r)) if h == r => VersionGap::Same,
+        (Some(h), Some(r)) if (h.0, h.1) == (r.0, r.1) => VersionGap::Patch,
+        _ => VersionGap::Incompatible,
+    }
+}
+
+/// `MAJOR.MINOR.x` of a version, for the remedy of a refused link.
+fn minor_line(v: &str) -> String {
+    let mut parts = v.split('.');
+    match (parts.next(), parts.next()) {
+        (Some(a), Some(b)) => format!("{a}.{b}.x"),
+        _ => v.to_owned(),
+    }
+}
+
 /// A [`Driver`] served by a child process's stdio, reconnected after it drops.
 pub struct LinkDriver {
     /// What the link is to, for messages (`ssh:alice@lab`).
@@ -153,6 +196,31 @@ impl LinkDriver {
                 )));
             }
         };
+        match version_gap(HOST_VERSION, &hello.version) {
+            VersionGap::Same => {}
+            VersionGap::Patch => tracing::warn!(
+                "{}: the remote driver is {} {}, this host {HOST_VERSION}: a patch release apart, used (install the same version on both to silence this)",
+                self.name,
+                hello.driver,
+                hello.version
+            ),
+            VersionGap::Incompatible => {
+                return Err(ComputerError::new(
+                    ErrorCode::PlatformUnsupported,
+                    format!(
+                        "{}: the remote driver is {} {:?} but this host is deskpilot {HOST_VERSION}; builds whose major.minor differ may read and act differently, so the link is not used: install deskpilot {} on the remote machine (README: Another machine or a phone)",
+                        self.name,
+                        hello.driver,
+                        hello.version,
+                        minor_line(HOST_VERSION)
+                    ),
+                )
+                .with_detail(serde_json::json!({
+                    "remote_version": hello.version,
+                    "host_version": HOST_VERSION,
+                })));
+            }
+        }
         tracing::info!(
             "{}: connected to {} {} ({}) in {} ms",
             self.name,
@@ -345,5 +413,19 @@ mod tests {
         // A second call tries again (and fails the same way), never a stale answer.
         let e = d.windows().await.unwrap_err();
         assert_eq!(e.code, ErrorCode::NotResponding);
+    }
+
+    #[test]
+    fn versions_a_patch_apart_are_used_and_others_refused() {
+        assert_eq!(version_gap("0.1.0", "0.1.0"), VersionGap::Same);
+        assert_eq!(version_gap("0.1.0", "0.1.0+abc"), VersionGap::Same);
+        assert_eq!(version_gap("0.1.0", "0.1.7"), VersionGap::Patch);
+        assert_eq!(version_gap("0.1.0", "0.0.1"), VersionGap::Incompatible);
+        assert_eq!(version_gap("0.1.0", "9.9.9"), VersionGap::Incompatible);
+        assert_eq!(version_gap("0.1.0", "0.2.0"), VersionGap::Incompatible);
+        assert_eq!(version_gap("0.1.0", "1"), VersionGap::Incompatible);
+        assert_eq!(version_gap("0.1.0", ""), VersionGap::Incompatible);
+        assert_eq!(version_gap("0.1.0", "0.1.0.1"), VersionGap::Incompatible);
+        assert_eq!(minor_line("0.1.0"), "0.1.x");
     }
 }

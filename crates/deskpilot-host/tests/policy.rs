@@ -217,6 +217,7 @@ fn the_first_call_binds_the_frontmost_permitted_window_and_lists_refused_ones() 
                     toolkit_scale: None,
                     no_tree: false,
                     covered_by: Vec::new(),
+                    hidden: None,
                     handle: root.handle.clone(),
                     app: "keepassxc".into(),
                     pid: Some(KEEPASS_PID),

@@ -580,6 +580,7 @@ mod tests {
                 toolkit_scale: None,
                 no_tree: false,
                 covered_by: Vec::new(),
+                hidden: None,
                 handle: Handle::new(format!(":1.5|/{ref_}")),
                 app: "mousepad".into(),
                 pid: Some(42),
@@ -590,6 +591,7 @@ mod tests {
             },
             bound: ref_ == "w1",
             refused,
+            not_viewable: None,
         };
         let apps = [ListedApp {
             name: "mousepad".into(),

@@ -125,9 +125,64 @@ pub struct WindowInfo {
     /// app's window), device pixels: pointer input there would reach them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub covered_by: Vec<Bounds>,
+    /// Why the window is not on screen now (unmapped, minimised, on another
+    /// workspace); `None` when it is, or when the driver cannot tell (a driver
+    /// that predates the field). A window wholly under others is not `hidden`:
+    /// see [`WindowInfo::fully_covered`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<Hidden>,
+}
+
+/// Why a listed window is not on screen (docs/ARCHITECTURE.md §5 "Viewability").
+/// Its tree may still be readable, but nothing done to it can be seen, and pointer
+/// and keyboard input cannot reach it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Hidden {
+    /// Withdrawn: its X window is not mapped (hidden by the app or another client).
+    Unmapped,
+    /// Iconified by the user or the window manager (ICCCM `IconicState`, AT-SPI
+    /// `ICONIFIED`).
+    Minimized,
+    /// On a virtual desktop other than the current one (`_NET_WM_DESKTOP` ≠
+    /// `_NET_CURRENT_DESKTOP`).
+    OtherWorkspace,
+}
+
+impl Hidden {
+    /// The snake-case name (`unmapped`, `minimized`, `other_workspace`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hidden::Unmapped => "unmapped",
+            Hidden::Minimized => "minimized",
+            Hidden::OtherWorkspace => "other_workspace",
+        }
+    }
 }
 
 impl WindowInfo {
+    /// Why nothing done to the window can be seen now, as the lists and refusals
+    /// name it: [`Hidden::as_str`], or `covered` when [`WindowInfo::fully_covered`];
+    /// `None` for a window on screen (or one the driver cannot tell about).
+    pub fn not_viewable(&self) -> Option<&'static str> {
+        match self.hidden {
+            Some(h) => Some(h.as_str()),
+            None if self.fully_covered() => Some("covered"),
+            None => None,
+        }
+    }
+
+    /// True when windows stacked above cover every pixel of the window's device
+    /// area ([`WindowInfo::covered_by`] against [`WindowInfo::device_bounds`]):
+    /// nothing of it can be seen or clicked. False when either is unknown.
+    pub fn fully_covered(&self) -> bool {
+        match self.device_bounds {
+            Some(area) if !self.covered_by.is_empty() => area.covered_by(&self.covered_by),
+            _ => false,
+        }
+    }
+
     /// Device pixels per tree pixel (1 when unknown).
     pub fn scale(&self) -> f64 {
         self.toolkit_scale.unwrap_or(1.0)

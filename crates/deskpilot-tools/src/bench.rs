@@ -1031,6 +1031,7 @@ mod tests {
             toolkit_scale: None,
             no_tree: false,
             covered_by: Vec::new(),
+            hidden: None,
             handle: deskpilot_core::Handle(":1.4|/org/a11y/atspi/accessible/12".into()),
             app: "mousepad".into(),
             pid: None,

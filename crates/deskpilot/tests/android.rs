@@ -24,7 +24,7 @@ const PASSWORD: &str = "login|com.example.shop:id/password";
 /// asking in the apps the tests drive, anything irreversible confirmed.
 const CONFIG: &str = r#"enabled = true
 mode = "accept-edits"
-allow_apps = ["com.android.settings", "com.example.shop", "com.example.catalog", "com.google.android.apps.nexuslauncher"]
+allow_apps = ["com.android.settings", "com.example.shop", "com.example.catalog", "com.example.help", "com.google.android.apps.nexuslauncher"]
 "#;
 
 /// A fake phone and deskpilot's own directories for it, under one temporary
@@ -735,4 +735,31 @@ fn doctor_checks_adb_the_device_its_screen_and_the_keyboard() {
             .contains("Allow USB debugging"),
         "{v}"
     );
+}
+
+/// A WebView whose page the dump does not hold is a part not read, never an empty
+/// leaf: the snapshot says "… 1 more item" under it with a description naming the
+/// way to read it, and a `find` for text that could be on the page says the search
+/// was partial instead of a bare "no match". Before, it was a plain leaf.
+#[test]
+fn a_web_view_with_nothing_in_the_dump_is_marked_unread() {
+    let p = Phone::new("webview", json!({ "screen": "help" }));
+    let text = observe(&p);
+    let at = text
+        .lines()
+        .position(|l| l.contains("] document"))
+        .unwrap_or_else(|| panic!("no web view in:\n{text}"));
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[at].contains("not in the accessibility dump"),
+        "{}",
+        lines[at]
+    );
+    assert!(
+        lines[at + 1].trim_start().starts_with("… 1 more item"),
+        "{text}"
+    );
+    let v = p.ok(&["find", "Contact us"]);
+    assert_eq!(v["matches"].as_array().map(Vec::len), Some(0), "{v}");
+    assert_eq!(v["unsearched"]["unread_children"], 1, "{v}");
 }

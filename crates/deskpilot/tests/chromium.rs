@@ -697,3 +697,185 @@ fn text_on_a_canvas_is_offered_by_ocr_when_pixels_are_allowed() {
     assert!(text.contains("image, read from pixels (ocr"), "{text}");
     assert!(text.contains("text \"Total 42\" (ocr)"), "{text}");
 }
+
+/// A match inside a frame says which frame: a shop page and its checkout frame each
+/// have a "Pay" button; `find` gives both, each with the documents it lies in
+/// (`frame`), and the frame's line names the frame. Before, the two matches could
+/// not be told apart but by ref.
+#[test]
+fn a_match_inside_a_frame_says_which_frame() {
+    let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("chr-frame");
+    let sb = page_desk(
+        &dir,
+        "frames.html",
+        "<html><head><title>Shop</title></head><body><button>Pay</button>\
+         <iframe title=\"Checkout\" srcdoc=\"<html><head><title>Checkout</title></head>\
+         <body><button>Pay</button></body></html>\"></iframe></body></html>",
+    );
+    sb.wait_for("chromium", "button", "Pay", 90000);
+    sb.ok(&["observe", "--app", "chromium"]);
+    let start = Instant::now();
+    let found = loop {
+        let v = sb.ok(&["find", "Pay", "--role", "button"]);
+        if v["matches"].as_array().is_some_and(|m| m.len() == 2) {
+            break v;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the frame's button never came: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let matches = found["matches"].as_array().unwrap();
+    let frames: Vec<&Value> = matches.iter().map(|m| &m["frame"]).collect();
+    assert!(
+        frames.contains(&&serde_json::json!(["Shop", "Checkout"])),
+        "{found}"
+    );
+    assert!(frames.contains(&&serde_json::json!(["Shop"])), "{found}");
+    let inner = matches
+        .iter()
+        .find(|m| m["frame"] == serde_json::json!(["Shop", "Checkout"]))
+        .unwrap();
+    assert!(
+        inner["line"]
+            .as_str()
+            .unwrap()
+            .ends_with("(in frame \"Checkout\")"),
+        "{inner}"
+    );
+}
+
+/// A virtualised list that renders 20 of its 500 rows (each row says
+/// `aria-setsize=500`) is shown with the rows it has and "… 480 more items", and a
+/// `find` for a row not rendered says the search was partial. Before, it showed
+/// 20 rows and no size, and the find said only "no match".
+#[test]
+fn a_virtualised_web_list_says_how_many_rows_it_has() {
+    let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("chr-setsize");
+    let rows: String = (1..=20)
+        .map(|i| format!("<li aria-setsize=\"500\" aria-posinset=\"{i}\">Row {i}</li>"))
+        .collect();
+    let sb = page_desk(
+        &dir,
+        "rows.html",
+        &format!(
+            "<html><head><title>Rows</title></head><body>\
+             <ul aria-label=\"Results\">{rows}</ul></body></html>"
+        ),
+    );
+    sb.wait_for("chromium", "listitem", "Row 20", 90000);
+    let obs = sb.ok(&["observe", "--app", "chromium"]);
+    let text = obs["text"].as_str().unwrap();
+    // "… N more items": the rows not shown, the 480 not rendered among them.
+    let more = text
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("… ")?
+                .split_once(" more items")?
+                .0
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no \"more items\" line:\n{text}"));
+    assert!(more >= 480, "{text}");
+    let v = sb.ok(&["find", "Row 321"]);
+    assert_eq!(v["matches"].as_array().map(Vec::len), Some(0), "{v}");
+    assert!(
+        v["unsearched"]["unread_children"].as_u64().unwrap_or(0) >= 480,
+        "{v}"
+    );
+}
+
+/// A page still loading says so: a loopback server sends the head of a page and
+/// holds the rest back; the snapshot shows what arrived with the document marked
+/// `busy`, and once the page has arrived it is not. The oracle for "still loading"
+/// is the server, which has not closed the response yet.
+#[test]
+fn a_page_still_loading_is_marked_busy() {
+    use std::io::{Read as _, Write as _};
+    let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("chr-busy");
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let (finish, finished) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        for stream in server.incoming() {
+            let Ok(mut s) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let n = s.read(&mut buf).unwrap_or(0);
+            let request = String::from_utf8_lossy(&buf[..n]).into_owned();
+            if !request.starts_with("GET / ") {
+                let _ = s.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+                continue;
+            }
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n\
+                  <html><head><title>Slow</title></head><body><p>First part</p>",
+            );
+            let _ = s.flush();
+            // Hold the rest until the test has looked.
+            let _ = finished.recv_timeout(Duration::from_secs(60));
+            let _ = s.write_all(b"<p>Last part</p></body></html>");
+            return;
+        }
+    });
+    let sb = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    sb.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "chromium",
+        &format!("http://127.0.0.1:{port}/"),
+    ]);
+    sb.ok(&[
+        "wait",
+        "--app",
+        "chromium",
+        "--text",
+        "First part",
+        "--timeout-ms",
+        "90000",
+    ]);
+    let obs = sb.ok(&["observe", "--app", "chromium"]);
+    let text = obs["text"].as_str().unwrap();
+    let doc = text
+        .lines()
+        .find(|l| l.contains("] document \"Slow\""))
+        .unwrap_or_else(|| panic!("no document line:\n{text}"));
+    assert!(
+        doc.contains("busy"),
+        "the loading page is marked: {doc}\n{text}"
+    );
+    finish.send(()).unwrap();
+    sb.ok(&[
+        "wait",
+        "--app",
+        "chromium",
+        "--text",
+        "Last part",
+        "--timeout-ms",
+        "30000",
+    ]);
+    let start = Instant::now();
+    loop {
+        let obs = sb.ok(&["observe", "--app", "chromium"]);
+        let text = obs["text"].as_str().unwrap().to_owned();
+        let doc = text
+            .lines()
+            .find(|l| l.contains("] document \"Slow\""))
+            .unwrap_or_else(|| panic!("no document line:\n{text}"))
+            .to_owned();
+        if !doc.contains("busy") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "still busy after it loaded: {doc}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}

@@ -199,3 +199,250 @@ fn an_act_whose_effect_closed_its_window_says_it_ran() {
         .unwrap_or_else(|| panic!("no click audited: {audit}"));
     assert_eq!(click["status"], "executed", "{click}");
 }
+
+/// A Qt Quick rectangle that calls itself a button over a `MouseArea` accepts
+/// AT-SPI's `Press` and does nothing. The act says `outcome_unknown` with a
+/// `no_effect` note naming the pointer rung at the element's centre, and that rung
+/// does reach it; a rectangle that answers `Press` is `executed`; a tab whose only
+/// action is `SetFocus` is not "clicked" by focusing it. The oracle is the
+/// window's own status text, which each element's handler writes
+/// (docs/ARCHITECTURE.md §1.6 "Verified outcomes").
+#[test]
+fn a_button_that_ignores_its_action_is_no_effect_and_the_pointer_rung_reaches_it() {
+    let dir = TempDir::new("quick");
+    let qml = dir.path().join("quick_buttons.qml");
+    std::fs::write(&qml, include_str!("fixtures/quick_buttons.qml")).unwrap();
+    let desk = Desk::start_with_config(dir.path(), "[sandbox]\nmode = \"accept-edits\"\n");
+    desk.ok(&["sandbox", "run", "--", "qmlscene", qml.to_str().unwrap()]);
+    desk.wait_for("QtQmlViewer", "button", "Dead", 90_000);
+    let obs = desk.ok(&["observe", "--app", "QtQmlViewer"]);
+    let basis = obs["basis"].as_str().expect("basis").to_owned();
+
+    let live = only_ref(&desk, "button", "Live");
+    let v = desk.ok(&["act", &live, "click"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    assert!(v["text"].as_str().unwrap().contains("live pressed"), "{v}");
+
+    let dead = only_ref(&desk, "button", "Dead");
+    let v = desk.fails_with(&["act", &dead, "click"], "COMPUTER_OUTCOME_UNKNOWN");
+    let detail = &v["error"]["detail"];
+    assert_eq!(detail["result"]["status"], "outcome_unknown", "{v}");
+    let note = detail["result"]["note"].as_str().expect("a note");
+    assert!(note.starts_with("no_effect: "), "{note}");
+    assert!(
+        !detail["text"].as_str().unwrap().contains("dead clicked"),
+        "{v}"
+    );
+    // The rung the note names: `(X, Y) in the window`.
+    let at = note.split("at (").nth(1).expect("the rung's point");
+    let (x, rest) = at.split_once(", ").unwrap();
+    let y = rest.split_once(')').unwrap().0;
+    let v = desk.ok(&["click-at", x, y, "--basis", &basis]);
+    let found = desk.ok(&["find", "dead clicked"]);
+    assert_eq!(
+        found["matches"].as_array().map(Vec::len),
+        Some(1),
+        "the pointer rung reached the MouseArea: {v}\n{found}"
+    );
+    // A tab whose only action is SetFocus is not clicked by focusing it: the act
+    // is refused before anything is sent, naming the pointer.
+    let tab = only_ref(&desk, "tab", "Settings");
+    let v = desk.fails_with(&["act", &tab, "click"], "COMPUTER_ELEMENT_NOT_ACTIONABLE");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("only action focuses it"), "{v}");
+    assert!(message.contains("input.pointer"), "{v}");
+    // The audit says what the act's answer said.
+    let audit = desk.ok(&["audit", "--tail", "50"]);
+    let records = audit["records"].as_array().expect("records");
+    let click = records
+        .iter()
+        .rev()
+        .find(|r| r["op"] == "click" && r["role"] == "button")
+        .unwrap_or_else(|| panic!("no click audited: {audit}"));
+    assert_eq!(click["status"], "outcome_unknown", "{click}");
+}
+
+/// After a result, gnome-calculator's display takes the next key as a new entry and
+/// drops the result. `keys --text "5+3"` there is confirmed by the display holding
+/// exactly "5+3" (before: it failed `COMPUTER_OUTCOME_UNKNOWN` after a 5 s stall,
+/// `{"arrived":1,"typed":3}`, counting the result as still there). The oracle is
+/// the display's own text, read with pyatspi.
+#[test]
+fn typing_over_a_calculators_result_is_confirmed_by_its_display() {
+    let dir = TempDir::new("calc-retype");
+    let desk = desk_running(
+        &dir,
+        "exec gnome-calculator",
+        "gnome-calculator",
+        ("button", "7"),
+    );
+    desk.ok(&["observe", "--app", "gnome-calculator"]);
+    // `+` (the display shows `*` as `×`, which a character-by-character check
+    // rightly counts as another character).
+    desk.ok(&["keys", "--text", "6+7"]);
+    desk.ok(&["keys", "Return"]);
+    desk.ok(&["wait", "--text", "13", "--timeout-ms", "20000"]);
+    let started = Instant::now();
+    let v = desk.ok(&["keys", "--text", "5+3"]);
+    let took = started.elapsed();
+    let display = desk.python_output(
+        r#"
+import pyatspi
+for app in pyatspi.Registry.getDesktop(0):
+    if app is None or app.name != "gnome-calculator":
+        continue
+    def walk(n):
+        if n.getState().contains(pyatspi.STATE_EDITABLE):
+            t = n.queryText()
+            print(t.getText(0, -1))
+        for c in n:
+            walk(c)
+    walk(app)
+"#,
+        &[],
+    );
+    assert!(
+        display.lines().any(|l| l == "5+3"),
+        "the display holds what was typed: {display:?} ({v})"
+    );
+    eprintln!("keys --text 5+3 took {} ms", took.as_millis());
+}
+
+/// `apps` until the window titled `title` of `two-windows` is listed with
+/// `not_viewable` equal to `want` (`None`: listed and on screen), for up to 20 s.
+fn listed_as(desk: &Desk<'_>, title: &str, want: Option<&str>) -> serde_json::Value {
+    let start = Instant::now();
+    loop {
+        let apps = desk.ok(&["apps"]);
+        let window = apps["apps"].as_array().unwrap().iter().find_map(|a| {
+            a["windows"]
+                .as_array()?
+                .iter()
+                .find(|w| w["title"] == title)
+                .cloned()
+        });
+        if let Some(w) = &window
+            && w["not_viewable"].as_str() == want
+        {
+            return apps;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{title} never listed as {want:?}: {apps}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Runs `xdotool search --name '^TITLE$' ACTION…` on the desk's display.
+fn xdotool(desk: &Desk<'_>, title: &str, action: &str) {
+    let out = std::process::Command::new("xdotool")
+        .env("DISPLAY", format!(":{}", desk.display))
+        .args(["search", "--name", &format!("^{title}$")])
+        .args(action.split(' '))
+        .output()
+        .expect("xdotool runs (Debian xdotool)");
+    assert!(out.status.success(), "xdotool {action}: {out:?}");
+}
+
+/// The presses the two-window fixture logged, one window name a line.
+fn presses(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("presses.log")).unwrap_or_default()
+}
+
+/// A window that is not on screen is marked where it is listed and observed, and
+/// takes no act, keys or pointer gesture (`COMPUTER_ELEMENT_NOT_ACTIONABLE`,
+/// `detail.reason` `not_viewable`) and no screenshot: unmapped from outside as one
+/// of a browser's two app windows was (before: the act answered `ok` and the app
+/// took the press), then minimised. Wholly under another window, it still takes an
+/// accessible act (in the background), but a screenshot fails `occluded` and a
+/// pointer gesture is refused. The oracle is the fixture's own press log.
+#[test]
+fn a_window_that_is_not_on_screen_is_marked_and_takes_nothing_it_could_not_show() {
+    let dir = TempDir::new("viewable");
+    let desk = Desk::start_with_config(
+        dir.path(),
+        "capture = \"a11y-and-pixels\"\n[sandbox]\nmode = \"accept-edits\"\n",
+    );
+    desk.run_python(
+        dir.path(),
+        "two_windows.py",
+        include_str!("fixtures/two_windows.py"),
+    );
+    desk.wait_for("two-windows", "button", "Press Beta", 60_000);
+    listed_as(&desk, "Beta", None);
+    desk.ok(&["observe", "--window", "Beta"]);
+    let beta = only_ref(&desk, "button", "Press Beta");
+
+    // Unmapped by another program.
+    xdotool(&desk, "Beta", "windowunmap --sync");
+    let apps = listed_as(&desk, "Beta", Some("unmapped"));
+    let v = desk.fails_with(&["act", &beta, "click"], "COMPUTER_ELEMENT_NOT_ACTIONABLE");
+    assert_eq!(v["error"]["detail"]["reason"], "not_viewable", "{v}");
+    assert_eq!(v["error"]["detail"]["not_viewable"], "unmapped", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not viewable (unmapped)"),
+        "{v}"
+    );
+    desk.fails_with(&["keys", "space"], "COMPUTER_ELEMENT_NOT_ACTIONABLE");
+    let v = desk.fails_with(&["screenshot"], "COMPUTER_ELEMENT_NOT_ACTIONABLE");
+    assert_eq!(v["error"]["detail"]["reason"], "not_viewable", "{v}");
+    let obs = desk.ok(&["observe", "--window", "Beta"]);
+    assert!(
+        obs["text"]
+            .as_str()
+            .unwrap()
+            .contains("[not viewable: unmapped]"),
+        "{obs}"
+    );
+    assert_eq!(presses(dir.path()), "", "nothing reached the app: {apps}");
+
+    // Shown again: the same act runs.
+    xdotool(&desk, "Beta", "windowmap --sync");
+    listed_as(&desk, "Beta", None);
+    desk.ok(&["observe", "--window", "Beta"]);
+    let beta = only_ref(&desk, "button", "Press Beta");
+    let v = desk.ok(&["act", &beta, "click"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    assert_eq!(presses(dir.path()), "beta\n");
+
+    // Minimised.
+    xdotool(&desk, "Beta", "windowminimize --sync");
+    listed_as(&desk, "Beta", Some("minimized"));
+    let v = desk.fails_with(&["act", &beta, "click"], "COMPUTER_ELEMENT_NOT_ACTIONABLE");
+    assert_eq!(v["error"]["detail"]["not_viewable"], "minimized", "{v}");
+    assert_eq!(presses(dir.path()), "beta\n");
+
+    // Restored, then wholly under Alpha.
+    xdotool(&desk, "Beta", "windowactivate --sync");
+    listed_as(&desk, "Beta", None);
+    xdotool(&desk, "Alpha", "windowmove --sync 0 0");
+    xdotool(&desk, "Alpha", "windowsize --sync 100% 100%");
+    xdotool(&desk, "Alpha", "windowactivate --sync");
+    listed_as(&desk, "Beta", Some("covered"));
+    let obs = desk.ok(&["observe", "--window", "Beta"]);
+    assert!(
+        obs["text"]
+            .as_str()
+            .unwrap()
+            .contains("[not viewable: covered]"),
+        "{obs}"
+    );
+    let basis = obs["basis"].as_str().unwrap().to_owned();
+    let v = desk.fails_with(&["screenshot"], "COMPUTER_ELEMENT_NOT_ACTIONABLE");
+    assert_eq!(v["error"]["detail"]["reason"], "occluded", "{v}");
+    let v = desk.fails_with(
+        &["click-at", "20", "20", "--basis", &basis],
+        "COMPUTER_ELEMENT_NOT_ACTIONABLE",
+    );
+    assert_eq!(v["error"]["detail"]["not_viewable"], "covered", "{v}");
+    assert_eq!(presses(dir.path()), "beta\n");
+    // An accessible act needs no pixels: it runs in the background.
+    let beta = only_ref(&desk, "button", "Press Beta");
+    let v = desk.ok(&["act", &beta, "click"]);
+    assert_eq!(v["result"]["status"], "executed", "{v}");
+    assert_eq!(presses(dir.path()), "beta\nbeta\n");
+}

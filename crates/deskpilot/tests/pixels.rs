@@ -261,7 +261,8 @@ fn wait_file(path: &std::path::Path) -> String {
 
 /// xmessage (Athena widgets, no accessibility bridge): observe says there is no
 /// tree and how to allow pixels; with pixels allowed it lists the buttons read by
-/// OCR, and clicking "Beta" makes xmessage exit with that button's status, 4.
+/// OCR, and clicking "Beta" makes xmessage exit with that button's status, 4; the
+/// click's answer is `ok` and says the window closed.
 #[test]
 fn xmessage_has_no_tree_and_its_button_is_clicked_through_ocr() {
     let dir = TempDir::new("pixels-xmessage");
@@ -310,6 +311,13 @@ fn xmessage_has_no_tree_and_its_button_is_clicked_through_ocr() {
         "{said}"
     );
     assert_eq!(v["result"]["channel"], "pointer_ocr", "{v}");
+    // Judged on the window clicked: it closed, and the answer says so (not a
+    // failure named after whatever window is in front now).
+    assert!(
+        said.lines()
+            .any(|l| l.starts_with("window w") && l.ends_with(" closed")),
+        "{said}"
+    );
     assert_eq!(
         wait_file(&status).trim(),
         "4",

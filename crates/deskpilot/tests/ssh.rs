@@ -302,3 +302,233 @@ fn a_link_cut_mid_call_fails_that_call_and_the_next_one_reconnects() {
     assert_eq!(second.len(), 1, "{second:?}");
     assert_ne!(second, first, "a new link");
 }
+
+/// The far side's `hello` passed through unchanged except its `version`, which
+/// is read from the file named by the first argument: a driver of another build.
+const VERSION_FILTER: &str = r#"
+import re, sys
+version = open(sys.argv[1]).read().strip()
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
+    if '"protocol"' in line and '"capabilities"' in line:
+        line = re.sub(r'"version":"[^"]*"', '"version":"%s"' % version, line, count=1)
+    sys.stdout.write(line)
+    sys.stdout.flush()
+"#;
+
+/// A remote driver of another build (docs/ARCHITECTURE.md §15 "Versions"): one
+/// whose major.minor differs from this host's (9.9.9, 0.0.1) is refused with
+/// `COMPUTER_PLATFORM_UNSUPPORTED` naming both versions and the one to install,
+/// also when the link is opened again later (a restarted driver); one a patch
+/// release apart is used with a warning on stderr. Before, any build that spoke
+/// protocol 1 was used silently. First, with this machine's switch off, the
+/// answer names the device and this machine's switch. The link's `ssh` is a stand-in that runs the
+/// remote command on this machine (`DESKPILOT_SSH`), through a filter that sets
+/// the version the far driver's `hello` reports.
+#[test]
+fn a_remote_driver_of_another_release_is_refused_and_one_a_patch_apart_is_used() {
+    let dir = TempDir::new("ssh-versions");
+    let far = dir.path().join("far");
+    std::fs::create_dir_all(&far).unwrap();
+    let desk = Desk::start(&far);
+    desk.ok(&["sandbox", "run", "--", "mousepad"]);
+    desk.wait_for("mousepad", "menuitem", "File", 60000);
+    let version = dir.path().join("version");
+    let filter = dir.path().join("filter.py");
+    std::fs::write(&filter, VERSION_FILTER).unwrap();
+    let ssh = dir.path().join("ssh");
+    std::fs::write(
+        &ssh,
+        format!(
+            "#!/bin/sh\n\
+             # ssh's options, then `--`, the destination and the remote command.\n\
+             while [ \"$1\" != \"--\" ]; do shift; done\n\
+             shift 2\n\
+             export DESKPILOT_RUNTIME_DIR='{run}' DESKPILOT_CONFIG='{cfg}' XDG_STATE_HOME='{state}' DESKPILOT_SANDBOX='{display}'\n\
+             sh -c \"$1\" | /usr/bin/python3 -u '{filter}' '{version}'\n",
+            run = far.join("run").display(),
+            cfg = far.join("cfg").join("config.toml").display(),
+            state = far.join("state").display(),
+            display = desk.display,
+            filter = filter.display(),
+            version = version.display(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let near = dir.path().join("near");
+    std::fs::create_dir_all(near.join("cfg")).unwrap();
+    std::fs::write(near.join("cfg").join("config.toml"), "enabled = false\n").unwrap();
+    let apps = || {
+        let mut c = bin(&near);
+        c.env("DESKPILOT_SSH", &ssh)
+            .env("DESKPILOT_REMOTE_COMMAND", env!("CARGO_BIN_EXE_deskpilot"))
+            .args(["--device", "ssh:far"]);
+        run_json(c, &["apps"])
+    };
+    let host = env!("CARGO_PKG_VERSION");
+
+    // This machine's switch gates the device too, and the answer says so (before:
+    // it offered `deskpilot sandbox start`, which --device cannot use).
+    std::fs::write(&version, host).unwrap();
+    let (out, v) = apps();
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(v["error"]["code"], "COMPUTER_FEATURE_DISABLED", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains("--device ssh:far"), "{message}");
+    assert!(!message.contains("sandbox start"), "{message}");
+    std::fs::write(near.join("cfg").join("config.toml"), "enabled = true\n").unwrap();
+
+    let (out, v) = apps();
+    assert!(out.status.success(), "the same build is used: {v}");
+    assert!(v.to_string().contains("mousepad"), "{v}");
+
+    for other in ["9.9.9", "0.0.1"] {
+        std::fs::write(&version, other).unwrap();
+        let (out, v) = apps();
+        assert_eq!(out.status.code(), Some(1), "{other} is refused: {v}");
+        assert_eq!(v["error"]["code"], "COMPUTER_PLATFORM_UNSUPPORTED", "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(other) && message.contains(host),
+            "{message}"
+        );
+        let line: Vec<&str> = host.split('.').collect();
+        assert!(
+            message.contains(&format!("install deskpilot {}.{}.x", line[0], line[1])),
+            "{message}"
+        );
+    }
+
+    let mut parts: Vec<u64> = host.split('.').map(|p| p.parse().unwrap()).collect();
+    parts[2] += 7;
+    let patch = format!("{}.{}.{}", parts[0], parts[1], parts[2]);
+    std::fs::write(&version, &patch).unwrap();
+    let (out, v) = apps();
+    assert!(out.status.success(), "a patch release apart is used: {v}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("a patch release apart") && stderr.contains(&patch),
+        "{stderr}"
+    );
+}
+
+/// A GTK window whose "Start" button logs its press to `argv[1]` and then blocks
+/// its main loop for 20 s: an accessible press of it is in flight on the far side
+/// (the app has not answered `DoAction`) when the link is cut.
+const SLOW_PRESS: &str = r#"
+import sys, time
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import GLib, Gtk
+GLib.set_prgname("slow-press")
+log = sys.argv[1]
+def pressed(_b):
+    with open(log, "a") as f:
+        f.write("pressed\n")
+    time.sleep(20)
+w = Gtk.Window(title="Slow press")
+b = Gtk.Button(label="Start")
+b.connect("clicked", pressed)
+w.add(b)
+w.connect("destroy", Gtk.main_quit)
+w.show_all()
+Gtk.main()
+"#;
+
+/// The processes whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                // pid (comm) state ppid …: the comm may hold spaces, so split after ')'.
+                s.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(pid)
+            })
+        })
+        .collect()
+}
+
+/// An act whose link is cut while the far app has not answered it (a half-open
+/// link as the near side sees it): the act answers `COMPUTER_NOT_RESPONDING` with
+/// `detail.link_lost`, saying its effect is unknown, and the near side's audit
+/// records it as `unknown: the link dropped`, as README promises — the press did
+/// reach the far app (its own log is the oracle).
+#[test]
+fn an_act_cut_off_by_a_dropped_link_is_audited_as_unknown() {
+    let dir = TempDir::new("ssh-act-cut");
+    let far = dir.path().join("far");
+    let link = Link::start(dir.path(), &far);
+    let python = std::fs::canonicalize("/usr/bin/python3").unwrap();
+    let python = python.file_name().unwrap().to_str().unwrap();
+    std::fs::write(
+        link.near.join("cfg").join("config.toml"),
+        format!(
+            "enabled = true\nmode = \"accept-edits\"\nallow_apps = [\"mousepad\", \"{python}\"]\n"
+        ),
+    )
+    .unwrap();
+    let script = dir.path().join("slow_press.py");
+    std::fs::write(&script, SLOW_PRESS).unwrap();
+    let log = dir.path().join("slow_press.log");
+    link.desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "/usr/bin/python3",
+        script.to_str().unwrap(),
+        log.to_str().unwrap(),
+    ]);
+    link.desk.wait_for("slow-press", "button", "Start", 60_000);
+    link.ok(&["observe", "--app", "slow-press"]);
+    let found = link.ok(&["find", "Start", "--role", "button"]);
+    let start = found["matches"][0]["ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{found}"))
+        .to_owned();
+
+    let mut act = link.command();
+    act.args(["--json", "act", &start, "click"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = act.spawn().unwrap();
+    // Wait until the press reached the far app (it now blocks in its handler),
+    // then cut the link: the act is in flight, unanswered.
+    let begun = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("pressed")) {
+        assert!(
+            begun.elapsed() < Duration::from_secs(20),
+            "the press never arrived"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let ssh: Vec<u32> = children_of(child.id())
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "ssh")
+        })
+        .collect();
+    assert_eq!(ssh.len(), 1, "one link: {ssh:?}");
+    signal("-KILL", ssh[0]);
+    let out = child.wait_with_output().unwrap();
+    let v = common::one_document(&["act"], &out);
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(v["error"]["code"], "COMPUTER_NOT_RESPONDING", "{v}");
+    assert_eq!(v["error"]["detail"]["link_lost"], true, "{v}");
+
+    let audit = link.ok(&["audit", "--tail", "20"]);
+    let records = audit["records"].as_array().unwrap();
+    let click = records
+        .iter()
+        .rev()
+        .find(|r| r["op"] == "click")
+        .unwrap_or_else(|| panic!("the cut act is not in the audit: {audit}"));
+    assert_eq!(click["status"], "unknown: the link dropped", "{click}");
+    assert_eq!(click["device"], DEVICE, "{click}");
+}

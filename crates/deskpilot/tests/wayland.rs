@@ -2,8 +2,9 @@
 //! accessibility bus, and gtk3-widget-factory on the Wayland socket (GDK_BACKEND=wayland,
 //! no DISPLAY). deskpilot finds that desktop from WAYLAND_DISPLAY (never a sandbox
 //! that happens to run), reads the app's tree, acts through semantic actions, and
-//! answers keyboard and pointer input with COMPUTER_INPUT_UNAVAILABLE, naming the
-//! Wayland session (docs/ARCHITECTURE.md §6, "Wayland").
+//! answers keyboard and pointer input with COMPUTER_INPUT_UNAVAILABLE and a
+//! screenshot with COMPUTER_PLATFORM_UNSUPPORTED, each naming the Wayland session
+//! (docs/ARCHITECTURE.md §6, "Wayland").
 
 #![cfg(target_os = "linux")]
 
@@ -198,5 +199,18 @@ fn a_wayland_desktop_is_read_and_operated_semantically_and_input_is_refused() {
             .contains("Wayland-only session"),
         "{v}"
     );
+    // Pixels: no other client can read them here, and the answer says that (not
+    // that synthetic input needs X11, as it did).
+    ok_json(
+        dp(),
+        &["config", "set", "capture", "a11y-and-pixels", "--yes"],
+    );
+    let v = fails_json(dp(), &["screenshot"], "COMPUTER_PLATFORM_UNSUPPORTED");
+    let why = v["error"]["message"].as_str().unwrap();
+    assert!(
+        why.contains("pixels") && why.contains("Wayland-only session"),
+        "{why}"
+    );
+    assert!(!why.contains("synthetic"), "{why}");
     drop(procs);
 }

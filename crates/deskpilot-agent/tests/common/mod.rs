@@ -113,6 +113,7 @@ impl Env {
                         toolkit_scale: None,
                         no_tree: false,
                         covered_by: Vec::new(),
+                        hidden: None,
                         handle: root.handle.clone(),
                         app: "keepassxc".into(),
                         pid: Some(KEEPASS_PID),

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use deskpilot_core::{Bounds, Handle};
-use deskpilot_protocol::types::{MarkSpec, OcrWord, WindowInfo};
+use deskpilot_protocol::types::{Hidden, MarkSpec, OcrWord, WindowInfo};
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use image::RgbaImage;
 
@@ -160,7 +160,10 @@ pub fn covered(stack: &[Stacked], xid: u32, area: &Bounds) -> Vec<Bounds> {
 /// accessible window that an X top-level of `tops` matches (same pid and title; or
 /// the one top-level of its process) (pure).
 pub fn annotate(windows: &mut [WindowInfo], tops: &[TopLevel], stack: &[Stacked]) {
-    for w in windows.iter_mut().filter(|w| !w.no_tree) {
+    for w in windows
+        .iter_mut()
+        .filter(|w| !w.no_tree && w.hidden.is_none())
+    {
         let target = Target {
             pid: w.pid,
             title: w.title.clone(),
@@ -187,6 +190,41 @@ pub fn annotate(windows: &mut [WindowInfo], tops: &[TopLevel], stack: &[Stacked]
         w.device_bounds = Some(top.bounds);
         w.toolkit_scale = Some(scale);
         w.covered_by = covered(stack, top.xid, &top.bounds);
+    }
+}
+
+/// True when some accessible window of `windows` has no mapped X top-level of
+/// the same process and title among `tops` (pure): only then are the unmapped
+/// top-levels worth reading ([`mark_hidden`]).
+pub fn any_unmatched(windows: &[WindowInfo], tops: &[TopLevel]) -> bool {
+    windows
+        .iter()
+        .filter(|w| !w.no_tree && w.hidden.is_none())
+        .any(|w| !tops.iter().any(|t| same_window(t, w)))
+}
+
+/// Same process and the same non-empty title (trimmed): the strict match, without
+/// the "only window of its process" leniency of input targeting, which would take
+/// a process's other, mapped window for an unmapped one.
+fn same_window(top: &TopLevel, w: &WindowInfo) -> bool {
+    let title = w.title.trim();
+    top.pid.is_some() && top.pid == w.pid && !title.is_empty() && top.title.trim() == title
+}
+
+/// Marks [`WindowInfo::hidden`] on each accessible window that no mapped top-level
+/// of `tops` matches and an unmapped one of `hidden` does (same process and title),
+/// with that top-level's reason (pure; docs/ARCHITECTURE.md §6 "Viewability").
+pub fn mark_hidden(windows: &mut [WindowInfo], tops: &[TopLevel], hidden: &[(TopLevel, Hidden)]) {
+    for w in windows
+        .iter_mut()
+        .filter(|w| !w.no_tree && w.hidden.is_none())
+    {
+        if tops.iter().any(|t| same_window(t, w)) {
+            continue;
+        }
+        if let Some((_, why)) = hidden.iter().find(|(t, _)| same_window(t, w)) {
+            w.hidden = Some(*why);
+        }
     }
 }
 
@@ -590,6 +628,7 @@ mod tests {
             toolkit_scale: Some(2.0),
             no_tree: false,
             covered_by: Vec::new(),
+            hidden: None,
         };
         let origin = Bounds::new(200, 100, 800, 600);
         // A button at tree (110, 60) 20×10 is at device (220, 120) 40×20, i.e. at

@@ -98,6 +98,27 @@ impl LinuxDriver {
         .unwrap_or_default()
     }
 
+    /// The unmapped top-level X11 windows with the reason each is not on screen
+    /// ([`XInput::hidden_toplevels`]); empty without an X display or when they
+    /// cannot be read (then no window is marked hidden).
+    async fn x11_hidden(&self) -> Vec<(TopLevel, Hidden)> {
+        if self.opts.display.is_none() {
+            return Vec::new();
+        }
+        let Ok(x) = self.input().await else {
+            return Vec::new();
+        };
+        tokio::task::spawn_blocking(move || {
+            x.hidden_toplevels()
+                .inspect_err(
+                    |e| tracing::warn!(error = %e.message, "unmapped top-level windows unreadable"),
+                )
+                .unwrap_or_default()
+        })
+        .await
+        .unwrap_or_default()
+    }
+
     /// The window record of `h` as `windows.list` gives it, and its X top-level.
     ///
     /// Errors: `COMPUTER_ELEMENT_NOT_FOUND` when no listed window has that handle or
@@ -166,7 +187,7 @@ impl LinuxDriver {
         window: &Handle,
         paint: &[Bounds],
     ) -> Result<(WindowPixels, WindowInfo, image::RgbaImage, Vec<String>), ComputerError> {
-        let (w, top) = self.window_record(window).await?;
+        let (w, top) = self.window_record(window).await.map_err(pixels_need_x11)?;
         let x = self.input().await?;
         let px = blocking(move || x.window_pixels(&top)).await?;
         let (img, notes) = capture::painted(&px, &w, paint);
@@ -415,6 +436,39 @@ fn no_tree(h: &Handle) -> ComputerError {
     )
 }
 
+/// A capture's error when there is no X display to read pixels from: the input
+/// connection's "synthetic input needs X11" would name the wrong thing. A
+/// Wayland-only session has no way for another client to read a window's pixels
+/// (the compositor grants screen capture only through a portal that asks the
+/// user), so it is `COMPUTER_PLATFORM_UNSUPPORTED` saying that; other errors pass.
+fn pixels_need_x11(e: ComputerError) -> ComputerError {
+    if e.code != ErrorCode::InputUnavailable {
+        return e;
+    }
+    let wayland = e
+        .detail
+        .as_ref()
+        .and_then(|d| d.get("wayland_display"))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
+    match wayland {
+        Some(w) => ComputerError::new(
+            ErrorCode::PlatformUnsupported,
+            format!(
+                "a window's pixels are read from the X server, and this is a Wayland-only session (WAYLAND_DISPLAY={w}, no DISPLAY): no screenshot or OCR here. The accessibility tree is readable (observe, find, read); for pixels, run the app under XWayland or in a sandbox X display"
+            ),
+        )
+        .with_detail(serde_json::json!({ "wayland_display": w })),
+        None => ComputerError::new(
+            ErrorCode::PlatformUnsupported,
+            format!(
+                "a window's pixels are read from the X server, and there is none: {}",
+                e.message
+            ),
+        ),
+    }
+}
+
 #[async_trait]
 impl Driver for LinuxDriver {
     async fn hello(&self) -> Result<Hello> {
@@ -477,6 +531,17 @@ impl Driver for LinuxDriver {
     async fn apps(&self) -> Result<Vec<AppInfo>> {
         let mut list = apps::list_apps(&self.bus).await?;
         let (tops, active, stack) = self.x11_toplevels().await;
+        // Windows with no mapped X top-level: the unmapped ones say whether they
+        // are withdrawn, minimised or on another workspace (read only then).
+        if list
+            .iter()
+            .any(|a| capture::any_unmatched(&a.windows, &tops))
+        {
+            let hidden = self.x11_hidden().await;
+            for a in &mut list {
+                capture::mark_hidden(&mut a.windows, &tops, &hidden);
+            }
+        }
         for a in &mut list {
             capture::annotate(&mut a.windows, &tops, &stack);
         }

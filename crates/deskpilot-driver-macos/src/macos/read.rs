@@ -129,6 +129,7 @@ pub fn window_record(
         toolkit_scale: frame.map(|_| scale),
         no_tree: false,
         covered_by: Vec::new(),
+        hidden: None,
     })
 }
 

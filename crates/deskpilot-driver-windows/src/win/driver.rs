@@ -86,6 +86,7 @@ impl WindowsDriver {
             toolkit_scale: Some(1.0),
             no_tree: false,
             covered_by: Vec::new(),
+            hidden: None,
         }
     }
 

@@ -385,6 +385,7 @@ impl Host {
                     window: w.clone(),
                     bound: bound.as_deref() == Some(w.handle.as_str()),
                     refused: refusal,
+                    not_viewable: w.not_viewable(),
                 });
             }
             // The app's facts: those of its first window, else of the app alone.

@@ -6,8 +6,8 @@
 use deskpilot_core::Op;
 use deskpilot_policy::audit::AuditEvent;
 use deskpilot_policy::tier::Tier;
-use deskpilot_protocol::ComputerError;
-use deskpilot_protocol::types::PointerAction;
+use deskpilot_protocol::types::{PointerAction, WindowInfo};
+use deskpilot_protocol::{ComputerError, ErrorCode};
 
 use super::Basis;
 use crate::session::Target;
@@ -90,6 +90,42 @@ impl Effect {
             Effect::Keys { .. } => "pressing keys".into(),
             Effect::Clipboard { .. } => "writing the clipboard".into(),
         }
+    }
+
+    /// The refusal of an effect on `window` when the window is not on screen
+    /// (docs/ARCHITECTURE.md §7.11 "Viewability"): an act, keys or a pointer
+    /// gesture on a window that is unmapped, minimised or on another workspace
+    /// would go unseen (an accessible action may still run on it, with nothing to
+    /// confirm it by), and a pointer gesture on a window wholly under others would
+    /// land on them. `COMPUTER_ELEMENT_NOT_ACTIONABLE` with `detail.reason`
+    /// `not_viewable` and `detail.not_viewable` the cause. A clipboard write
+    /// reaches no window and is never refused here.
+    pub(super) fn not_viewable(&self, window: &WindowInfo) -> Option<ComputerError> {
+        let why = match (self, window.hidden) {
+            (Effect::Clipboard { .. }, _) => return None,
+            (_, Some(h)) => h.as_str(),
+            (Effect::Pointer { .. }, None) if window.fully_covered() => "covered",
+            _ => return None,
+        };
+        let remedy = match why {
+            "covered" => {
+                "windows of other apps cover all of it, so a pointer gesture would land on them; work through its accessible elements (act), or bring it to the front first"
+            }
+            "minimized" => "it is minimised; restore it first",
+            "other_workspace" => "it is on another workspace; switch to that workspace first",
+            _ => "its window is not mapped (hidden by its app or another program); show it first",
+        };
+        Some(
+            ComputerError::new(
+                ErrorCode::ElementNotActionable,
+                format!(
+                    "{} on window {:?} was not sent: the window is not viewable ({why}) — {remedy}, then observe it again",
+                    self.describe(),
+                    deskpilot_core::sanitize::one_line(&window.title),
+                ),
+            )
+            .with_detail(serde_json::json!({ "reason": "not_viewable", "not_viewable": why })),
+        )
     }
 
     /// The audit event of an effect that was dispatched.

@@ -171,6 +171,18 @@ impl Host {
                 ),
             ));
         }
+        if !self.o.settings.enabled && self.o.device != "local" {
+            // Another machine or a phone: this machine's switch gates it too (the
+            // grant, refusals and audit are kept here), and a sandbox is no way
+            // there (`--sandbox` and `--device` exclude each other).
+            return Err(fail(
+                ErrorCode::FeatureDisabled,
+                format!(
+                    "computer use is off on this machine, and it gates --device {} too: the grant, refusals and audit for another machine are kept here. Turn it on with `deskpilot config set enabled true` on this machine (README: Another machine or a phone)",
+                    self.o.device
+                ),
+            ));
+        }
         if !self.o.settings.enabled {
             return Err(fail(
                 ErrorCode::FeatureDisabled,

@@ -392,9 +392,11 @@ mod tests {
                 toolkit_scale: None,
                 no_tree,
                 covered_by: Vec::new(),
+                hidden: None,
             },
             bound: false,
             refused: None,
+            not_viewable: None,
         }
     }
 

@@ -156,6 +156,11 @@ pub struct ListedWindow {
     pub bound: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<Refusal>,
+    /// Why the window cannot be seen now ([`WindowInfo::not_viewable`]:
+    /// `unmapped`, `minimized`, `other_workspace`, `covered`); acting on it is
+    /// refused until it is shown (docs/ARCHITECTURE.md §7.11).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_viewable: Option<&'static str>,
 }
 
 /// An application and its windows as the host lists them.

@@ -233,6 +233,10 @@ impl Host {
             !matches!(&effect, Effect::Keys { target, .. } if !matches!(target, Target::Current));
         let (window, cand, moved) = self.action_target(&op, aimed).await?;
         let app = cand.facts.app.clone();
+        // A window that is not on screen takes nothing it could not show.
+        if let Some(e) = effect.not_viewable(&window) {
+            return Err(self.refuse(e, Some(&op), Some(&app)));
+        }
         let revision = self.revision();
         // 2. What the effect was aimed with is current.
         let point = self

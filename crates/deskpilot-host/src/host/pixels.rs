@@ -249,6 +249,31 @@ fn run_is_secret(text: &str) -> bool {
 ///   one that cannot be read is painted whole too.
 ///
 /// Used by the host before a capture and by the served driver on its own machine.
+/// `COMPUTER_ELEMENT_NOT_ACTIONABLE` for a capture of a window that is not on
+/// screen: `detail.reason` is `occluded` for one wholly under other windows (its
+/// pixels would be theirs), else `not_viewable`; `detail.not_viewable` names why.
+fn not_viewable_capture(title: &str, why: &'static str) -> ComputerError {
+    let (reason, what) = if why == "covered" {
+        (
+            "occluded",
+            "windows of other apps cover all of it, so its pixels would be theirs; bring it to the front first, or read its tree (observe)",
+        )
+    } else {
+        (
+            "not_viewable",
+            "it is not on screen, so it has no pixels to read; show it first (restore it, switch to its workspace), or read its tree (observe)",
+        )
+    };
+    ComputerError::new(
+        ErrorCode::ElementNotActionable,
+        format!(
+            "no image of window {:?}: it is not viewable ({why}) — {what}",
+            deskpilot_core::sanitize::one_line(title)
+        ),
+    )
+    .with_detail(serde_json::json!({ "reason": reason, "not_viewable": why }))
+}
+
 pub async fn ocr_secret_rects(
     driver: &dyn deskpilot_protocol::Driver,
     window: &WindowInfo,
@@ -393,6 +418,12 @@ impl Host {
             && let Some(r) = self.rules.check_window(&c.facts)
         {
             return Err(self.refuse(refused(r), Some(op), Some(&app)));
+        }
+        // Pixels of a window that is not on screen are another window's, or none
+        // (docs/ARCHITECTURE.md §8a): no image is made of them.
+        let now = en.find(window.handle.as_str()).map_or(window, |(w, _)| w);
+        if let Some(why) = now.not_viewable() {
+            return Err(not_viewable_capture(&now.title, why));
         }
         if window.no_tree && !search_pixels {
             return Ok((Vec::new(), None));

@@ -207,17 +207,17 @@ impl Session {
         // observe: a platform can recycle a dead element's handle for another
         // element, and a ref must never land on a different element. The tree the
         // model last saw stays the "before" of the diff.
-        let (h, mut target, fresh) = self.fresh_handle(&window, r).await?;
+        let (mut h, mut target, mut fresh) = self.fresh_handle(&window, r).await?;
         gate(&fresh, element_of(&fresh, &h, r)?)?;
         let resolved_ms = ms_since(started);
-        let mut result = match self.driver.act(params(h, value.clone())).await {
+        let mut result = match self.driver.act(params(h.clone(), value.clone())).await {
             Err(e) if e.code == ErrorCode::ElementNotFound => {
                 // The native object died between the read and the dispatch: the
                 // element it resolves to now is judged again before the retry.
-                let (h, line, fresh) = self.fresh_handle(&window, r).await?;
-                gate(&fresh, element_of(&fresh, &h, r)?)?;
-                target = line;
-                let r = self.driver.act(params(h, value.clone())).await;
+                let (again, line, tree) = self.fresh_handle(&window, r).await?;
+                gate(&tree, element_of(&tree, &again, r)?)?;
+                (h, target, fresh) = (again, line, tree);
+                let r = self.driver.act(params(h.clone(), value.clone())).await;
                 self.dispatched(r)?
             }
             other => self.dispatched(other)?,
@@ -230,6 +230,32 @@ impl Session {
         let change = self
             .change_after_effect(&window, &before_windows, after.map(|a| *a))
             .await;
+        if result.status == ActStatus::Executed && change.unread.is_none() && !window.no_tree {
+            // What the op should have changed, compared with the window as it was
+            // just before the dispatch (docs/ARCHITECTURE.md §1.6).
+            let read_after = self
+                .state
+                .per_window
+                .get(window.handle.as_str())
+                .and_then(|w| w.last.as_ref());
+            let windows_changed =
+                !change.new_windows.is_empty() || !change.closed_windows.is_empty();
+            // The pointer is the next rung only when the act did not already go
+            // through it (Android's taps).
+            let origin = window
+                .device_bounds
+                .or(window.bounds)
+                .filter(|_| result.channel != Channel::Pointer);
+            if let Some(why) =
+                super::verify::no_effect(op, &fresh, read_after, &h, windows_changed, origin)
+            {
+                result.status = ActStatus::OutcomeUnknown;
+                result.note = Some(match result.note.take() {
+                    Some(n) => format!("{why}; {n}"),
+                    None => why,
+                });
+            }
+        }
         let elapsed_ms = ms_since(started);
         tracing::debug!(
             resolved_ms,

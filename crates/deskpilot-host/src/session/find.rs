@@ -32,6 +32,40 @@ pub struct FindHit {
     pub window_title: String,
     /// The field that holds the text searched for.
     pub matched: MatchedField,
+    /// The documents the element lies in, outermost first, by name: a web page
+    /// (`["Shop"]`), a frame inside it (`["Shop", "Checkout"]`). Empty outside any
+    /// document (a browser's own toolbar, a native dialog). The text line names the
+    /// inner ones when there is more than one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frame: Vec<String>,
+}
+
+/// The names of the documents on the path from `root` to the element `target`,
+/// outermost first (`target` itself excluded); empty when it is in none or not
+/// found (pure).
+pub(super) fn frame_path(root: &Node, target: &deskpilot_core::Handle) -> Vec<String> {
+    fn walk(n: &Node, target: &deskpilot_core::Handle, path: &mut Vec<String>) -> bool {
+        if &n.handle == target {
+            return true;
+        }
+        let doc = n.role == Role::Document;
+        if doc {
+            path.push(deskpilot_core::sanitize::one_line(&n.name));
+        }
+        if n.children.iter().any(|c| walk(c, target, path)) {
+            return true;
+        }
+        if doc {
+            path.pop();
+        }
+        false
+    }
+    let mut path = Vec::new();
+    if walk(root, target, &mut path) {
+        path
+    } else {
+        Vec::new()
+    }
 }
 
 /// Long text fields whose whole text one `find` reads to search it: 8.
@@ -319,7 +353,13 @@ impl Session {
                 n.ref_.as_deref().unwrap_or_default()
             ));
         }
+        let frame = frame_path(root, &n.handle);
+        if frame.len() > 1 {
+            let inner: Vec<String> = frame[1..].iter().map(|f| format!("{f:?}")).collect();
+            line.push_str(&format!(" (in frame {})", inner.join(" › ")));
+        }
         FindHit {
+            frame,
             ref_: n.ref_.clone().unwrap_or_default(),
             role: n.role,
             name: n.name.clone(),
@@ -330,5 +370,33 @@ impl Session {
             window_title: window.title.clone(),
             matched,
         }
+    }
+}
+
+#[cfg(test)]
+mod frame_tests {
+    use super::*;
+    use deskpilot_core::Handle;
+
+    #[test]
+    fn a_match_names_the_documents_it_lies_in() {
+        let mut pay = Node::new("pay", Role::Button, "Pay");
+        pay.child_count = 0;
+        let mut inner = Node::new("inner", Role::Document, "Checkout");
+        inner.children = vec![pay];
+        let mut frame = Node::new("frame", Role::Window, "");
+        frame.children = vec![inner];
+        let mut top_pay = Node::new("top-pay", Role::Button, "Pay");
+        top_pay.child_count = 0;
+        let mut page = Node::new("page", Role::Document, "Shop");
+        page.children = vec![top_pay, frame];
+        let mut toolbar = Node::new("back", Role::Button, "Back");
+        toolbar.child_count = 0;
+        let mut root = Node::new("w", Role::Window, "Shop - Chromium");
+        root.children = vec![toolbar, page];
+        assert_eq!(frame_path(&root, &Handle::new("pay")), ["Shop", "Checkout"]);
+        assert_eq!(frame_path(&root, &Handle::new("top-pay")), ["Shop"]);
+        assert!(frame_path(&root, &Handle::new("back")).is_empty());
+        assert!(frame_path(&root, &Handle::new("gone")).is_empty());
     }
 }

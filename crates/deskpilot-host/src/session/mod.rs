@@ -33,6 +33,7 @@ mod input;
 mod observe;
 mod read;
 mod text;
+mod verify;
 mod wait;
 
 #[cfg(test)]
@@ -46,6 +47,7 @@ pub use read::{
     DEEP_READ_BUDGET, DEEP_READ_MAX_CHILDREN, DEEP_READ_NODES, DEEP_READ_PAGES, SEARCH_READ_NODES,
 };
 pub use text::{TextRead, char_slice};
+pub use verify::NO_EFFECT;
 pub use wait::{WaitFor, WaitOutcome};
 
 /// Default token budget of a snapshot or a diff (docs/ARCHITECTURE.md §4).

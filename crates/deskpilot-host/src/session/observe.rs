@@ -129,8 +129,9 @@ fn shown_elements(root: &Node, text: &str) -> Vec<ShownElement> {
 }
 
 impl Session {
-    /// The snapshot's first line: `app mousepad pid=812 · window "Untitled 1" [active]`.
-    /// With `titled` false the window's part is left out (`app mousepad pid=812
+    /// The snapshot's first line: `app mousepad pid=812 · window "Untitled 1" [active]`,
+    /// ending `[not viewable: minimized]` (or `unmapped`, `other_workspace`,
+    /// `covered`) for a window not on screen. With `titled` false the window's part is left out (`app mousepad pid=812
     /// [active]`): the snapshot's next line is that window, title and all.
     pub(super) fn header(window: &WindowInfo, apps_pid: Option<u32>, titled: bool) -> String {
         // The app name is window text too: escaped, so it cannot forge the fields
@@ -145,6 +146,11 @@ impl Session {
         }
         if window.active {
             h.push_str(" [active]");
+        }
+        // Its tree may be read, but nothing done to it can be seen now
+        // (docs/ARCHITECTURE.md §7.11 "Viewability").
+        if let Some(why) = window.not_viewable() {
+            h.push_str(&format!(" [not viewable: {why}]"));
         }
         h
     }
@@ -247,6 +253,7 @@ mod header_tests {
             toolkit_scale: None,
             no_tree: false,
             covered_by: Vec::new(),
+            hidden: None,
             handle: Handle::new(":1.2|/w"),
             app: "x\" · window \"Bank\n".into(),
             pid: Some(7),

@@ -119,6 +119,15 @@ pub(super) fn apply(root: &mut Node, app: &str, p: &ActParams) -> Result<Done> {
                 flip(node, State::Checked);
                 done.events
                     .push(event(EventKind::StateChanged, h, app, Some("checked")));
+            } else if can_focus(&target) && !target.has(State::Focused) {
+                // A press moves focus to what was pressed, as a toolkit's button
+                // does: the click leaves a trace the host's check of its outcome
+                // can see (a real app's click changes its window).
+                clear_state(root, State::Focused);
+                let node = find_mut(root, h).ok_or_else(|| element_not_found(h, &window))?;
+                node.states.insert(State::Focused);
+                done.events
+                    .push(event(EventKind::FocusChanged, h, app, None));
             }
         }
         Op::DoubleClick | Op::RightClick => {

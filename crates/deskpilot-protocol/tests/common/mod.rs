@@ -17,6 +17,7 @@ pub fn window_info() -> WindowInfo {
         toolkit_scale: None,
         no_tree: false,
         covered_by: Vec::new(),
+        hidden: None,
         handle: h(":1.42|/org/a11y/atspi/accessible/1"),
         app: "mousepad".into(),
         pid: Some(812),

@@ -94,6 +94,10 @@ pub async fn window_info(
             toolkit_scale: None,
             no_tree: false,
             covered_by: Vec::new(),
+            // GTK says so of a window the window manager iconified.
+            hidden: states
+                .has(atspi::State::Iconified)
+                .then_some(deskpilot_protocol::types::Hidden::Minimized),
             handle: win.to_handle(),
             app: app.to_string(),
             pid,
@@ -312,6 +316,7 @@ pub fn apps_without_tree(
             toolkit_scale: Some(1.0),
             no_tree: true,
             covered_by: crate::linux::capture::covered(stack, top.xid, &top.bounds),
+            hidden: None,
         };
         if let Some(a) = out.iter_mut().find(|a| a.pid == Some(pid)) {
             a.windows.push(window);

@@ -192,6 +192,11 @@ pub mod code {
     #[cfg(test)]
     pub const RADIO_BUTTON: u32 = 44;
     pub const RADIO_MENU_ITEM: u32 = 45;
+    pub const LIST: u32 = 31;
+    pub const LIST_ITEM: u32 = 32;
+    pub const TREE: u32 = 65;
+    pub const TREE_ITEM: u32 = 91;
+    pub const LIST_BOX: u32 = 98;
     #[cfg(test)]
     pub const TABLE: u32 = 55;
     pub const TABLE_CELL: u32 = 56;

@@ -132,6 +132,10 @@ pub async fn read(bus: &Bus, opts: &ConnectOptions, p: &SnapshotParams) -> Resul
     )
     .await?;
     let cells: u64 = table_reads.into_iter().map(|r| r.apply(&mut w.parts)).sum();
+    // Lists that say they are larger than what they hold (a virtualised web list).
+    for (list, size) in set_sizes(bus, &w.parts, opts.concurrency).await {
+        w.parts.details.entry(list).or_default().set_size = Some(size);
+    }
     // Documents built in view: whether more lies around the paragraphs read, from
     // what the read holds (no call: nothing out of view is ever asked for).
     let docs: Vec<_> = w
@@ -185,6 +189,7 @@ pub async fn read(bus: &Bus, opts: &ConnectOptions, p: &SnapshotParams) -> Resul
             toolkit_scale: None,
             no_tree: false,
             covered_by: Vec::new(),
+            hidden: None,
             handle: window.to_handle(),
             app,
             pid,
@@ -247,4 +252,59 @@ pub async fn snapshot(
         root: r.root,
         stats: r.stats,
     })
+}
+
+/// Lists whose items say they belong to a larger set than the list holds: for
+/// every list, list box or tree whose first read child is an item, the item's
+/// `setsize` object attribute (ARIA `aria-setsize`, which Chromium and Firefox
+/// expose; GTK and Qt items have none) when it exceeds the children the list
+/// reports. One `GetAttributes` call per such list, `concurrency` at a time; a call
+/// that fails counts as no attribute.
+async fn set_sizes(
+    bus: &Bus,
+    parts: &super::tree::Parts,
+    concurrency: usize,
+) -> Vec<(ObjRef, u64)> {
+    use futures_util::StreamExt as _;
+    let asks: Vec<(ObjRef, ObjRef, u64)> = parts
+        .infos
+        .iter()
+        .filter(|(_, i)| matches!(i.role, code::LIST | code::LIST_BOX | code::TREE))
+        .filter_map(|(o, i)| {
+            let first = parts.kids.get(o)?.first()?;
+            let item = parts.infos.get(first)?;
+            matches!(item.role, code::LIST_ITEM | code::TREE_ITEM).then(|| {
+                let have = u64::try_from(i.child_count)
+                    .unwrap_or(0)
+                    .max(parts.kids[o].len() as u64);
+                (o.clone(), first.clone(), have)
+            })
+        })
+        .collect();
+    futures_util::stream::iter(asks)
+        .map(|(list, item, have)| async move {
+            let attrs = bus
+                .call::<_, std::collections::HashMap<String, String>>(
+                    &item,
+                    super::connection::iface::ACCESSIBLE,
+                    "GetAttributes",
+                    &(),
+                )
+                .await
+                .ok()?;
+            let size = set_size_of(&attrs)?;
+            (size > have).then_some((list, size))
+        })
+        .buffer_unordered(concurrency.max(1))
+        .filter_map(std::future::ready)
+        .collect()
+        .await
+}
+
+/// The `setsize` attribute of an item's object attributes, as a count (pure).
+fn set_size_of(attrs: &std::collections::HashMap<String, String>) -> Option<u64> {
+    attrs
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("setsize"))
+        .and_then(|(_, v)| v.trim().parse::<u64>().ok())
 }

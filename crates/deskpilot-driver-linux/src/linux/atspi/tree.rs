@@ -61,6 +61,10 @@ pub struct Details {
     /// Where content lies around the children read of a document built in view
     /// ([`super::document`]), and how a whole-text read got its text.
     pub document: Option<deskpilot_core::DocumentView>,
+    /// The size of the set a list's items say they belong to (ARIA `aria-setsize`,
+    /// the `setsize` object attribute of its first item), when larger than the
+    /// children it has: a virtualised list that renders only some of its rows.
+    pub set_size: Option<u64>,
 }
 
 /// Everything [`assemble`] needs.
@@ -208,7 +212,9 @@ fn build(obj: &ObjRef, parent_role: Option<u32>, parts: &Parts, depth: u32) -> O
     let child_count = match &table {
         Some(t) => t.rows.saturating_mul(t.columns),
         None if folded => 0,
-        None => reported.max(children.len() as u64),
+        None => reported
+            .max(children.len() as u64)
+            .max(details.and_then(|d| d.set_size).unwrap_or(0)),
     };
 
     Some(Node {

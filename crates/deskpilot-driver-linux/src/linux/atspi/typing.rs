@@ -87,6 +87,10 @@ pub async fn focused_text(
 /// while text arrives, leaving the old one reporting its old count.
 const RELOOK: Duration = Duration::from_millis(500);
 
+/// The longest text [`Watch`] keeps whole from before typing: 1,024 characters (a
+/// display or an entry; a document is not replaced by a keystroke).
+const OLD_TEXT_MAX: i32 = 1_024;
+
 /// One text element watched while text is typed into it.
 pub struct Watch {
     /// The window, to look the focused element up again, and how to read it.
@@ -103,6 +107,11 @@ pub struct Watch {
     /// type, before typing: text that now differs from it (and is what was typed)
     /// has arrived even when the count did not move (a value typed over one as long).
     before: String,
+    /// The element's whole text before typing, when it held at most
+    /// [`OLD_TEXT_MAX`] characters: an app that replaces all of it with what is
+    /// typed (a calculator's display after a result takes the first key as a new
+    /// entry) is told from one that ignored the keys by it.
+    old: Option<String>,
     /// A selection, which typing replaces, was there before typing.
     had_selection: bool,
     /// The whole text was selected before typing: the element must end up holding
@@ -155,8 +164,16 @@ impl Watch {
             )
             .await
             .ok()?;
+        let old = if count <= OLD_TEXT_MAX {
+            bus.call(&obj, iface::TEXT, "GetText", &(0i32, count))
+                .await
+                .ok()
+        } else {
+            None
+        };
         Some(Watch {
             before,
+            old,
             had_selection: selected.is_some(),
             whole: selected == Some((0, count)) && count > 0,
             window,
@@ -243,6 +260,9 @@ impl Watch {
                         .store(now.saturating_sub(n).max(0), Ordering::Relaxed);
                     return Ok(());
                 }
+                if self.took_over(bus, &prefix).await {
+                    return Ok(());
+                }
                 match focused_text(bus, &self.opts, &self.window).await {
                     Some((_, PASSWORD_TEXT)) => {
                         return Err(ComputerError::new(
@@ -279,6 +299,9 @@ impl Watch {
                         .store(now.saturating_sub(n).max(0), Ordering::Relaxed);
                     return Ok(());
                 }
+                if self.took_over(bus, &prefix).await {
+                    return Ok(());
+                }
                 let arrived = now.saturating_sub(base()).max(0);
                 return Err(ComputerError::new(
                     ErrorCode::OutcomeUnknown,
@@ -309,6 +332,28 @@ impl Watch {
                 .call::<_, i32>(&self.obj(), iface::TEXT, "GetNSelections", &())
                 .await
                 .is_ok_and(|k| k == 0)
+    }
+
+    /// True when the element now holds exactly `prefix` (the text typed so far)
+    /// and held something else before typing: the app replaced its whole text with
+    /// what was typed, as a calculator's display does with the first key after a
+    /// result. From then on the typed text starts at 0 and nothing else counts.
+    async fn took_over(&self, bus: &Bus, prefix: &str) -> bool {
+        let Some(old) = self.old.as_deref() else {
+            return false;
+        };
+        if prefix.is_empty() || old == prefix {
+            return false;
+        }
+        let all = bus
+            .call::<_, String>(&self.obj(), iface::TEXT, "GetText", &(0i32, -1i32))
+            .await;
+        if all.is_ok_and(|t| t == prefix) {
+            self.start.store(0, Ordering::Relaxed);
+            self.base.store(0, Ordering::Relaxed);
+            return true;
+        }
+        false
     }
 
     /// True when the element's text from where typing started is `prefix`.

@@ -9,6 +9,7 @@
 use std::time::{Duration, Instant};
 
 use deskpilot_core::Bounds;
+use deskpilot_protocol::types::Hidden;
 use deskpilot_protocol::{ComputerError, ErrorCode};
 use x11rb::connection::{Connection as _, RequestConnection as _};
 use x11rb::errors::ReplyError;
@@ -41,6 +42,12 @@ const TITLE_MAX_LONGS: u32 = 1024;
 /// `_NET_ACTIVE_WINDOW` source indication "pager": WMs honour it without focus-
 /// stealing prevention (EWMH §_NET_ACTIVE_WINDOW).
 const SOURCE_PAGER: u32 = 2;
+
+/// ICCCM `WM_STATE` values (ICCCM §4.1.3.1): the window is shown, or iconified.
+const NORMAL_STATE: u32 = 1;
+const ICONIC_STATE: u32 = 3;
+/// `_NET_WM_DESKTOP` of a window shown on every virtual desktop (EWMH).
+const ALL_DESKTOPS: u32 = 0xFFFF_FFFF;
 
 /// A mapped top-level window.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +153,81 @@ impl XInput {
             .into_iter()
             .flatten()
             .collect())
+    }
+
+    /// The top-level windows that are not mapped (withdrawn, minimised, or on
+    /// another virtual desktop), as client windows with the reason each is not on
+    /// screen: ICCCM `WM_STATE` `IconicState` is minimised; `NormalState` with a
+    /// `_NET_WM_DESKTOP` other than the root's `_NET_CURRENT_DESKTOP` (and not
+    /// "all desktops", 0xFFFFFFFF) is another workspace; anything else unmapped is
+    /// withdrawn. Override-redirect and input-only windows are left out; so are
+    /// windows with no title, which no accessible window could be matched to.
+    ///
+    /// Errors: `InputUnavailable` on a lost connection, `Internal` on an X error.
+    pub fn hidden_toplevels(&self) -> Result<Vec<(TopLevel, Hidden)>> {
+        let tree = self
+            .conn
+            .query_tree(self.root)
+            .x11("QueryTree")?
+            .reply()
+            .x11("QueryTree")?;
+        let cookies = tree
+            .children
+            .iter()
+            .map(|&w| {
+                self.conn
+                    .get_window_attributes(w)
+                    .x11("GetWindowAttributes")
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut frames = Vec::new();
+        for (&frame, cookie) in tree.children.iter().zip(cookies) {
+            let Some(attrs) = gone_is_none(cookie.reply()).x11("GetWindowAttributes")? else {
+                continue;
+            };
+            if attrs.map_state == MapState::VIEWABLE
+                || attrs.class != WindowClass::INPUT_OUTPUT
+                || attrs.override_redirect
+            {
+                continue;
+            }
+            frames.push(frame);
+        }
+        let clients = self.clients_of(&frames)?;
+        let current = self
+            .property(
+                self.root,
+                self.atoms._NET_CURRENT_DESKTOP,
+                AtomEnum::CARDINAL.into(),
+                1,
+            )?
+            .and_then(|p| p.value32().and_then(|mut v| v.next()));
+        let mut out = Vec::new();
+        for top in self.describe_many(&clients)?.into_iter().flatten() {
+            if top.title.trim().is_empty() {
+                continue;
+            }
+            let state = self
+                .property(top.xid, self.atoms.WM_STATE, AtomEnum::ANY.into(), 1)?
+                .and_then(|p| p.value32().and_then(|mut v| v.next()));
+            let desktop = self
+                .property(
+                    top.xid,
+                    self.atoms._NET_WM_DESKTOP,
+                    AtomEnum::CARDINAL.into(),
+                    1,
+                )?
+                .and_then(|p| p.value32().and_then(|mut v| v.next()));
+            let why = match (state, desktop, current) {
+                (Some(ICONIC_STATE), _, _) => Hidden::Minimized,
+                (Some(NORMAL_STATE), Some(d), Some(c)) if d != c && d != ALL_DESKTOPS => {
+                    Hidden::OtherWorkspace
+                }
+                _ => Hidden::Unmapped,
+            };
+            out.push((top, why));
+        }
+        Ok(out)
     }
 
     /// Every mapped root child (window-manager frames, unmanaged clients,

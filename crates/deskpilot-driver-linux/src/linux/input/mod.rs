@@ -51,6 +51,8 @@ x11rb::atom_manager! {
         _NET_WM_NAME,
         UTF8_STRING,
         WM_STATE,
+        _NET_WM_DESKTOP,
+        _NET_CURRENT_DESKTOP,
     }
 }
 

@@ -171,6 +171,17 @@ pub fn pick_action(actions: &[String], prefs: &[&str]) -> Option<(i32, String)> 
     })
 }
 
+/// An action that only moves keyboard focus to the element (Qt's `SetFocus`, ATK's
+/// `grab focus`): never taken for a click.
+fn is_focus_action(name: &str) -> bool {
+    let n: String = name
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    matches!(n.as_str(), "setfocus" | "focus" | "grabfocus")
+}
+
 fn not_actionable(op: Op, why: &str, fallback: &str) -> ComputerError {
     ComputerError::new(
         ErrorCode::ElementNotActionable,
@@ -308,17 +319,27 @@ pub fn choose(op: Op, facts: &Facts, value: Option<&str>) -> Result<Method> {
         }
         // Without a click-like action, the first action is the element's default
         // (AT-SPI's convention), unless it is a GTK 4 widget action (`menu.popup`,
-        // `clipboard.paste`, `selection.delete`): those do one named thing, never
-        // what a click on the element does.
+        // `clipboard.paste`, `selection.delete`), which does one named thing, or a
+        // focus action (Qt's `SetFocus`, the only action of a Qt Quick item that is
+        // focusable and handles no press): neither is what a click on it does.
         Op::Click => match pick_action(&facts.actions, &CLICK) {
             Some((index, name)) => Ok(Method::DoAction { index, name }),
-            None if facts.actions.first().is_some_and(|a| !a.contains('.')) => {
+            None if facts
+                .actions
+                .first()
+                .is_some_and(|a| !a.contains('.') && !is_focus_action(a)) =>
+            {
                 Ok(Method::DoAction {
                     index: 0,
                     name: facts.actions[0].clone(),
                 })
             }
             None if facts.parent_selects => Ok(Method::SelectInParent),
+            None if facts.actions.iter().any(|a| is_focus_action(a)) => Err(not_actionable(
+                op,
+                "its only action focuses it, which is not a click",
+                POINTER_FALLBACK,
+            )),
             None => Err(not_actionable(op, "it offers no action", POINTER_FALLBACK)),
         },
         // A row, or a cell of a list or tree (whose action is its row's), that can

@@ -422,3 +422,29 @@ fn chromium_verbs_are_chosen_by_name() {
         }
     );
 }
+
+#[test]
+fn a_focus_action_is_never_taken_for_a_click() {
+    // A Qt Quick tab that handles no press offers only `SetFocus`.
+    let tab = facts(37, &[S::Focusable], &["Action", "Component"], &["SetFocus"]);
+    let e = choose(Op::Click, &tab, None).unwrap_err();
+    assert_eq!(e.code, ErrorCode::ElementNotActionable);
+    assert!(
+        e.message.contains("only action focuses it"),
+        "{}",
+        e.message
+    );
+    // Its parent's selection is the click when the tab list offers one.
+    let mut selectable = tab.clone();
+    selectable.parent_selects = true;
+    assert!(matches!(
+        choose(Op::Click, &selectable, None),
+        Ok(Method::SelectInParent)
+    ));
+    // A press among its actions is still the click.
+    let pressable = facts(37, &[], &["Action"], &["SetFocus", "Press"]);
+    assert!(matches!(
+        choose(Op::Click, &pressable, None),
+        Ok(Method::DoAction { ref name, .. }) if name == "Press"
+    ));
+}
