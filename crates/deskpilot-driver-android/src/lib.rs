@@ -22,6 +22,7 @@
 
 mod adb;
 mod doctor;
+mod frame;
 mod input;
 mod parse;
 
@@ -1102,6 +1103,9 @@ impl Driver for AndroidDriver {
         }
         let be = |i: usize| u32::from_be_bytes([png[i], png[i + 1], png[i + 2], png[i + 3]]);
         let (width, height) = (be(16), be(20));
+        if frame::all_black(&png) == Some(true) {
+            return Err(frame::secure_surface(width, height));
+        }
         Ok(CaptureResult {
             bounds: Bounds::new(
                 0,

@@ -763,3 +763,21 @@ fn a_web_view_with_nothing_in_the_dump_is_marked_unread() {
     assert_eq!(v["matches"].as_array().map(Vec::len), Some(0), "{v}");
     assert_eq!(v["unsearched"]["unread_children"], 1, "{v}");
 }
+
+/// A screenshot is the screen's pixels, and while a window marked `FLAG_SECURE` is
+/// shown Android gives every reader an all-black frame: that frame is refused
+/// `secure_surface`, never handed out as an image of the screen. Before, it was an
+/// `ok` screenshot of nothing.
+#[test]
+fn a_black_frame_from_a_secure_window_is_refused_as_a_secure_surface() {
+    let config = format!("{CONFIG}capture = \"a11y-and-pixels\"\n");
+    let p = Phone::with_config("secure", json!({ "screen": "settings" }), Some(&config));
+    observe(&p);
+    let shot = p.ok(&["screenshot"]);
+    assert_eq!(shot["width"], 1080, "{shot}");
+    p.set(json!({ "secure": true }));
+    let v = p.fails_with(&["screenshot"], "COMPUTER_ELEMENT_NOT_ACTIONABLE");
+    assert_eq!(v["error"]["detail"]["reason"], "secure_surface", "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("FLAG_SECURE") && msg.contains("observe"), "{msg}");
+}
