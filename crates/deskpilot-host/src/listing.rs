@@ -12,7 +12,8 @@ pub const NO_APPS: &str = "no applications on the accessibility bus";
 /// One application's block, without a trailing newline: `app NAME pid=N tier=TIER
 /// [status]` (the tier only when it is not the default `type`, docs/ARCHITECTURE.md
 /// §7.22; the status only when it is not `ok`), then one line per window, `  [wN] ROLE
-/// "TITLE"` followed by ` active`, ` · bound`, ` · not viewable (WHY)` and
+/// "TITLE"` followed by ` active`, ` · bound`, ` · no tree` (a window of a readable
+/// app that its tree does not hold), ` · not viewable (WHY)` and
 /// ` · refused CODE: REASON` as they apply. Names and titles are made one line.
 pub fn render_app(app: &ListedApp) -> String {
     let status = match app.status {
@@ -35,6 +36,11 @@ pub fn render_app(app: &ListedApp) -> String {
             if w.window.active { " active" } else { "" },
             if w.bound { " · bound" } else { "" },
         ));
+        // A window of a readable app that its tree does not hold (a second
+        // toolkit that never registered); an app without a tree says so once.
+        if w.window.no_tree && app.status == AppStatus::Ok {
+            text.push_str(" · no tree");
+        }
         if let Some(why) = w.not_viewable {
             text.push_str(&format!(" · not viewable ({why})"));
         }
@@ -91,6 +97,33 @@ mod tests {
             refused: None,
             not_viewable: None,
         }
+    }
+
+    #[test]
+    fn a_window_its_readable_app_does_not_hold_in_its_tree_says_so() {
+        let mut qt = window("w2", "Qt side", false, false);
+        qt.window.no_tree = true;
+        let mut app = ListedApp {
+            name: "mixed".into(),
+            pid: Some(42),
+            status: AppStatus::Ok,
+            toolkit: None,
+            tier: Tier::Type,
+            code: false,
+            exe: None,
+            windows: vec![window("w1", "GTK side", true, true), qt],
+        };
+        assert_eq!(
+            render_app(&app),
+            "app mixed pid=42\n  [w1] window \"GTK side\" active · bound\n  [w2] window \"Qt side\" · no tree"
+        );
+        // An app without a tree says it once, on its own line.
+        app.status = AppStatus::AccessibilityDisabled;
+        app.windows.remove(0);
+        assert_eq!(
+            render_app(&app),
+            "app mixed pid=42 [accessibility_disabled]\n  [w2] window \"Qt side\""
+        );
     }
 
     #[test]

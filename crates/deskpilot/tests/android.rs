@@ -779,5 +779,8 @@ fn a_black_frame_from_a_secure_window_is_refused_as_a_secure_surface() {
     let v = p.fails_with(&["screenshot"], "COMPUTER_ELEMENT_NOT_ACTIONABLE");
     assert_eq!(v["error"]["detail"]["reason"], "secure_surface", "{v}");
     let msg = v["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("FLAG_SECURE") && msg.contains("observe"), "{msg}");
+    assert!(
+        msg.contains("FLAG_SECURE") && msg.contains("observe"),
+        "{msg}"
+    );
 }

@@ -446,3 +446,60 @@ fn a_window_that_is_not_on_screen_is_marked_and_takes_nothing_it_could_not_show(
     assert_eq!(v["result"]["status"], "executed", "{v}");
     assert_eq!(presses(dir.path()), "beta\nbeta\n");
 }
+
+/// A process whose GTK side registered on the accessibility bus and whose Qt side
+/// did not shows its Qt window in `apps` (` · no tree`), and reading it says why
+/// and names Qt's remedy; the app's readable window is still the one its name
+/// picks. Before, the Qt window was listed nowhere and `observe --window` answered
+/// "no window title contains".
+#[test]
+fn a_window_of_a_toolkit_that_never_registered_is_listed_and_says_why() {
+    let dir = TempDir::new("two-toolkits");
+    let desk = Desk::start(dir.path());
+    desk.run_python(
+        dir.path(),
+        "two_toolkits.py",
+        include_str!("fixtures/two_toolkits.py"),
+    );
+    desk.wait_for("two_toolkits.py", "button", "GTK button", 60_000);
+    let start = Instant::now();
+    let listed = loop {
+        let apps = desk.ok(&["apps"]);
+        let qt = apps["apps"].as_array().unwrap().iter().find_map(|a| {
+            a["windows"]
+                .as_array()?
+                .iter()
+                .find(|w| w["title"] == "Mixed Qt side")
+                .map(|w| (a["name"].clone(), a["status"].clone(), w.clone()))
+        });
+        if let Some(found) = qt {
+            break found;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the Qt window was never listed: {apps}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let (app, status, window) = listed;
+    assert_eq!(app, "two_toolkits.py", "{window}");
+    assert_eq!(status, "ok", "{window}");
+    assert_eq!(window["no_tree"], true, "{window}");
+    let v = desk.fails_with(
+        &["observe", "--window", "Mixed Qt"],
+        "COMPUTER_ACCESSIBILITY_DISABLED",
+    );
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("toolkit Qt") && msg.contains("QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1"),
+        "{msg}"
+    );
+    let obs = desk.ok(&["observe", "--app", "two_toolkits.py"]);
+    assert!(
+        obs["text"]
+            .as_str()
+            .unwrap()
+            .contains("button \"GTK button\""),
+        "{obs}"
+    );
+}

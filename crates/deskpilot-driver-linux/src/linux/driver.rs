@@ -545,6 +545,7 @@ impl Driver for LinuxDriver {
         for a in &mut list {
             capture::annotate(&mut a.windows, &tops, &stack);
         }
+        apps::windows_without_tree(&mut list, &tops, active, &stack);
         let extra = apps::apps_without_tree(&list, &tops, active, &stack);
         list.extend(extra);
         Ok(list)

@@ -269,7 +269,11 @@ impl Session {
             .iter()
             .flat_map(|a| a.windows.iter().map(move |w| (a, w)))
             .collect();
+        // A window that can be read is picked before one that cannot (an app's
+        // window its tree does not hold), the active one first.
         let pick = |cands: Vec<&WindowInfo>| -> Option<WindowInfo> {
+            let readable: Vec<&WindowInfo> = cands.iter().copied().filter(|w| !w.no_tree).collect();
+            let cands = if readable.is_empty() { cands } else { readable };
             cands
                 .iter()
                 .find(|w| w.active)

@@ -337,6 +337,70 @@ pub fn apps_without_tree(
     out
 }
 
+/// Windows of a registered app that its tree does not hold: a top-level X11 window
+/// of the app's own process (same pid) whose title is no accessible window's and
+/// whose rectangle lies on none of them (within 64 pixels), as a process with two
+/// toolkits shows when only one of them registered on the accessibility bus (a
+/// GTK-and-Qt program whose Qt side never reached the bus). Each is appended to its
+/// app as a `no_tree` window (`x11win:<xid>.<pid>`), after the readable ones, so
+/// `observe --window` finds it and says why it cannot be read, with the remedy for
+/// the toolkit its process maps, instead of "no window title contains" (pure;
+/// docs/ARCHITECTURE.md §6). Unnamed top-levels are left out. Run after
+/// [`crate::linux::capture::annotate`], whose device rectangles it compares.
+pub fn windows_without_tree(
+    apps: &mut [AppInfo],
+    tops: &[TopLevel],
+    active: Option<u32>,
+    stack: &[crate::linux::capture::Stacked],
+) {
+    let near = |a: &Bounds, b: &Bounds| {
+        (a.x - b.x).abs() <= 64
+            && (a.y - b.y).abs() <= 64
+            && (a.width - b.width).abs() <= 64
+            && (a.height - b.height).abs() <= 64
+    };
+    for top in tops {
+        let title = top.title.trim();
+        let Some(pid) = top.pid else { continue };
+        if title.is_empty() {
+            continue;
+        }
+        let held = apps
+            .iter()
+            .filter(|a| a.pid == Some(pid))
+            .flat_map(|a| &a.windows)
+            .any(|w| {
+                w.title.trim() == title
+                    || w.device_bounds
+                        .or(w.bounds)
+                        .is_some_and(|b| near(&b, &top.bounds))
+            });
+        if held {
+            continue;
+        }
+        let Some(app) = apps
+            .iter_mut()
+            .find(|a| a.pid == Some(pid) && a.status == AppStatus::Ok)
+        else {
+            continue;
+        };
+        app.windows.push(WindowInfo {
+            handle: crate::linux::capture::x11_handle(top.xid, pid),
+            app: app.name.clone(),
+            pid: Some(pid),
+            title: title.to_string(),
+            role: deskpilot_core::Role::Window,
+            active: active == Some(top.xid),
+            bounds: Some(top.bounds),
+            device_bounds: Some(top.bounds),
+            toolkit_scale: Some(1.0),
+            no_tree: true,
+            covered_by: crate::linux::capture::covered(stack, top.xid, &top.bounds),
+            hidden: None,
+        });
+    }
+}
+
 /// `windows.list`: the windows of every responsive application.
 pub async fn list_windows(bus: &Bus) -> Result<Vec<WindowInfo>> {
     Ok(list_apps(bus)
@@ -415,6 +479,63 @@ mod tests {
         assert_eq!(w[0].handle.as_str(), "x11win:2.1");
         assert!(w[0].no_tree && !w[0].active && w[1].active);
         assert_eq!(w[1].device_bounds, Some(Bounds::new(0, 0, 100, 50)));
+    }
+
+    #[test]
+    fn a_window_of_a_registered_process_that_its_tree_does_not_hold_is_listed_without_a_tree() {
+        let win = |title: &str, b: Bounds| WindowInfo {
+            handle: deskpilot_core::Handle::new(format!("atspi:{title}")),
+            app: "mixed".into(),
+            pid: Some(1),
+            title: title.into(),
+            role: deskpilot_core::Role::Window,
+            active: false,
+            bounds: Some(b),
+            device_bounds: None,
+            toolkit_scale: None,
+            no_tree: false,
+            covered_by: None,
+            hidden: None,
+        };
+        let mut apps = vec![AppInfo {
+            handle: deskpilot_core::Handle::new("atspi:app"),
+            name: "mixed".into(),
+            pid: Some(1),
+            uid: None,
+            exe: None,
+            pty_master: None,
+            toolkit: Some("GTK".into()),
+            status: AppStatus::Ok,
+            windows: vec![
+                win("GTK side", Bounds::new(10, 10, 200, 100)),
+                // Named otherwise than its X window, but on it: held.
+                win("Qt button", Bounds::new(500, 300, 300, 120)),
+            ],
+        }];
+        let top = |xid: u32, pid: u32, title: &str, b: Bounds| TopLevel {
+            xid,
+            pid: Some(pid),
+            title: title.to_owned(),
+            bounds: b,
+        };
+        let tops = vec![
+            top(1, 1, "GTK side", Bounds::new(10, 10, 200, 100)),
+            top(2, 1, "Mixed Qt side", Bounds::new(490, 347, 300, 120)),
+            top(
+                3,
+                1,
+                "Qt side, unregistered",
+                Bounds::new(900, 600, 300, 120),
+            ),
+            top(4, 1, "  ", Bounds::new(0, 700, 30, 30)),
+            top(5, 2, "another process", Bounds::new(0, 0, 50, 50)),
+        ];
+        windows_without_tree(&mut apps, &tops, Some(3), &[]);
+        let w = &apps[0].windows;
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert_eq!(w[2].handle.as_str(), "x11win:3.1");
+        assert_eq!(w[2].title, "Qt side, unregistered");
+        assert!(w[2].no_tree && w[2].active && !w[0].no_tree);
     }
 
     #[test]
