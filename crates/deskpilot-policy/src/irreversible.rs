@@ -286,7 +286,10 @@ pub fn op_activates(op: Op) -> bool {
 ///
 /// `op` ([`op_activates`]) on `el` (its role must be one a click can activate) is
 /// checked against the label rules on its name and description
-/// ([`classify_element`], with the window `root` for overwrite words). Editing ops
+/// ([`classify_element`], with the window `root` for overwrite words), then on
+/// what it shows besides when it is a pressable control (button, link, menu item,
+/// or an unknown, image, label or text element, not editable): its value (a label
+/// held as a value) and the names and values inside it ([`SHOWN_DEPTH`] levels). Editing ops
 /// (set_value, type, clear), focus, scroll and right click never are: they change
 /// text that can be changed back, or open a menu.
 pub fn classify_act(op: Op, el: &Node, root: Option<&Node>) -> Option<Irreversible> {
@@ -301,7 +304,58 @@ pub fn classify_act(op: Op, el: &Node, root: Option<&Node>) -> Option<Irreversib
     {
         return None;
     }
-    classify_element(root, &el.name, el.description.as_deref())
+    if let Some(m) = classify_element(root, &el.name, el.description.as_deref()) {
+        return Some(m);
+    }
+    // What a pressable control shows when its name is not its label: a label held
+    // as its value, and the text of what it contains (a nameless button around a
+    // "Send" label). Not for rows, cells, documents or fields, whose content is
+    // data, not what a click does.
+    if !matches!(
+        el.role,
+        Role::Button
+            | Role::Link
+            | Role::Menuitem
+            | Role::Unknown
+            | Role::Image
+            | Role::Label
+            | Role::Text
+    ) || el.has(deskpilot_core::State::Editable)
+    {
+        return None;
+    }
+    let value = el.value.as_deref();
+    let shown = value
+        .map(|v| (v, "value"))
+        .into_iter()
+        .chain(inner_labels(el, SHOWN_DEPTH).map(|t| (t, "content")));
+    for (text, place) in shown {
+        if let Some(m) = classify_label(text) {
+            return Some(Irreversible {
+                kind: m.kind,
+                matched: format!("{} (in its {place})", m.matched),
+            });
+        }
+    }
+    None
+}
+
+/// How deep [`classify_act`] looks into a control for the text it shows: 3 levels
+/// (a button's box, its label, the label's text run).
+const SHOWN_DEPTH: usize = 3;
+
+/// The names and values of the elements inside `el`, down to `depth` levels, in
+/// document order (what a control shows of its content).
+fn inner_labels(el: &Node, depth: usize) -> Box<dyn Iterator<Item = &str> + '_> {
+    if depth == 0 {
+        return Box::new(std::iter::empty());
+    }
+    Box::new(el.children.iter().flat_map(move |c| {
+        std::iter::once(c.name.as_str())
+            .chain(c.value.as_deref())
+            .filter(|t| !t.trim().is_empty())
+            .chain(inner_labels(c, depth - 1))
+    }))
 }
 
 /// Whether Enter in an app is judged by the window's buttons when the focus is a
@@ -369,6 +423,45 @@ mod tests {
 
     fn node(role: Role, name: &str) -> Node {
         Node::new(format!("h:{name}"), role, name)
+    }
+
+    #[test]
+    fn a_control_is_judged_by_the_label_it_shows_not_only_its_name() {
+        // A nameless button whose label is held as its value.
+        let mut held = node(Role::Button, "");
+        held.value = Some("Send".into());
+        let m = classify_act(Op::Click, &held, None).expect("judged by its value");
+        assert_eq!(m.kind, "send");
+        assert!(m.matched.ends_with("(in its value)"), "{}", m.matched);
+        // A nameless button around a label around a text run.
+        let mut outer = node(Role::Button, "");
+        let mut label = node(Role::Label, "");
+        label.children.push(node(Role::Text, "Pay $20"));
+        outer.children.push(label);
+        let m = classify_act(Op::Click, &outer, None).expect("judged by its content");
+        assert_eq!(m.kind, "pay");
+        assert!(m.matched.ends_with("(in its content)"), "{}", m.matched);
+        // Data is not a label: a row, a cell or a field holding the word.
+        let mut row = node(Role::Listitem, "");
+        row.children.push(node(Role::Text, "Delete old files"));
+        assert!(classify_act(Op::Click, &row, None).is_none());
+        let mut field = node(Role::Textbox, "");
+        field.value = Some("Send".into());
+        assert!(classify_act(Op::Click, &field, None).is_none());
+        let mut editable = node(Role::Unknown, "");
+        editable.value = Some("Delete".into());
+        editable.states.insert(deskpilot_core::State::Editable);
+        assert!(classify_act(Op::Click, &editable, None).is_none());
+        // Deeper than three levels is the control's content no more.
+        let mut deep = node(Role::Button, "");
+        let mut a = node(Role::Unknown, "");
+        let mut b = node(Role::Unknown, "");
+        let mut c = node(Role::Unknown, "");
+        c.children.push(node(Role::Text, "Delete"));
+        b.children.push(c);
+        a.children.push(b);
+        deep.children.push(a);
+        assert!(classify_act(Op::Click, &deep, None).is_none());
     }
 
     #[test]

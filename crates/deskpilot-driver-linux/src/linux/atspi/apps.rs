@@ -494,7 +494,7 @@ mod tests {
             device_bounds: None,
             toolkit_scale: None,
             no_tree: false,
-            covered_by: None,
+            covered_by: Vec::new(),
             hidden: None,
         };
         let mut apps = vec![AppInfo {
