@@ -172,6 +172,7 @@ impl Guarded {
         window: &Handle,
         element: Option<&Handle>,
         typing: bool,
+        keys: Option<(Option<&str>, Option<&str>)>,
     ) -> Result<()> {
         let snap = match self
             .inner
@@ -207,7 +208,14 @@ impl Guarded {
                 };
                 written_is_password || typing && input_may_reach_password(&snap.root)
             }
-            None => input_may_reach_password(&snap.root),
+            // Keys that press a toggle showing a password in clear are secure
+            // input, as on the host.
+            None => {
+                input_may_reach_password(&snap.root)
+                    || keys.is_some_and(|(chord, text)| {
+                        deskpilot_policy::reach::keys_reveal_password(chord, text, &snap.root)
+                    })
+            }
         };
         if password {
             let mut f = facts.cloned().unwrap_or_default();
@@ -366,6 +374,7 @@ impl Driver for Guarded {
                     &p.window,
                     Some(&p.handle),
                     p.op == Op::Type,
+                    None,
                 )
                 .await?;
             }
@@ -471,8 +480,15 @@ impl Driver for Guarded {
                     ),
                 ));
             }
-            self.secure_input(&s, facts.as_ref(), &p.window, None, true)
-                .await?;
+            self.secure_input(
+                &s,
+                facts.as_ref(),
+                &p.window,
+                None,
+                true,
+                Some((p.chord.as_deref(), p.text.as_deref())),
+            )
+            .await?;
             self.saves_allowed(
                 &s,
                 &p.window,
@@ -625,7 +641,7 @@ impl Guarded {
         let (s, f) = self.admit_window(window).await?;
         facts.clone_from(&f);
         Self::pixels_allowed(&s)?;
-        self.secure_input(&s, f.as_ref(), window, None, false)
+        self.secure_input(&s, f.as_ref(), window, None, false, None)
             .await?;
         self.own_paint(&s, window).await
     }

@@ -307,6 +307,31 @@ fn the_overlay_shows_the_agent_and_lets_clicks_through() {
         "the click went through the drawn cursor to mousepad: {v}"
     );
 
+    // A bound window that leaves the screen takes its frame with it: unmapped from
+    // outside, the next listing draws no frame where it was (before, the frame
+    // stayed around the empty place).
+    xdotool(
+        &desk,
+        &[
+            "search",
+            "--onlyvisible",
+            "--name",
+            "Mousepad",
+            "windowunmap",
+            "--sync",
+        ],
+    );
+    let apps = mcp.tool("computer_apps", json!({}));
+    assert!(
+        apps["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("not viewable (unmapped)")),
+        "{apps}"
+    );
+    overlay_until(&desk, "no frame around an unmapped window", |ws| {
+        shown(ws, "deskpilot-frame").is_none() && shown(ws, "deskpilot-indicator").is_some()
+    });
+
     // The grant ends with the server: the overlay goes with it.
     drop(mcp);
     overlay_until(&desk, "nothing left after the server", |ws| {

@@ -282,7 +282,7 @@ row = Gtk.Box()
 pw = Gtk.Entry(visibility=False, text="hunter2-secret")
 pw.get_accessible().set_name("Password")
 row.pack_start(pw, True, True, 0)
-show = Gtk.CheckButton(label="Show password")
+show = Gtk.CheckButton(label="_Show password", use_underline=True)
 show.connect("toggled", lambda b: (pw.set_visibility(b.get_active()), log.write("shown\n")))
 row.pack_start(show, False, False, 0)
 eye = Gtk.Button(label="👁")
@@ -307,12 +307,16 @@ Gtk.main()
 
 /// Clicking "Show" beside a password field printed the clear value in the act's
 /// result and every read after. A toggle or an eye beside a password field is
-/// secure input; a field labelled "Kennwort" is a password field: masked, and
+/// secure input, pressed by a click or by keys (its mnemonic, space or Enter on it); a field labelled "Kennwort" is a password field: masked, and
 /// nothing is typed into it.
 #[test]
 fn a_reveal_toggle_and_a_kennwort_field_are_secure_input() {
     let dir = TempDir::new("reach-reveal");
-    let desk = Desk::start_with_config(dir.path(), ACCEPT_EDITS);
+    // Allow-listed (by the executable the host measures), so nothing asks first and
+    // each refusal below is the policy's own.
+    let python = python_exe();
+    let config = format!("[sandbox]\nmode = \"accept-edits\"\nallow_apps = [\"{python}\"]\n");
+    let desk = Desk::start_with_config(dir.path(), &config);
     let log = dir.path().join("reveal.log");
     let script = dir.path().join("reveal.py");
     std::fs::write(&script, REVEAL_FIXTURE).unwrap();
@@ -336,6 +340,13 @@ fn a_reveal_toggle_and_a_kennwort_field_are_secure_input() {
     assert!(!v.to_string().contains("hunter2"), "{v}");
     let eye = named(&desk, "reveal.py", "👁");
     desk.fails_with(&["act", &eye, "click"], "COMPUTER_SECURE_INPUT");
+    // The keyboard presses it as well: its mnemonic, and space or Enter while it
+    // has the focus (before, only clicks were judged).
+    desk.fails_with(&["keys", "alt+s"], "COMPUTER_SECURE_INPUT");
+    desk.ok(&["act", &show, "focus"]);
+    for chord in ["space", "Return", "ctrl+m"] {
+        desk.fails_with(&["keys", chord], "COMPUTER_SECURE_INPUT");
+    }
     let fields = desk.ok(&[
         "find",
         "Kennwort",
@@ -1017,4 +1028,65 @@ fn a_terminal_opened_inside_a_key_sequence_stops_it() {
     assert!(!fired.exists(), "the command ran in the panel's shell");
     let app = listed_ok(&desk, "editor.py");
     assert_eq!(app["tier"], "code", "{app}");
+}
+
+/// A button whose accessible name is empty and whose label is the text inside it
+/// (a clickable box around a "Send" label, as hand-made web and toolkit buttons
+/// are); a press logs `pressed` to `argv[1]` (the oracle). Logs `ready` once shown.
+const LABEL_INSIDE_FIXTURE: &str = r#"
+import sys
+import gi
+gi.require_version("Gtk", "3.0")
+gi.require_version("Atk", "1.0")
+from gi.repository import Atk, Gtk, Gdk
+log = open(sys.argv[1], "a", buffering=1)
+win = Gtk.Window(title="Compose")
+box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL)
+box.pack_start(Gtk.Label(label="To the team"), False, False, 4)
+button = Gtk.EventBox()
+button.get_accessible().set_role(Atk.Role.PUSH_BUTTON)
+button.add(Gtk.Label(label="Send"))
+button.add_events(Gdk.EventMask.BUTTON_PRESS_MASK)
+button.connect("button-press-event", lambda *a: log.write("pressed\n"))
+box.pack_start(button, True, True, 4)
+win.add(box)
+win.connect("destroy", Gtk.main_quit)
+win.show_all()
+log.write("ready\n")
+Gtk.main()
+"#;
+
+/// `act click` on a button whose name is empty fired: only the name was judged,
+/// and the "Send" it shows was the text inside it. A pressable control is judged
+/// by the label it shows: its value, then the text it holds.
+#[test]
+fn a_button_is_judged_by_the_label_inside_it() {
+    let dir = TempDir::new("reach-label-inside");
+    let python = python_exe();
+    let config = format!("[sandbox]\nmode = \"accept-edits\"\nallow_apps = [\"{python}\"]\n");
+    let desk = Desk::start_with_config(dir.path(), &config);
+    let log = start_fixture(
+        &desk,
+        dir.path(),
+        "label_inside.py",
+        LABEL_INSIDE_FIXTURE,
+        &[],
+    );
+    desk.wait_for("label_inside.py", "label", "Send", 60_000);
+    let obs = desk.ok(&["observe", "--app", "label_inside.py"]);
+    let text = obs["text"].as_str().unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.trim_end().ends_with("] button"))
+        .unwrap_or_else(|| panic!("no nameless button in:\n{text}"));
+    let start = line.find("[e").unwrap() + 1;
+    let button = &line[start..start + line[start..].find(']').unwrap()];
+    let v = desk.fails_with(&["act", button, "click"], "COMPUTER_CONFIRMATION_REQUIRED");
+    assert!(message(&v).contains("in its content"), "{v}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "ready\n",
+        "nothing pressed the button"
+    );
 }

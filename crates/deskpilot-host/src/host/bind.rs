@@ -87,8 +87,11 @@ impl Host {
         }
         // Frontmost first: the active window, then the driver's order.
         candidates.sort_by_key(|(w, _)| !w.active);
+        // A window not on screen (unmapped, minimised, on another workspace) has
+        // no place to frame: the presence frame is drawn nowhere for it.
         self.measured = candidates
             .iter()
+            .filter(|(w, _)| w.hidden.is_none())
             .filter_map(|(w, _)| Some((w.handle.0.clone(), w.device_bounds.or(w.bounds)?)))
             .collect();
         Ok(Enumeration { apps, candidates })

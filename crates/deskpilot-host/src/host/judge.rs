@@ -492,7 +492,14 @@ impl Judge {
                         return Err(system_keys_refused(&why));
                     }
                 }
-                facts.focused_password = input_may_reach_password(root);
+                // Keys that press a toggle showing a password in clear (space on
+                // it, its mnemonic) are secure input, as the click on it is.
+                facts.focused_password = input_may_reach_password(root)
+                    || deskpilot_policy::reach::keys_reveal_password(
+                        chord.as_deref(),
+                        text.as_deref(),
+                        root,
+                    );
                 let what = match (chord, text) {
                     (Some(c), _) => format!("keys {}", deskpilot_core::sanitize::one_line(c)),
                     _ => format!(

@@ -339,7 +339,8 @@ pub struct Host {
     rules: Refusals,
     warnings: Vec<String>,
     /// Each window's device bounds as the last enumeration measured them, by
-    /// handle: where the presence draws the bound window's frame.
+    /// handle, for windows on screen only: where the presence draws the bound
+    /// window's frame (none for a window unmapped, minimised or on another workspace).
     measured: Vec<(String, deskpilot_core::Bounds)>,
     /// Teach mode (docs/ARCHITECTURE.md §7.19): the explanation of the step being
     /// dispatched, shown in a bubble at its element before it runs.
