@@ -213,7 +213,7 @@ impl Guarded {
             None => {
                 input_may_reach_password(&snap.root)
                     || keys.is_some_and(|(chord, text)| {
-                        deskpilot_policy::reach::keys_reveal_password(chord, text, &snap.root)
+                        deskpilot_policy::input::keys_reveal_password(chord, text, &snap.root)
                     })
             }
         };

@@ -119,6 +119,24 @@ pub fn keys_activate(chord: Option<&str>, text: Option<&str>) -> bool {
     keys_enter(chord, text) || presses_any(chord, text, &PRESS)
 }
 
+/// Whether keys would activate a control that shows a password in clear
+/// ([`crate::reach::reveals_password`]): an activating key (Enter of any spelling, space,
+/// [`keys_activate`]) while such a control has the focus, or an Alt
+/// mnemonic that may press one ([`crate::reach::mnemonic_may_press`]). Such keys are secure input,
+/// as the click on the control is.
+pub fn keys_reveal_password(chord: Option<&str>, text: Option<&str>, root: &Node) -> bool {
+    let focused = keys_activate(chord, text)
+        && root
+            .walk()
+            .any(|n| n.has(State::Focused) && crate::reach::reveals_password(n, root));
+    focused
+        || chord.is_some_and(|c| {
+            root.walk().any(|n| {
+                crate::reach::mnemonic_may_press(c, n) && crate::reach::reveals_password(n, root)
+            })
+        })
+}
+
 /// Whether keyboard input presses a key of the Enter family, any spelling — Ctrl+M
 /// and Ctrl+J included ([`crate::reach::control_enter`]): one rule for every Enter.
 pub fn keys_enter(chord: Option<&str>, text: Option<&str>) -> bool {
@@ -378,6 +396,29 @@ mod tests {
             .fold(Node::new(format!("h:{name}"), role, name), |n, s| {
                 n.state(*s)
             })
+    }
+
+    #[test]
+    fn keys_that_press_a_reveal_toggle_are_secure_input() {
+        let mut root = Node::new("w", Role::Window, "Sign in");
+        let mut row = Node::new("row", Role::Group, "");
+        let mut pw = Node::new("pw", Role::Textbox, "");
+        pw.states.insert(State::Password);
+        let mut show = Node::new("show", Role::Checkbox, "_Show password");
+        show.name = "Show password".into();
+        row.children = vec![pw, show, Node::new("ok", Role::Button, "Log in")];
+        root.children = vec![row];
+        // Nothing focused: space presses nothing that reveals; Alt+S may.
+        assert!(!keys_reveal_password(Some("space"), None, &root));
+        assert!(keys_reveal_password(Some("alt+s"), None, &root));
+        assert!(!keys_reveal_password(Some("alt+l"), None, &root));
+        // The toggle focused: space, Return and Ctrl+M press it; a letter does not.
+        root.children[0].children[1].states.insert(State::Focused);
+        for chord in ["space", "Return", "ctrl+m", "KP_Enter"] {
+            assert!(keys_reveal_password(Some(chord), None, &root), "{chord}");
+        }
+        assert!(keys_reveal_password(None, Some(" "), &root));
+        assert!(!keys_reveal_password(Some("x"), None, &root));
     }
 
     #[test]

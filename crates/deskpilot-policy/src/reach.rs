@@ -230,23 +230,6 @@ pub fn reveals_password(el: &Node, root: &Node) -> bool {
     near_password(el, root)
 }
 
-/// Whether keys would activate a control that shows a password in clear
-/// ([`reveals_password`]): an activating key (Enter of any spelling, space,
-/// [`crate::input::keys_activate`]) while such a control has the focus, or an Alt
-/// mnemonic that may press one ([`mnemonic_may_press`]). Such keys are secure input,
-/// as the click on the control is.
-pub fn keys_reveal_password(chord: Option<&str>, text: Option<&str>, root: &Node) -> bool {
-    let focused = crate::input::keys_activate(chord, text)
-        && root
-            .walk()
-            .any(|n| n.has(State::Focused) && reveals_password(n, root));
-    focused
-        || chord.is_some_and(|c| {
-            root.walk()
-                .any(|n| mnemonic_may_press(c, n) && reveals_password(n, root))
-        })
-}
-
 /// Whether a password field shares `el`'s parent or grandparent.
 fn near_password(el: &Node, root: &Node) -> bool {
     let chain = ancestors(root, el);
@@ -398,28 +381,5 @@ mod tests {
         ];
         k.children = vec![g];
         assert!(reveals_password(&k.children[0].children[1], &k));
-    }
-
-    #[test]
-    fn keys_that_press_a_reveal_toggle_are_secure_input() {
-        let mut root = node("w", Role::Window, "Sign in");
-        let mut row = node("row", Role::Group, "");
-        let mut pw = node("pw", Role::Textbox, "");
-        pw.states.insert(State::Password);
-        let mut show = node("show", Role::Checkbox, "_Show password");
-        show.name = "Show password".into();
-        row.children = vec![pw, show, node("ok", Role::Button, "Log in")];
-        root.children = vec![row];
-        // Nothing focused: space presses nothing that reveals; Alt+S may.
-        assert!(!keys_reveal_password(Some("space"), None, &root));
-        assert!(keys_reveal_password(Some("alt+s"), None, &root));
-        assert!(!keys_reveal_password(Some("alt+l"), None, &root));
-        // The toggle focused: space, Return and Ctrl+M press it; a letter does not.
-        root.children[0].children[1].states.insert(State::Focused);
-        for chord in ["space", "Return", "ctrl+m", "KP_Enter"] {
-            assert!(keys_reveal_password(Some(chord), None, &root), "{chord}");
-        }
-        assert!(keys_reveal_password(None, Some(" "), &root));
-        assert!(!keys_reveal_password(Some("x"), None, &root));
     }
 }

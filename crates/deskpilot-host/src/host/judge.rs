@@ -495,7 +495,7 @@ impl Judge {
                 // Keys that press a toggle showing a password in clear (space on
                 // it, its mnemonic) are secure input, as the click on it is.
                 facts.focused_password = input_may_reach_password(root)
-                    || deskpilot_policy::reach::keys_reveal_password(
+                    || deskpilot_policy::input::keys_reveal_password(
                         chord.as_deref(),
                         text.as_deref(),
                         root,
