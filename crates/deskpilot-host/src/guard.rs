@@ -430,6 +430,10 @@ impl Driver for Guarded {
                 "pressing keys",
             )?;
             Self::unprotected(&s, p.text.as_deref())?;
+            // The characters the keys type, as the host judges them.
+            if let Some(c) = p.chord.as_deref() {
+                Self::unprotected(&s, Some(&deskpilot_policy::input::chord_text(c)))?;
+            }
             if let Some(c) = p.chord.as_deref() {
                 // What the keys reach, as the host judges it (docs/ARCHITECTURE.md
                 // §7.6): keys after a focus move in one chord land unjudged, and a
@@ -438,7 +442,7 @@ impl Driver for Guarded {
                     return Err(ComputerError::new(
                         ErrorCode::InvalidArgument,
                         format!(
-                            "in {:?} keys are pressed after focus moves to another control: send them as separate chords",
+                            "in {:?} a key is pressed after one that may move the focus or open something: send them as separate chords",
                             deskpilot_core::sanitize::one_line(&bad)
                         ),
                     ));

@@ -142,6 +142,40 @@ fn mask_random_looking(s: &mut String) {
         .join(" ");
 }
 
+/// Whether two OCR runs lie on one line: their vertical extents overlap.
+fn same_line(a: &deskpilot_core::Bounds, b: &deskpilot_core::Bounds) -> bool {
+    a.y < b.y + b.height && b.y < a.y + a.height
+}
+
+/// Whether the runs OCR read on one line hold a secret once put back together
+/// (pure): joined without the spaces OCR puts inside a token, as read and with the
+/// characters OCR confuses folded (`1`, `|`, `I` → `l`; `0` → `o`), the detector
+/// ([`mask_secrets`]) finds one. Runs already masked are left out.
+pub(crate) fn line_holds_secret(runs: &[&str]) -> bool {
+    let joined: String = runs
+        .iter()
+        .filter(|r| !r.contains("[masked "))
+        .flat_map(|r| r.chars())
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    if joined.chars().count() < 12 {
+        return false;
+    }
+    let folded: String = joined
+        .chars()
+        .map(|c| match c {
+            '1' | '|' | 'I' => 'l',
+            '0' => 'o',
+            c => c,
+        })
+        .collect();
+    // Folding only helps a prefix match: the token's own digits are kept in
+    // `joined`, whose detection stands on its own.
+    [joined, folded]
+        .iter()
+        .any(|t| matches!(mask_secrets(t), std::borrow::Cow::Owned(_)))
+}
+
 fn masked(s: &mut String) {
     if let std::borrow::Cow::Owned(m) = mask_secrets(s) {
         *s = m;
@@ -255,6 +289,21 @@ impl Driver for Redacting {
 
     async fn ocr(&self, p: OcrParams) -> Result<OcrResult> {
         let mut r = self.inner.ocr(p).await.map_err(error)?;
+        // A token OCR split into runs (`sk_live_ 51H8 xQ…`) or read with look-alike
+        // characters is found on its line put back together: every run of such a
+        // line is masked.
+        let texts: Vec<(String, deskpilot_core::Bounds)> =
+            r.words.iter().map(|w| (w.text.clone(), w.bounds)).collect();
+        for (i, word) in r.words.iter_mut().enumerate() {
+            let line: Vec<&str> = texts
+                .iter()
+                .filter(|(_, b)| same_line(b, &texts[i].1))
+                .map(|(t, _)| t.as_str())
+                .collect();
+            if line_holds_secret(&line) {
+                word.text = format!("[masked secret, {} chars]", word.text.chars().count());
+            }
+        }
         for word in &mut r.words {
             masked(&mut word.text);
             self.hide_seen(&mut word.text);
@@ -292,6 +341,41 @@ impl Driver for Redacting {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_split_or_misread_by_ocr_is_found_on_its_line() {
+        let key = ["sk_live_", "51H8xQ2eZvKYlo2C", "0123456789abcdEF"];
+        assert!(line_holds_secret(&key));
+        // Read with a one for the l.
+        assert!(line_holds_secret(&[
+            "sk_1ive_51H8xQ2e",
+            "ZvKYlo2C0123456789ab"
+        ]));
+        assert!(line_holds_secret(&[
+            "ghp_0123456789",
+            "abcdefghijABCDEFGHIJ0123"
+        ]));
+        // Words of a sentence are no token.
+        assert!(!line_holds_secret(&[
+            "Total", "42", "items", "shipped", "today"
+        ]));
+        assert!(!line_holds_secret(&[
+            "Version",
+            "1.2.3",
+            "released",
+            "2026-12-06"
+        ]));
+        for line in [
+            "File Edit View Search Tools Documents Help",
+            "Quarterly report for the north-east region, revision 12",
+            "Invoice INV-2026-000123 due 2026-12-31 total EUR 1,204.00",
+            "/home/user/Documents/notes-2026/meeting_minutes_v3.txt",
+            "https://example.com/products/widget-3000?colour=blue",
+        ] {
+            let runs: Vec<&str> = line.split(' ').collect();
+            assert!(!line_holds_secret(&runs), "{line}");
+        }
+    }
 
     #[test]
     fn ocr_words_that_look_random_are_masked() {

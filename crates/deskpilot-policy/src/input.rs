@@ -80,6 +80,49 @@ const ENTER: [Keysym; 7] = [
     0x0100_000a,
 ];
 
+/// The text a key sequence types, as a field receives it: the character of each
+/// printable key, chord by chord and key by key in pressing order, up to the first
+/// Enter of any spelling (what follows lands in what Enter opened). A chord holding
+/// Ctrl, Alt or Super types nothing (it is a shortcut); Shift gives a letter its
+/// upper case. So `t+o Return` and `o+Return` type `to` and `o`: a path typed in
+/// pieces, its last letter sent with Enter in one chord, is judged whole with the
+/// field's text. An unreadable string types nothing (the driver refuses it).
+pub fn chord_text(chords: &str) -> String {
+    let Ok(parsed) = parse_chords(chords) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for c in &parsed {
+        let keys: Vec<Keysym> = c.keys.iter().copied().map(keysym::canonical).collect();
+        let has = |a: Keysym, b: Keysym| keys.iter().any(|k| *k == a || *k == b);
+        let ctrl = has(keysym::XK_CONTROL_L, keysym::XK_CONTROL_R);
+        let shortcut = ctrl
+            || has(keysym::XK_ALT_L, keysym::XK_ALT_R)
+            || has(keysym::XK_META_L, keysym::XK_META_R)
+            || has(keysym::XK_SUPER_L, keysym::XK_SUPER_R);
+        if ctrl && keys.iter().any(|k| matches!(*k, 0x6d | 0x4d | 0x6a | 0x4a)) {
+            return out; // Ctrl+M, Ctrl+J: Enter.
+        }
+        let shift = has(keysym::XK_SHIFT_L, keysym::XK_SHIFT_R);
+        for k in keys.iter().filter(|k| !keysym::is_modifier(**k)) {
+            if ENTER.contains(k) {
+                return out;
+            }
+            if shortcut {
+                continue;
+            }
+            if let Some(ch) = keysym::keysym_to_char(*k) {
+                if shift {
+                    out.extend(ch.to_uppercase());
+                } else {
+                    out.push(ch);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The other keys that activate the focused control in GTK, Qt and browsers: space,
 /// KP_Space and Select.
 const PRESS: [Keysym; 3] = [0x20, 0xff80, 0xff60];
@@ -398,6 +441,17 @@ mod tests {
             })
     }
 
+    #[test]
+    fn keys_type_their_printable_characters_up_to_enter() {
+        assert_eq!(chord_text("t+o Return x"), "to");
+        assert_eq!(chord_text("o+Return"), "o");
+        assert_eq!(chord_text("Return+o"), "");
+        assert_eq!(chord_text("slash c o n f i g ctrl+m x"), "/config");
+        assert_eq!(chord_text("shift+d e s k"), "Desk");
+        assert_eq!(chord_text("ctrl+a alt+d super+e x"), "x");
+        assert_eq!(chord_text("U+0070 KP_Enter q"), "p");
+        assert_eq!(chord_text("not a key name"), "");
+    }
     #[test]
     fn keys_that_press_a_reveal_toggle_are_secure_input() {
         let mut root = Node::new("w", Role::Window, "Sign in");

@@ -304,23 +304,28 @@ pub fn classify_act(op: Op, el: &Node, root: Option<&Node>) -> Option<Irreversib
     {
         return None;
     }
-    if let Some(m) = classify_element(root, &el.name, el.description.as_deref()) {
+    // A generic confirm is judged by the question of the dialog around it: the
+    // window when it is one, else a dialog inside it (a web page's modal).
+    let context = root.map(|r| dialog_around(r, el).unwrap_or(r));
+    if let Some(m) = classify_element(context, &el.name, el.description.as_deref()) {
         return Some(m);
     }
     // What a pressable control shows when its name is not its label: a label held
     // as its value, and the text of what it contains (a nameless button around a
     // "Send" label). Not for rows, cells, documents or fields, whose content is
     // data, not what a click does.
-    if !matches!(
-        el.role,
-        Role::Button
-            | Role::Link
-            | Role::Menuitem
-            | Role::Unknown
-            | Role::Image
-            | Role::Label
-            | Role::Text
-    ) || el.has(deskpilot_core::State::Editable)
+    if !el.name.trim().is_empty()
+        || !matches!(
+            el.role,
+            Role::Button
+                | Role::Link
+                | Role::Menuitem
+                | Role::Unknown
+                | Role::Image
+                | Role::Label
+                | Role::Text
+        )
+        || el.has(deskpilot_core::State::Editable)
     {
         return None;
     }
@@ -340,17 +345,42 @@ pub fn classify_act(op: Op, el: &Node, root: Option<&Node>) -> Option<Irreversib
     None
 }
 
+/// The nearest dialog or alert element of `root` that holds `el` (matched by
+/// handle), `el`'s own window included; `None` when `el` is in none.
+fn dialog_around<'a>(root: &'a Node, el: &Node) -> Option<&'a Node> {
+    // Depth first, with the chain of ancestors of the node being visited.
+    let mut stack: Vec<(&Node, usize)> = vec![(root, 0)];
+    let mut chain: Vec<&Node> = Vec::new();
+    while let Some((n, depth)) = stack.pop() {
+        chain.truncate(depth);
+        chain.push(n);
+        if n.handle == el.handle {
+            return chain
+                .iter()
+                .rev()
+                .find(|a| matches!(a.role, Role::Dialog | Role::Alert))
+                .copied();
+        }
+        stack.extend(n.children.iter().rev().map(|c| (c, depth + 1)));
+    }
+    None
+}
+
 /// How deep [`classify_act`] looks into a control for the text it shows: 3 levels
 /// (a button's box, its label, the label's text run).
 const SHOWN_DEPTH: usize = 3;
 
 /// The names and values of the elements inside `el`, down to `depth` levels, in
-/// document order (what a control shows of its content).
+/// document order (what a control shows of its content), leaving out other
+/// controls and menus and what they hold.
 fn inner_labels(el: &Node, depth: usize) -> Box<dyn Iterator<Item = &str> + '_> {
     if depth == 0 {
         return Box::new(std::iter::empty());
     }
-    Box::new(el.children.iter().flat_map(move |c| {
+    // Other controls and menus inside are not what this one shows (a menu item's
+    // submenu holds its own items).
+    let shown = |c: &&Node| !c.role.is_interactive() && !c.role.is_list_like();
+    Box::new(el.children.iter().filter(shown).flat_map(move |c| {
         std::iter::once(c.name.as_str())
             .chain(c.value.as_deref())
             .filter(|t| !t.trim().is_empty())
@@ -462,6 +492,38 @@ mod tests {
         a.children.push(b);
         deep.children.push(a);
         assert!(classify_act(Op::Click, &deep, None).is_none());
+        // A named control is judged by its name alone; a menu's items are its
+        // submenu's, not its label.
+        let mut edit = node(Role::Menuitem, "Edit");
+        edit.children.push(node(Role::Menuitem, "Delete"));
+        assert!(classify_act(Op::Click, &edit, None).is_none());
+        let mut nameless = node(Role::Menuitem, "");
+        let mut menu = node(Role::Menu, "");
+        menu.children.push(node(Role::Menuitem, "Send"));
+        nameless.children.push(menu);
+        assert!(classify_act(Op::Click, &nameless, None).is_none());
+    }
+
+    #[test]
+    fn a_generic_yes_in_a_modal_inside_a_page_is_judged_by_the_modal() {
+        let mut page = node(Role::Window, "Files - Chromium");
+        let mut doc = node(Role::Document, "Files");
+        let mut modal = node(Role::Dialog, "");
+        modal.children = vec![
+            node(
+                Role::Paragraph,
+                "Permanently delete 1,204 files? This cannot be undone.",
+            ),
+            node(Role::Button, "Yes"),
+        ];
+        doc.children = vec![node(Role::Button, "OK"), modal];
+        page.children = vec![doc];
+        let yes = page.children[0].children[1].children[1].clone();
+        let m = classify_act(Op::Click, &yes, Some(&page)).expect("judged by the modal");
+        assert_eq!(m.kind, "delete");
+        // An OK outside the modal confirms nothing of it.
+        let ok = page.children[0].children[0].clone();
+        assert!(classify_act(Op::Click, &ok, Some(&page)).is_none());
     }
 
     #[test]

@@ -14,19 +14,34 @@ use deskpilot_core::redact::is_password_field as is_password;
 /// Shift+Tab sends) and KP_Tab (`keysymdef.h`).
 const FOCUS_MOVERS: [Keysym; 3] = [0xff09, 0xfe20, 0xff89];
 
-/// The chord of `chords` in which a key is pressed after a key that moves focus
-/// (`Tab+x`, `Tab+End+x`): the keys after the move land in a control nobody judged
-/// (the next field may be a password). `None` when every chord is one move or keys
-/// in place; an unreadable string is the driver's to refuse.
+/// The chord of `chords` in which a key is pressed after a key that may move the
+/// focus or open something: the keys after it land where nobody judged (the next
+/// field may be a password, the opened dialog may hold a Delete). A key may move
+/// the focus unless it is a printable character other than space typed with at
+/// most Shift: Tab, F6, Escape, Return, space, arrows, and any key of a chord
+/// holding Ctrl, Alt or Super (`ctrl+l` focuses an address bar, `alt+p` a field
+/// by its mnemonic) all may. So `Tab+x`, `F6+x`, `ctrl+l+x`, `alt+p+1` and
+/// `Return+y` are named, `x+y`, `shift+a+b` and `o+Return` are not (their last key
+/// is judged with the chord). `None` when no chord does it; an unreadable string is
+/// the driver's to refuse.
 pub fn lands_after_focus_move(chords: &str) -> Option<String> {
     let parsed = parse_chords(chords).ok()?;
     parsed.into_iter().find_map(|c| {
         let keys: Vec<Keysym> = c.keys.iter().copied().map(keysym::canonical).collect();
-        let first_move = keys.iter().position(|k| FOCUS_MOVERS.contains(k))?;
-        keys[first_move + 1..]
+        let (ctrl, alt, _, sup) = held(&keys);
+        let pressed: Vec<Keysym> = keys
             .iter()
-            .any(|k| !keysym::is_modifier(*k))
-            .then_some(c.text)
+            .copied()
+            .filter(|k| !keysym::is_modifier(*k))
+            .collect();
+        let (_, before_last) = pressed.split_last()?;
+        let may_move = |k: &Keysym| {
+            ctrl || alt
+                || sup
+                || FOCUS_MOVERS.contains(k)
+                || keysym::keysym_to_char(*k).is_none_or(char::is_whitespace)
+        };
+        before_last.iter().any(may_move).then_some(c.text)
     })
 }
 
@@ -284,6 +299,22 @@ mod tests {
         assert_eq!(lands_after_focus_move("shift+Tab"), None);
         assert_eq!(lands_after_focus_move("ctrl+Tab"), None);
         assert_eq!(lands_after_focus_move("0xff09+x"), Some("0xff09+x".into()));
+        // Other keys that move the focus or open something.
+        for c in [
+            "F6+x",
+            "ctrl+l+x",
+            "alt+p+1",
+            "Return+y",
+            "space+x",
+            "Escape+Delete",
+            "Down+x",
+        ] {
+            assert_eq!(lands_after_focus_move(c), Some(c.into()), "{c}");
+        }
+        // Characters typed in place, the last key judged with the chord.
+        for c in ["x+y", "shift+a+b", "o+Return", "ctrl+l", "alt+p"] {
+            assert_eq!(lands_after_focus_move(c), None, "{c}");
+        }
     }
 
     #[test]

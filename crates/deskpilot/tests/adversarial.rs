@@ -798,6 +798,23 @@ fn deskpilots_own_files_cannot_be_written_through_an_app() {
     );
     // A harmless name is still typed.
     ok(&sb, &iso, &["act", &name, "set_value", "notes.txt"]);
+    // A path typed in pieces, its last character sent with Enter in one chord, is
+    // judged whole with the field's text (before, only the chord's own text was
+    // judged, and a chord has none).
+    let root = iso.root.display().to_string();
+    let (head, last) = root.split_at(root.len() - 1);
+    assert!(last.chars().all(|c| c.is_ascii_alphanumeric()), "{root}");
+    ok(&sb, &iso, &["act", &name, "set_value", head]);
+    ok(&sb, &iso, &["act", &name, "focus"]);
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["keys", &format!("{last}+Return")],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
+    assert!(message(&v).contains("deskpilot's own files"), "{v}");
+    still_open(&outside);
+    ok(&sb, &iso, &["act", &name, "set_value", "notes.txt"]);
 
     ok(&sb, &iso, &["observe", "--window", "Inside"]);
     let v = fails_with(&sb, &iso, &["keys", "Return"], "COMPUTER_SCOPE_VIOLATION");

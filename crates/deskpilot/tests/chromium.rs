@@ -698,6 +698,86 @@ fn text_on_a_canvas_is_offered_by_ocr_when_pixels_are_allowed() {
     assert!(text.contains("text \"Total 42\" (ocr)"), "{text}");
 }
 
+/// A token drawn on a `<canvas>` in a page that has a tree was sent unpainted in
+/// screenshots: the tree says nothing of a drawing, and only long texts were read
+/// by OCR before an image left. Images big enough to hold text are read too, and
+/// one showing a secret is painted over whole; the text read from it is masked.
+#[test]
+fn a_token_drawn_on_a_canvas_is_painted_over_in_a_screenshot() {
+    let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("chr-canvas-key");
+    let sb = page_desk_with(
+        &dir,
+        "key.html",
+        "<html><head><title>Keys</title></head><body><h1>Settings</h1>\
+         <canvas id=c width=760 height=80></canvas><script>\
+         const x=document.getElementById('c').getContext('2d');\
+         x.fillStyle='#fff';x.fillRect(0,0,760,80);x.fillStyle='#000';\
+         x.font='26px monospace';\
+         x.fillText('sk_live_51H8xQ2eZvKYlo2C0123456789abcdEF',10,50);</script></body></html>",
+        "capture = \"a11y-and-pixels\"\n",
+    );
+    sb.wait_for("chromium", "heading", "Settings", 90000);
+    let v = sb.ok(&["observe", "--app", "chromium"]);
+    let text = v["text"].as_str().unwrap();
+    assert!(!text.contains("51H8xQ2e"), "{text}");
+    let out = dir.path().join("key.png");
+    let shot = sb.ok(&[
+        "screenshot",
+        "--window",
+        "Keys",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(shot["notes"].to_string().contains("painted over"), "{shot}");
+    let img = image::open(&out)
+        .expect("the screenshot is a PNG")
+        .to_rgba8();
+    let painted = img.pixels().filter(|p| p.0 == [40, 40, 40, 255]).count();
+    assert!(
+        painted > 30_000,
+        "the canvas (760×80) is painted over: {painted} pixels"
+    );
+}
+
+/// A generic "Yes" in a page's own modal (`role=dialog`) under "Permanently delete
+/// 1,204 files? This cannot be undone." ran: only a window that is itself a dialog
+/// had its question read. The dialog around the button is found inside the page;
+/// the click asks first, and the page's title (its handler's oracle, through
+/// `xprop`) never changes.
+#[test]
+fn a_generic_yes_in_a_web_modal_is_judged_by_its_question() {
+    let _one = ONE_CHROMIUM.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = TempDir::new("chr-modal");
+    let sb = page_desk(
+        &dir,
+        "modal.html",
+        "<html><head><title>Files</title></head><body><h1>Files</h1>\
+         <div role=dialog aria-modal=true aria-labelledby=q>\
+         <p id=q>Permanently delete 1,204 files? This cannot be undone.</p>\
+         <button onclick=\"document.title='deleted'\">Yes</button>\
+         <button>No</button></div></body></html>",
+    );
+    sb.wait_for("chromium", "button", "Yes", 90000);
+    sb.ok(&["observe", "--app", "chromium"]);
+    let yes = only_match(
+        &sb.ok(&["find", "Yes", "--role", "button"]),
+        "button",
+        "Yes",
+    )["ref"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let v = sb.fails_with(&["act", &yes, "click"], "COMPUTER_CONFIRMATION_REQUIRED");
+    assert!(v.to_string().contains("confirms"), "{v}");
+    std::thread::sleep(Duration::from_millis(500));
+    let titles = common::x_titles(sb.display);
+    assert!(
+        !titles.iter().any(|t| t.contains("deleted")),
+        "the handler ran: {titles:?}"
+    );
+}
+
 /// A match inside a frame says which frame: a shop page and its checkout frame each
 /// have a "Pay" button; `find` gives both, each with the documents it lies in
 /// (`frame`), and the frame's line names the frame. Before, the two matches could

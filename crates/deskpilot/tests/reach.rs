@@ -119,7 +119,14 @@ fn a_chord_cannot_type_past_a_focus_move() {
         .to_owned();
     desk.ok(&["act", &name, "set_value", "ada"]);
     desk.ok(&["act", &name, "focus"]);
-    for chord in ["Tab+x", "Tab+End+x+y+z", "0xff09+q"] {
+    for chord in [
+        "Tab+x",
+        "Tab+End+x+y+z",
+        "0xff09+q",
+        "Down+x",
+        "ctrl+Tab+x",
+        "F6+x",
+    ] {
         let v = desk.fails_with(&["keys", chord], "COMPUTER_INVALID_ARGUMENT");
         assert!(message(&v).contains("separate chords"), "{chord}: {v}");
     }
@@ -298,6 +305,12 @@ kw.connect("changed", lambda e: log.write("kennwort changed\n"))
 krow.pack_start(klabel, False, False, 0)
 krow.pack_start(kw, True, True, 0)
 box.pack_start(krow, False, False, 0)
+prow = Gtk.Box()
+prow.pack_start(Gtk.Label(label="PIN"), False, False, 0)
+pin = Gtk.Entry(text="4711-0815")
+pin.connect("changed", lambda e: log.write("pin changed\n"))
+prow.pack_start(pin, True, True, 0)
+box.pack_start(prow, False, False, 0)
 w.add(box)
 w.connect("destroy", Gtk.main_quit)
 w.show_all()
@@ -332,7 +345,7 @@ fn a_reveal_toggle_and_a_kennwort_field_are_secure_input() {
     let obs = desk.ok(&["observe", "--window", "Sign in"]);
     let text = obs["text"].as_str().unwrap();
     assert!(
-        !text.contains("hunter2") && !text.contains("geheim"),
+        !text.contains("hunter2") && !text.contains("geheim") && !text.contains("4711"),
         "{text}"
     );
     let show = named(&desk, "reveal.py", "Show password");
@@ -363,6 +376,21 @@ fn a_reveal_toggle_and_a_kennwort_field_are_secure_input() {
         &["act", &kennwort, "set_value", "x"],
         "COMPUTER_SECURE_INPUT",
     );
+    // A field with no name of its own after a "PIN" label its app never linked is
+    // a password field too (before, its value was shown and typed over).
+    let obs = desk.ok(&["observe", "--window", "Sign in"]);
+    let text = obs["text"].as_str().unwrap();
+    let line = text
+        .lines()
+        .find(|l| {
+            l.trim_start().split_whitespace().nth(1) == Some("textbox")
+                && !l.contains("textbox \"")
+                && l.trim_end().ends_with(" password")
+        })
+        .unwrap_or_else(|| panic!("no nameless password field in:\n{text}"));
+    let start = line.find("[e").unwrap() + 1;
+    let pin = &line[start..start + line[start..].find(']').unwrap()];
+    desk.fails_with(&["act", pin, "set_value", "x"], "COMPUTER_SECURE_INPUT");
     std::thread::sleep(Duration::from_millis(500));
     let logged = std::fs::read_to_string(&log).unwrap();
     assert_eq!(logged, "ready\n", "nothing was shown or typed");
@@ -901,6 +929,28 @@ log.write("ready\n")
 Gtk.main()
 "#;
 
+/// The centre of the first element of `app` named `name`, in the window's pixels
+/// as `click-at` takes them, and the basis of the observe it was read after.
+fn centre_of(desk: &Desk<'_>, app: &str, name: &str) -> (String, String, String) {
+    let obs = desk.ok(&["observe", "--app", app]);
+    let basis = obs["basis"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{obs}"))
+        .to_owned();
+    // r<rev>:<x>,<y>,<w>x<h>@<scale>
+    let geom = basis.split_once(':').unwrap().1.split_once('@').unwrap().0;
+    let g: Vec<i64> = geom.split([',', 'x']).map(|n| n.parse().unwrap()).collect();
+    let found = desk.ok(&["find", name, "--app", app]);
+    let b = &found["matches"][0]["bounds"];
+    let at = |k: &str| {
+        b[k].as_i64()
+            .unwrap_or_else(|| panic!("no bounds: {found}"))
+    };
+    let x = at("x") + at("width") / 2 - g[0];
+    let y = at("y") + at("height") / 2 - g[1];
+    (x.to_string(), y.to_string(), basis)
+}
+
 /// `click-at` on a "Send" drawn on a canvas ran: the tree named the canvas
 /// "Preview", and a named element was taken at its word. A drawing under the
 /// point, inside no control, cannot say what it presses: the click asks first, and
@@ -915,25 +965,7 @@ fn a_click_on_a_drawing_asks_first() {
     let desk = Desk::start_with_config(dir.path(), &config("accept-edits"));
     let log = start_fixture(&desk, dir.path(), "canvas.py", CANVAS_FIXTURE, &[]);
     desk.wait_for("canvas.py", "image", "Preview", 60_000);
-    let centre = |name: &str| -> (String, String, String) {
-        let obs = desk.ok(&["observe", "--app", "canvas.py"]);
-        let basis = obs["basis"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{obs}"))
-            .to_owned();
-        // r<rev>:<x>,<y>,<w>x<h>@<scale>
-        let geom = basis.split_once(':').unwrap().1.split_once('@').unwrap().0;
-        let g: Vec<i64> = geom.split([',', 'x']).map(|n| n.parse().unwrap()).collect();
-        let found = desk.ok(&["find", name, "--app", "canvas.py"]);
-        let b = &found["matches"][0]["bounds"];
-        let at = |k: &str| {
-            b[k].as_i64()
-                .unwrap_or_else(|| panic!("no bounds: {found}"))
-        };
-        let x = at("x") + at("width") / 2 - g[0];
-        let y = at("y") + at("height") / 2 - g[1];
-        (x.to_string(), y.to_string(), basis)
-    };
+    let centre = |name: &str| centre_of(&desk, "canvas.py", name);
     let (x, y, basis) = centre("Preview");
     let v = desk.fails_with(
         &["click-at", &x, &y, "--basis", &basis],
@@ -1083,6 +1115,59 @@ fn a_button_is_judged_by_the_label_inside_it() {
     let button = &line[start..start + line[start..].find(']').unwrap()];
     let v = desk.fails_with(&["act", button, "click"], "COMPUTER_CONFIRMATION_REQUIRED");
     assert!(message(&v).contains("in its content"), "{v}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "ready\n",
+        "nothing pressed the button"
+    );
+}
+
+/// A button that reads "Preview" until the pointer is over it, then "Send"; a
+/// press logs `pressed` to `argv[1]` (the oracle). Logs `ready` once shown.
+const HOVER_FIXTURE: &str = r#"
+import sys
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk
+log = open(sys.argv[1], "a", buffering=1)
+win = Gtk.Window(title="Compose")
+box = Gtk.Box(orientation=Gtk.Orientation.VERTICAL)
+box.pack_start(Gtk.Label(label="To the team"), False, False, 4)
+button = Gtk.Button(label="Preview")
+button.connect("enter-notify-event", lambda *a: button.set_label("Send"))
+button.connect("clicked", lambda *a: log.write("pressed\n"))
+box.pack_start(button, True, True, 4)
+win.add(box)
+win.connect("destroy", Gtk.main_quit)
+win.show_all()
+log.write("ready\n")
+Gtk.main()
+"#;
+
+/// A label that turns into "Send" when the pointer is over it was clicked after
+/// being judged "Preview". The pointer rests over the point and the tree is read
+/// again before the press: a change under the point presses nothing
+/// (`COMPUTER_STALE_REF`), and the next click, judged on "Send", asks first.
+#[test]
+fn a_label_that_changes_under_the_pointer_is_not_pressed_under_its_old_name() {
+    let dir = TempDir::new("reach-hover");
+    let python = python_exe();
+    let config = format!("[sandbox]\nmode = \"accept-edits\"\nallow_apps = [\"{python}\"]\n");
+    let desk = Desk::start_with_config(dir.path(), &config);
+    let log = start_fixture(&desk, dir.path(), "hover.py", HOVER_FIXTURE, &[]);
+    desk.wait_for("hover.py", "button", "Preview", 60_000);
+    let (x, y, basis) = centre_of(&desk, "hover.py", "Preview");
+    let v = desk.fails_with(
+        &["click-at", &x, &y, "--basis", &basis],
+        "COMPUTER_STALE_REF",
+    );
+    assert!(message(&v).contains("\"Send\""), "{v}");
+    let (x, y, basis) = centre_of(&desk, "hover.py", "Send");
+    desk.fails_with(
+        &["click-at", &x, &y, "--basis", &basis],
+        "COMPUTER_CONFIRMATION_REQUIRED",
+    );
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),

@@ -304,14 +304,83 @@ pub(crate) fn full_length(node: &Node) -> usize {
     partial_length(node).unwrap_or_else(|| node.value.as_deref().map_or(0, |v| v.chars().count()))
 }
 
+/// Marks [`State::Password`] on each nameless text field whose own label, one its
+/// app never linked, names a password or another secret (`PIN`, `Kennwort:`,
+/// 暗証番号, `API key`), as a screen reader pairs a field with the label beside it:
+/// the field is then a password field everywhere (masked, typed into by nobody).
+/// A field's label is the label or text sibling ([`field_label`]) nearest to its
+/// left on its row, else nearest above it; without extents, the sibling just before
+/// it. Iterative: any depth is safe.
+pub fn pair_unlinked_labels(root: &mut Node) {
+    let mut stack: Vec<&mut Node> = vec![root];
+    while let Some(parent) = stack.pop() {
+        let secret: Vec<usize> = (0..parent.children.len())
+            .filter(|&i| {
+                let f = &parent.children[i];
+                f.role == Role::Textbox && f.name.trim().is_empty() && !f.has(State::Password)
+            })
+            .filter(|&i| {
+                field_label(&parent.children, i)
+                    .is_some_and(|l| label_kind(l.name.trim().trim_end_matches(':')).is_some())
+            })
+            .collect();
+        for i in secret {
+            parent.children[i].states.insert(State::Password);
+        }
+        stack.extend(parent.children.iter_mut());
+    }
+}
+
+/// The label of field `siblings[i]` among its siblings (label or text elements
+/// with a name): with extents, the nearest whose middle lies on the field's row and
+/// whose right edge is at most 8 pixels past the field's left, else the nearest
+/// above it (overlapping it horizontally, at most 48 pixels up); without them, the
+/// sibling just before it.
+fn field_label(siblings: &[Node], i: usize) -> Option<&Node> {
+    let is_label =
+        |n: &Node| matches!(n.role, Role::Label | Role::Text) && !n.name.trim().is_empty();
+    let Some(f) = siblings[i].bounds else {
+        return i
+            .checked_sub(1)
+            .map(|j| &siblings[j])
+            .filter(|n| is_label(n));
+    };
+    let labels = || {
+        siblings
+            .iter()
+            .filter(|n| is_label(n))
+            .filter_map(|n| Some((n, n.bounds?)))
+    };
+    let left = labels()
+        .filter(|(_, b)| {
+            let mid = b.y + b.height / 2;
+            mid >= f.y && mid < f.y + f.height && b.x + b.width <= f.x + 8
+        })
+        .max_by_key(|(_, b)| b.x + b.width);
+    let above = || {
+        labels()
+            .filter(|(_, b)| {
+                let bottom = b.y + b.height;
+                b.x < f.x + f.width
+                    && f.x < b.x + b.width
+                    && bottom <= f.y + 4
+                    && f.y - bottom <= 48
+            })
+            .max_by_key(|(_, b)| b.y + b.height)
+    };
+    left.or_else(above).map(|(n, _)| n)
+}
+
 /// Replaces, in place, every name, value and description under `root` by what may be
 /// shown (secrets masked, a secret field's value reduced to [`PASSWORD_MASK`] and its
 /// name too when it holds the value, one-time codes masked) and drops whatever a
 /// secret field contains, so the tree can be stored (a state file, an audit record)
+/// (a nameless field after a password's label is one: [`pair_unlinked_labels`])
 /// without keeping a secret. Render and diff of a scrubbed tree print the same as of
 /// the original, except that the length stated for a cut value that held a masked
 /// secret then counts the mask. Iterative: any depth is safe.
 pub fn scrub(root: &mut Node) {
+    pair_unlinked_labels(root);
     let value = redacted_value(root, None).map(Cow::into_owned);
     scrub_one(root, value);
     let mut stack: Vec<&mut Node> = vec![root];

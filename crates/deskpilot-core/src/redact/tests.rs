@@ -6,6 +6,69 @@ mod unit {
     use crate::role::Role;
 
     #[test]
+    fn a_nameless_field_after_a_password_label_is_a_password_field() {
+        let field = |value: &str| {
+            let mut f = Node::new(format!("f:{value}"), Role::Textbox, "");
+            f.value = Some(value.into());
+            f
+        };
+        let mut root = Node::new("w", Role::Window, "Anmelden");
+        let mut row = Node::new("row", Role::Group, "");
+        row.children = vec![
+            Node::new("l1", Role::Label, "Benutzer"),
+            field("anna"),
+            Node::new("l2", Role::Label, "PIN:"),
+            field("4711"),
+            Node::new("l3", Role::Text, "Kennwort"),
+            field("geheim"),
+            // A label after its field pairs nothing; a named field keeps its name.
+            field("after"),
+            Node::new("l4", Role::Label, "Password hint"),
+            field("my dog"),
+        ];
+        root.children = vec![row];
+        scrub(&mut root);
+        let shown: Vec<(bool, Option<&str>)> = root.children[0]
+            .children
+            .iter()
+            .filter(|n| n.role == Role::Textbox)
+            .map(|n| (n.has(State::Password), n.value.as_deref()))
+            .collect();
+        assert_eq!(shown[0], (false, Some("anna")));
+        assert!(shown[1].0 && shown[1].1 != Some("4711"), "{shown:?}");
+        assert!(shown[2].0 && shown[2].1 != Some("geheim"), "{shown:?}");
+        assert_eq!(shown[3], (false, Some("after")));
+        assert_eq!(shown[4], (false, Some("my dog")));
+
+        // A grid lists its children in any order: each field takes the label to its
+        // left on its row, not the one listed before it.
+        let at = |mut n: Node, x: i32, y: i32, w: i32| {
+            n.bounds = Some(crate::Bounds::new(x, y, w, 30));
+            n
+        };
+        let mut grid = Node::new("g", Role::Group, "");
+        grid.children = vec![
+            at(Node::new("lp", Role::Label, "PIN"), 10, 50, 60),
+            at(field("ada"), 100, 10, 200),
+            at(Node::new("ln", Role::Label, "Name"), 10, 10, 60),
+            at(field("4711"), 100, 50, 200),
+            // A label above its field.
+            at(Node::new("lk", Role::Label, "API key"), 10, 100, 80),
+            at(field("sk-abc"), 10, 135, 200),
+        ];
+        let mut root = Node::new("w", Role::Window, "Form");
+        root.children = vec![grid];
+        scrub(&mut root);
+        let marked: Vec<bool> = root.children[0]
+            .children
+            .iter()
+            .filter(|n| n.role == Role::Textbox)
+            .map(|n| n.has(State::Password))
+            .collect();
+        assert_eq!(marked, [false, true, true]);
+    }
+
+    #[test]
     fn masks_known_tokens() {
         let t = "key sk-proj-Xq7Lm2Np9Rs4Tv8Wz1Yb6Cd3Ef5Gh0Jk end";
         assert_eq!(mask_secrets(t), "key [masked secret, 40 chars] end");

@@ -191,10 +191,14 @@ fn in_dialog(
         Effect::Keys { chord, text, .. } => {
             let focus = focused(root);
             let in_name = focus.is_some_and(|f| is(f, d.name));
-            let typed = text
-                .as_deref()
-                .filter(|_| in_name)
-                .map(|t| format!("{now}{}", before_break(t)));
+            // Typed text, or the characters the keys type (a name's last letter
+            // sent with Enter in one chord), added to the field's text.
+            let keyed = match (chord, text) {
+                (_, Some(t)) => before_break(t),
+                (Some(c), None) => deskpilot_policy::input::chord_text(c),
+                (None, None) => String::new(),
+            };
+            let typed = (in_name && !keyed.is_empty()).then(|| format!("{now}{keyed}"));
             // Enter activates the focused button when one has focus, else the
             // dialog's default button, Save.
             let on_other_button = focus.is_some_and(|f| f.role == Role::Button && !is(f, d.save));

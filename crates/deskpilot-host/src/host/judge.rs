@@ -353,18 +353,39 @@ impl Judge {
             let places = || super::files::file_places(&self.o.settings);
             super::files::check_save(places, effect, root, element, point)?;
         }
+        // What the effect leaves in the field it writes: typed text and the keys'
+        // printable characters are added to what a one-line field already holds
+        // (a path typed in pieces is judged whole), a set value replaces it.
+        let single_line = |n: &Node| !n.has(State::Multiline);
+        let holds = |n: Option<&Node>| {
+            n.filter(|n| single_line(n))
+                .and_then(|n| n.value.clone())
+                .unwrap_or_default()
+        };
         let written = match effect {
             Effect::Act {
-                op: Op::SetValue | Op::Type,
+                op: Op::SetValue,
                 value,
                 ..
-            } => value.as_deref(),
-            Effect::Keys { text, .. } => text.as_deref(),
+            } => value.clone(),
+            Effect::Act {
+                op: Op::Type,
+                value,
+                ..
+            } => value.as_deref().map(|v| format!("{}{v}", holds(element))),
+            Effect::Keys { chord, text, .. } => {
+                let typed = match (chord, text) {
+                    (_, Some(t)) => t.clone(),
+                    (Some(c), None) => deskpilot_policy::input::chord_text(c),
+                    (None, None) => String::new(),
+                };
+                (!typed.is_empty()).then(|| format!("{}{typed}", holds(focus)))
+            }
             // What is put on the clipboard is written wherever it is pasted.
-            Effect::Clipboard { text } => Some(text.as_str()),
+            Effect::Clipboard { text } => Some(text.clone()),
             _ => None,
         };
-        if let Some(p) = written.and_then(|t| self.rules.protected_in(t)) {
+        if let Some(p) = written.as_deref().and_then(|t| self.rules.protected_in(t)) {
             return Err(protected_refused(&p));
         }
         let lands_on = match effect {
@@ -475,7 +496,7 @@ impl Judge {
                         return Err(fail(
                             ErrorCode::InvalidArgument,
                             format!(
-                                "in {:?} keys are pressed after focus moves to another control, which is judged only before the chord: send the move and the keys as separate chords (`keys \"Tab x\"`), so each is judged where it lands",
+                                "in {:?} a key is pressed after one that may move the focus or open something (Tab, F6, Escape, Return, space, an arrow, a Ctrl, Alt or Super shortcut), and only the state before the chord is judged: send them as separate chords (`keys \"Tab x\"`), so each is judged where it lands",
                                 deskpilot_core::sanitize::one_line(&bad)
                             ),
                         ));

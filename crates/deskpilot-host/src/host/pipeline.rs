@@ -32,6 +32,11 @@ use super::approvals::restore_approval;
 use super::effect::{Effect, mismatched, not_dispatched};
 use super::judge::{GateNote, Judge, teach_next_of};
 use super::{Basis, Host};
+
+/// How long a pointer rests over its point before the press is judged again:
+/// 150 ms, longer than GTK's, Qt's and browsers' hover feedback takes to reach the
+/// tree (a few frames) and shorter than a tooltip's delay (500 ms).
+pub const HOVER_SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
 use crate::control;
 use crate::session::{ActOutcome, Change, KeysOutcome, Target};
 use deskpilot_protocol::Result;
@@ -559,6 +564,48 @@ impl Host {
                     y,
                     to: None,
                 };
+                // A press lands on what the point shows once the pointer is there:
+                // hover first, read again, and press only if the same elements
+                // are under it (a label that turns into "Send" on hover, or on a
+                // timer since it was judged, is not pressed under its old name).
+                if matches!(
+                    action,
+                    PointerAction::Click | PointerAction::DoubleClick | PointerAction::Drag
+                ) && !window.no_tree
+                    && let Some((tx, ty)) = tree_point
+                {
+                    let hover = PointerParams {
+                        action: PointerAction::Move,
+                        ..params.clone()
+                    };
+                    self.session.driver().pointer(hover).await?;
+                    tokio::time::sleep(HOVER_SETTLE).await;
+                    let now = self.session.peek(window).await?;
+                    let labels = |r: &Node| -> Vec<String> {
+                        elements_at(r, tx, ty)
+                            .into_iter()
+                            .map(|n| {
+                                format!(
+                                    "{} \"{}\"",
+                                    n.role,
+                                    deskpilot_core::redact::display_name_of(n, 60)
+                                )
+                            })
+                            .collect()
+                    };
+                    let (then, shown) = (labels(&root), labels(&now));
+                    if then != shown {
+                        return Err(super::fail(
+                            ErrorCode::StaleRef,
+                            format!(
+                                "nothing was pressed: with the pointer at ({x}, {y}) the point shows {}, where it showed {} when judged (the pointer was moved there, no button was pressed); observe again and aim at what it shows now",
+                                shown.first().map_or("nothing", String::as_str),
+                                then.first().map_or("nothing", String::as_str),
+                            ),
+                        )
+                        .with_detail(serde_json::json!({ "then": then, "now": shown })));
+                    }
+                }
                 let mut out = self.session.pointer(window, params).await?;
                 let seen = match effect {
                     Effect::Pointer { seen, .. } => seen.as_ref(),

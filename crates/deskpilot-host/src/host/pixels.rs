@@ -244,9 +244,14 @@ fn run_is_secret(text: &str) -> bool {
 ///   base64 characters mixing letters and digits, as a key's body lines are) is
 ///   painted with every run of its line (a token OCR split in two).
 /// - With one: each text element whose value the tree read only in part (past the
-///   read cap, so the redaction saw only its head), at most [`MAX_OCR_IMAGES`], the
-///   largest first, is read; one showing a secret anywhere is painted whole, and
-///   one that cannot be read is painted whole too.
+///   read cap, so the redaction saw only its head), and each image element of at
+///   least [`MIN_OCR_IMAGE`] (a canvas or drawing showing a token), at most
+///   [`MAX_OCR_IMAGES`], the largest first, is read; one showing a secret anywhere
+///   is painted whole, and one that cannot be read is painted whole too.
+///
+/// The driver's OCR runs are masked line by line as well as run by run
+/// ([`crate::redacting`]): a token OCR split with spaces or read with look-alike
+/// characters is still found.
 ///
 /// Used by the host before a capture and by the served driver on its own machine.
 /// `COMPUTER_ELEMENT_NOT_ACTIONABLE` for a capture of a window that is not on
@@ -306,10 +311,17 @@ pub async fn ocr_secret_rects(
         }
         return (out, texts);
     };
+    // Long texts read in part, and images big enough to hold text (a canvas, a
+    // drawing): what only their pixels show.
+    let big = |b: &Bounds| b.width >= MIN_OCR_IMAGE.0 && b.height >= MIN_OCR_IMAGE.1;
     let mut long: Vec<Bounds> = root
         .walk()
-        .filter(|n| n.value_length.is_some() && !is_secret_field(n))
-        .filter_map(|n| n.bounds.filter(|b| !b.is_empty()))
+        .filter_map(|n| {
+            let b = n.bounds.filter(|b| !b.is_empty())?;
+            let text = n.value_length.is_some() && !is_secret_field(n);
+            let image = n.role == Role::Image && big(&b);
+            (text || image).then_some(b)
+        })
         .filter(|b| root.bounds.is_none_or(|w| w.intersects(b)))
         .collect();
     long.sort_by_key(|b| std::cmp::Reverse(i64::from(b.width) * i64::from(b.height)));
