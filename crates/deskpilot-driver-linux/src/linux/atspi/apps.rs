@@ -304,20 +304,7 @@ pub fn apps_without_tree(
         let name = proc_name(pid)
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| top.title.clone());
-        let window = WindowInfo {
-            handle: crate::linux::capture::x11_handle(top.xid, pid),
-            app: name.clone(),
-            pid: Some(pid),
-            title: top.title.trim().to_string(),
-            role: deskpilot_core::Role::Window,
-            active: active == Some(top.xid),
-            bounds: Some(top.bounds),
-            device_bounds: Some(top.bounds),
-            toolkit_scale: Some(1.0),
-            no_tree: true,
-            covered_by: crate::linux::capture::covered(stack, top.xid, &top.bounds),
-            hidden: None,
-        };
+        let window = tree_less_window(top, pid, &name, active, stack);
         if let Some(a) = out.iter_mut().find(|a| a.pid == Some(pid)) {
             a.windows.push(window);
             continue;
@@ -335,6 +322,31 @@ pub fn apps_without_tree(
         });
     }
     out
+}
+
+/// The record of top-level `top` of process `pid`, which shows no tree: handle
+/// `x11win:<xid>.<pid>`, device bounds, `no_tree`.
+fn tree_less_window(
+    top: &TopLevel,
+    pid: u32,
+    app: &str,
+    active: Option<u32>,
+    stack: &[crate::linux::capture::Stacked],
+) -> WindowInfo {
+    WindowInfo {
+        handle: crate::linux::capture::x11_handle(top.xid, pid),
+        app: app.to_string(),
+        pid: Some(pid),
+        title: top.title.trim().to_string(),
+        role: deskpilot_core::Role::Window,
+        active: active == Some(top.xid),
+        bounds: Some(top.bounds),
+        device_bounds: Some(top.bounds),
+        toolkit_scale: Some(1.0),
+        no_tree: true,
+        covered_by: crate::linux::capture::covered(stack, top.xid, &top.bounds),
+        hidden: None,
+    }
 }
 
 /// Windows of a registered app that its tree does not hold: a top-level X11 window
@@ -384,20 +396,8 @@ pub fn windows_without_tree(
         else {
             continue;
         };
-        app.windows.push(WindowInfo {
-            handle: crate::linux::capture::x11_handle(top.xid, pid),
-            app: app.name.clone(),
-            pid: Some(pid),
-            title: title.to_string(),
-            role: deskpilot_core::Role::Window,
-            active: active == Some(top.xid),
-            bounds: Some(top.bounds),
-            device_bounds: Some(top.bounds),
-            toolkit_scale: Some(1.0),
-            no_tree: true,
-            covered_by: crate::linux::capture::covered(stack, top.xid, &top.bounds),
-            hidden: None,
-        });
+        let window = tree_less_window(top, pid, &app.name, active, stack);
+        app.windows.push(window);
     }
 }
 
