@@ -287,9 +287,10 @@ pub fn op_activates(op: Op) -> bool {
 /// `op` ([`op_activates`]) on `el` (its role must be one a click can activate) is
 /// checked against the label rules on its name and description
 /// ([`classify_element`], with the window `root` for overwrite words), then on
-/// what it shows besides when it is a pressable control (button, link, menu item,
-/// or an unknown, image, label or text element, not editable): its value (a label
-/// held as a value) and the names and values inside it ([`SHOWN_DEPTH`] levels). Editing ops
+/// what it shows besides when it is a nameless pressable control (a button, link
+/// or menu item, or an unknown, image, label or text element with an action of its
+/// own; not editable): its value (a label held as a value) and the names and
+/// values inside it ([`SHOWN_DEPTH`] levels). Editing ops
 /// (set_value, type, clear), focus, scroll and right click never are: they change
 /// text that can be changed back, or open a menu.
 pub fn classify_act(op: Op, el: &Node, root: Option<&Node>) -> Option<Irreversible> {
@@ -314,19 +315,15 @@ pub fn classify_act(op: Op, el: &Node, root: Option<&Node>) -> Option<Irreversib
     // as its value, and the text of what it contains (a nameless button around a
     // "Send" label). Not for rows, cells, documents or fields, whose content is
     // data, not what a click does.
-    if !el.name.trim().is_empty()
-        || !matches!(
+    // Only a control, or an element that says it can be pressed (an action of its
+    // own): a nameless container under the pointer holding "Remove" somewhere is
+    // page content.
+    let pressable = matches!(el.role, Role::Button | Role::Link | Role::Menuitem)
+        || matches!(
             el.role,
-            Role::Button
-                | Role::Link
-                | Role::Menuitem
-                | Role::Unknown
-                | Role::Image
-                | Role::Label
-                | Role::Text
-        )
-        || el.has(deskpilot_core::State::Editable)
-    {
+            Role::Unknown | Role::Image | Role::Label | Role::Text
+        ) && !el.actions.is_empty();
+    if !el.name.trim().is_empty() || !pressable || el.has(deskpilot_core::State::Editable) {
         return None;
     }
     let value = el.value.as_deref();
@@ -502,6 +499,12 @@ mod tests {
         menu.children.push(node(Role::Menuitem, "Send"));
         nameless.children.push(menu);
         assert!(classify_act(Op::Click, &nameless, None).is_none());
+        // A nameless container with no action of its own is page content.
+        let mut div = node(Role::Unknown, "");
+        div.children.push(node(Role::Text, "Remove"));
+        assert!(classify_act(Op::Click, &div, None).is_none());
+        div.actions.push("click".into());
+        assert!(classify_act(Op::Click, &div, None).is_some());
     }
 
     #[test]

@@ -305,12 +305,12 @@ pub(crate) fn full_length(node: &Node) -> usize {
 }
 
 /// Marks [`State::Password`] on each nameless text field whose own label, one its
-/// app never linked, names a password or another secret (`PIN`, `Kennwort:`,
-/// 暗証番号, `API key`), as a screen reader pairs a field with the label beside it:
-/// the field is then a password field everywhere (masked, typed into by nobody).
-/// A field's label is the label or text sibling ([`field_label`]) nearest to its
-/// left on its row, else nearest above it; without extents, the sibling just before
-/// it. Iterative: any depth is safe.
+/// app never linked, names a password (`PIN`, `Kennwort:`, 暗証番号; not a key or a
+/// code, which a person may type), as a screen reader pairs a field with the label
+/// beside it: the field is then a password field everywhere (masked, typed into by
+/// nobody). A field's label is the label or text sibling ([`field_label`]) nearest
+/// to its left on its row, else nearest above it; without extents, the sibling just
+/// before it. Iterative: any depth is safe.
 pub fn pair_unlinked_labels(root: &mut Node) {
     let mut stack: Vec<&mut Node> = vec![root];
     while let Some(parent) = stack.pop() {
@@ -320,8 +320,9 @@ pub fn pair_unlinked_labels(root: &mut Node) {
                 f.role == Role::Textbox && f.name.trim().is_empty() && !f.has(State::Password)
             })
             .filter(|&i| {
-                field_label(&parent.children, i)
-                    .is_some_and(|l| label_kind(l.name.trim().trim_end_matches(':')).is_some())
+                field_label(&parent.children, i).is_some_and(|l| {
+                    label_kind(l.name.trim().trim_end_matches(':')) == Some(LabelKind::Password)
+                })
             })
             .collect();
         for i in secret {
@@ -333,7 +334,8 @@ pub fn pair_unlinked_labels(root: &mut Node) {
 
 /// The label of field `siblings[i]` among its siblings (label or text elements
 /// with a name): with extents, the nearest whose middle lies on the field's row and
-/// whose right edge is at most 8 pixels past the field's left, else the nearest
+/// whose right edge is at most 8 pixels past the field's left and 200 before it,
+/// else the nearest
 /// above it (overlapping it horizontally, at most 48 pixels up); without them, the
 /// sibling just before it.
 fn field_label(siblings: &[Node], i: usize) -> Option<&Node> {
@@ -351,22 +353,27 @@ fn field_label(siblings: &[Node], i: usize) -> Option<&Node> {
             .filter(|n| is_label(n))
             .filter_map(|n| Some((n, n.bounds?)))
     };
+    // Extents come from the app: i64, so no value overflows.
+    let wide = |b: &crate::Bounds| {
+        let (x, y) = (i64::from(b.x), i64::from(b.y));
+        (x, y, x + i64::from(b.width), y + i64::from(b.height))
+    };
+    let (fl, ft, fr, _) = wide(&f);
+    let fb = ft + i64::from(f.height);
     let left = labels()
         .filter(|(_, b)| {
-            let mid = b.y + b.height / 2;
-            mid >= f.y && mid < f.y + f.height && b.x + b.width <= f.x + 8
+            let (_, t, r, bot) = wide(b);
+            let mid = t + (bot - t) / 2;
+            mid >= ft && mid < fb && r <= fl + 8 && fl - r <= 200
         })
-        .max_by_key(|(_, b)| b.x + b.width);
+        .max_by_key(|(_, b)| wide(b).2);
     let above = || {
         labels()
             .filter(|(_, b)| {
-                let bottom = b.y + b.height;
-                b.x < f.x + f.width
-                    && f.x < b.x + b.width
-                    && bottom <= f.y + 4
-                    && f.y - bottom <= 48
+                let (l, _, r, bot) = wide(b);
+                l < fr && fl < r && bot <= ft + 4 && ft - bot <= 48
             })
-            .max_by_key(|(_, b)| b.y + b.height)
+            .max_by_key(|(_, b)| wide(b).3)
     };
     left.or_else(above).map(|(n, _)| n)
 }

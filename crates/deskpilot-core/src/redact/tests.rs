@@ -53,8 +53,19 @@ mod unit {
             at(Node::new("ln", Role::Label, "Name"), 10, 10, 60),
             at(field("4711"), 100, 50, 200),
             // A label above its field.
-            at(Node::new("lk", Role::Label, "API key"), 10, 100, 80),
-            at(field("sk-abc"), 10, 135, 200),
+            at(Node::new("lk", Role::Label, "Passphrase"), 10, 100, 80),
+            at(field("words"), 10, 135, 200),
+            // A key or a code is typed by a person: not a password field.
+            at(
+                Node::new("lc", Role::Label, "Verification code"),
+                10,
+                200,
+                80,
+            ),
+            at(field("123456"), 100, 200, 200),
+            // Extents at the edge of i32 neither panic nor pair.
+            at(Node::new("lx", Role::Label, "PIN"), i32::MIN, i32::MIN, 60),
+            at(field("far"), i32::MAX - 10, i32::MAX - 40, 5),
         ];
         let mut root = Node::new("w", Role::Window, "Form");
         root.children = vec![grid];
@@ -65,7 +76,7 @@ mod unit {
             .filter(|n| n.role == Role::Textbox)
             .map(|n| n.has(State::Password))
             .collect();
-        assert_eq!(marked, [false, true, true]);
+        assert_eq!(marked, [false, true, true, false, false]);
     }
 
     #[test]

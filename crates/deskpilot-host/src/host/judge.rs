@@ -353,41 +353,7 @@ impl Judge {
             let places = || super::files::file_places(&self.o.settings);
             super::files::check_save(places, effect, root, element, point)?;
         }
-        // What the effect leaves in the field it writes: typed text and the keys'
-        // printable characters are added to what a one-line field already holds
-        // (a path typed in pieces is judged whole), a set value replaces it.
-        let single_line = |n: &Node| !n.has(State::Multiline);
-        let holds = |n: Option<&Node>| {
-            n.filter(|n| single_line(n))
-                .and_then(|n| n.value.clone())
-                .unwrap_or_default()
-        };
-        let written = match effect {
-            Effect::Act {
-                op: Op::SetValue,
-                value,
-                ..
-            } => value.clone(),
-            Effect::Act {
-                op: Op::Type,
-                value,
-                ..
-            } => value.as_deref().map(|v| format!("{}{v}", holds(element))),
-            Effect::Keys { chord, text, .. } => {
-                let typed = match (chord, text) {
-                    (_, Some(t)) => t.clone(),
-                    (Some(c), None) => deskpilot_policy::input::chord_text(c),
-                    (None, None) => String::new(),
-                };
-                (!typed.is_empty()).then(|| format!("{}{typed}", holds(focus)))
-            }
-            // What is put on the clipboard is written wherever it is pasted.
-            Effect::Clipboard { text } => Some(text.clone()),
-            _ => None,
-        };
-        if let Some(p) = written.as_deref().and_then(|t| self.rules.protected_in(t)) {
-            return Err(protected_refused(&p));
-        }
+        written_refused(&self.rules, effect, focus, element)?;
         let lands_on = match effect {
             Effect::Act { .. } => element,
             Effect::Keys { .. } => focus,
@@ -660,17 +626,27 @@ impl Judge {
             return Err(protected_refused(&p));
         }
         self.devtools(step.chord.as_deref(), root)?;
+        let keys = Effect::Keys {
+            target: crate::session::Target::Current,
+            chord: step.chord.clone(),
+            text: step.text.clone(),
+        };
         if !self.o.remote() {
             let places = || super::files::file_places(&self.o.settings);
-            let keys = Effect::Keys {
-                target: crate::session::Target::Current,
-                chord: step.chord.clone(),
-                text: step.text.clone(),
-            };
             super::files::check_save(places, &keys, root, None, None)?;
         }
+        // This step's keys with the text of the field they land in now (a path
+        // finished by a later key of the sequence).
+        written_refused(&self.rules, &keys, focused(root), None)?;
         let mut facts = self.facts.clone();
-        facts.focused_password = input_may_reach_password(root);
+        // A step that presses a toggle showing a password (space on it, its
+        // mnemonic) is secure input, as the whole sequence's first key is.
+        facts.focused_password = input_may_reach_password(root)
+            || deskpilot_policy::input::keys_reveal_password(
+                step.chord.as_deref(),
+                step.text.as_deref(),
+                root,
+            );
         // A key of this sequence may have opened a terminal (a panel that starts a
         // shell): whether the app holds a pty is measured again before every key
         // (docs/ARCHITECTURE.md §7.22).
@@ -707,5 +683,51 @@ impl Judge {
             ));
         }
         Ok(())
+    }
+}
+
+/// Refuses an effect whose text names one of deskpilot's own places, judged on
+/// what it leaves in the field it writes (`COMPUTER_SCOPE_VIOLATION`): typed text
+/// and the keys' printable characters ([`deskpilot_policy::input::chord_text`])
+/// are added to what a one-line field (`focus` for keys, `element` for an act)
+/// already holds, so a path typed in pieces is judged whole; a set value replaces
+/// it; what is put on the clipboard is written wherever it is pasted. Used for a
+/// whole effect and again for each step of a key sequence.
+pub(super) fn written_refused(
+    rules: &Refusals,
+    effect: &Effect,
+    focus: Option<&Node>,
+    element: Option<&Node>,
+) -> Result<()> {
+    let holds = |n: Option<&Node>| {
+        n.filter(|n| !n.has(State::Multiline))
+            .and_then(|n| n.value.clone())
+            .unwrap_or_default()
+    };
+    let written = match effect {
+        Effect::Act {
+            op: Op::SetValue,
+            value,
+            ..
+        } => value.clone(),
+        Effect::Act {
+            op: Op::Type,
+            value,
+            ..
+        } => value.as_deref().map(|v| format!("{}{v}", holds(element))),
+        Effect::Keys { chord, text, .. } => {
+            let typed = match (chord, text) {
+                (_, Some(t)) => t.clone(),
+                (Some(c), None) => deskpilot_policy::input::chord_text(c),
+                (None, None) => String::new(),
+            };
+            (!typed.is_empty()).then(|| format!("{}{typed}", holds(focus)))
+        }
+        Effect::Clipboard { text } => Some(text.clone()),
+        _ => None,
+    };
+    match written.as_deref().and_then(|t| rules.protected_in(t)) {
+        Some(p) => Err(protected_refused(&p)),
+        None => Ok(()),
     }
 }

@@ -33,7 +33,8 @@ use super::effect::{Effect, mismatched, not_dispatched};
 use super::judge::{GateNote, Judge, teach_next_of};
 use super::{Basis, Host};
 
-/// How long a pointer rests over its point before the press is judged again:
+/// How long a pointer rests over its point before what lies under it is read
+/// again (and, when it changed, the press judged again):
 /// 150 ms, longer than GTK's, Qt's and browsers' hover feedback takes to reach the
 /// tree (a few frames) and shorter than a tooltip's delay (500 ms).
 pub const HOVER_SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
@@ -565,9 +566,9 @@ impl Host {
                     to: None,
                 };
                 // A press lands on what the point shows once the pointer is there:
-                // hover first, read again, and press only if the same elements
-                // are under it (a label that turns into "Send" on hover, or on a
-                // timer since it was judged, is not pressed under its old name).
+                // hover first and read again; when what lies under the point changed
+                // (a label that turns into "Send" on hover, or on a timer since it
+                // was judged), the press is judged again on what it shows now.
                 if matches!(
                     action,
                     PointerAction::Click | PointerAction::DoubleClick | PointerAction::Drag
@@ -581,29 +582,14 @@ impl Host {
                     self.session.driver().pointer(hover).await?;
                     tokio::time::sleep(HOVER_SETTLE).await;
                     let now = self.session.peek(window).await?;
-                    let labels = |r: &Node| -> Vec<String> {
+                    let under_point = |r: &Node| -> Vec<(String, Role, String, Option<String>)> {
                         elements_at(r, tx, ty)
                             .into_iter()
-                            .map(|n| {
-                                format!(
-                                    "{} \"{}\"",
-                                    n.role,
-                                    deskpilot_core::redact::display_name_of(n, 60)
-                                )
-                            })
+                            .map(|n| (n.handle.0.clone(), n.role, n.name.clone(), n.value.clone()))
                             .collect()
                     };
-                    let (then, shown) = (labels(&root), labels(&now));
-                    if then != shown {
-                        return Err(super::fail(
-                            ErrorCode::StaleRef,
-                            format!(
-                                "nothing was pressed: with the pointer at ({x}, {y}) the point shows {}, where it showed {} when judged (the pointer was moved there, no button was pressed); observe again and aim at what it shows now",
-                                shown.first().map_or("nothing", String::as_str),
-                                then.first().map_or("nothing", String::as_str),
-                            ),
-                        )
-                        .with_detail(serde_json::json!({ "then": then, "now": shown })));
+                    if under_point(&root) != under_point(&now) {
+                        judge.run(effect, tree_point, &now, None, note)?;
                     }
                 }
                 let mut out = self.session.pointer(window, params).await?;
