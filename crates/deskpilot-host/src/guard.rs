@@ -165,6 +165,41 @@ impl Guarded {
         }
     }
 
+    /// Refuses activating element `handle` of `window` when it shows a password in
+    /// clear (`reach::reveals_password`: a "Show", an eye, beside a password field),
+    /// as the host does (`COMPUTER_SECURE_INPUT`). A window without a tree shows no
+    /// such toggle anything could know of.
+    async fn reveal_refused(
+        &self,
+        s: &Effective,
+        facts: Option<&TargetFacts>,
+        window: &Handle,
+        handle: &Handle,
+    ) -> Result<()> {
+        let snap = match self
+            .inner
+            .snapshot(SnapshotParams::whole(window.clone()))
+            .await
+        {
+            Ok(snap) => snap,
+            Err(e) if e.code == ErrorCode::AccessibilityDisabled => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let reveals = snap
+            .root
+            .walk()
+            .find(|n| &n.handle == handle)
+            .is_some_and(|el| deskpilot_policy::reach::reveals_password(el, &snap.root));
+        if reveals {
+            let mut f = facts.cloned().unwrap_or_default();
+            f.focused_password = true;
+            if let Some(r) = refusals_for(s).check_input(&f) {
+                return Err(refused(r));
+            }
+        }
+        Ok(())
+    }
+
     async fn secure_input(
         &self,
         s: &Effective,
@@ -377,6 +412,12 @@ impl Driver for Guarded {
                     None,
                 )
                 .await?;
+            }
+            // A click on a toggle that shows a password in clear is secure input,
+            // as on the host.
+            if deskpilot_policy::irreversible::op_activates(p.op) {
+                self.reveal_refused(&s, facts.as_ref(), &p.window, &p.handle)
+                    .await?;
             }
             if matches!(
                 p.op,
@@ -938,5 +979,67 @@ mod tests {
                 >= 3,
             "{log}"
         );
+    }
+
+    /// A click by handle on a "Show password" toggle beside a password field showed
+    /// the password through the served driver: it is secure input there too, as on
+    /// the host; a click on another control runs.
+    #[test]
+    fn a_reveal_toggle_is_secure_input_on_the_served_machine() {
+        use deskpilot_core::{Node, Role, State};
+        use deskpilot_protocol::fixture_driver::FixtureDriver;
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = Arc::new(FixtureDriver::desktop());
+        // Handles as AT-SPI's: the application's bus name, then the object.
+        let (mut pw, mut show, mut ok) = (
+            Node::new("fx|/pw", Role::Textbox, "Password"),
+            Node::new("fx|/show", Role::Checkbox, "Show password"),
+            Node::new("fx|/ok", Role::Button, "Log in"),
+        );
+        pw.states.insert(State::Password);
+        show.actions = vec!["click".into()];
+        ok.actions = vec!["click".into()];
+        fixture.mutate(|apps| {
+            for a in apps.iter_mut() {
+                a.info.uid = Some(deskpilot_os::current_uid());
+            }
+            let mut row = Node::new("row", Role::Group, "");
+            row.children = vec![pw.clone(), show.clone(), ok.clone()];
+            apps[0].windows[0].handle = Handle::new("fx|/w");
+            apps[0].windows[0].children.push(row);
+        });
+        let reload: Reload = Arc::new(|| {
+            let mut s = crate::config::Config::default().effective(true);
+            s.enabled = true;
+            s.mode = deskpilot_policy::mode::Mode::Bypass;
+            Ok(s)
+        });
+        let g = Guarded::new(
+            fixture.clone(),
+            GuardOptions {
+                reload,
+                runtime_dir: dir.path().to_path_buf(),
+                audit: AuditLog::new(dir.path().join("audit.jsonl")),
+            },
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let window = g.windows().await.unwrap()[0].clone();
+            let click = |h: &str| ActParams {
+                window: window.handle.clone(),
+                handle: Handle::new(h),
+                op: Op::Click,
+                value: None,
+                settle: None,
+            };
+            let e = g.act(click("fx|/show")).await.unwrap_err();
+            assert_eq!(e.code, ErrorCode::SecureInput, "{e:?}");
+            assert!(fixture.actions().is_empty(), "{:?}", fixture.actions());
+            g.act(click("fx|/ok")).await.unwrap();
+            assert_eq!(fixture.actions().len(), 1);
+        });
     }
 }

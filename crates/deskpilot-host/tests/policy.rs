@@ -1066,15 +1066,20 @@ fn pointer_coordinates_need_a_current_basis_and_stay_inside_the_window() {
         h.pointer(&b, 10.0, 20.0, PointerAction::Click)
             .await
             .unwrap();
-        assert_eq!(
-            env.driver.actions(),
-            [RecordedAction::Pointer(PointerParams {
+        // The pointer rests over the point (and the window is read again) before
+        // the press (docs/ARCHITECTURE.md §8).
+        let at = |action| {
+            RecordedAction::Pointer(PointerParams {
                 window: Handle::new(EDITOR_WINDOW),
-                action: PointerAction::Click,
+                action,
                 x: 50,
                 y: 50,
                 to: None,
-            })]
+            })
+        };
+        assert_eq!(
+            env.driver.actions(),
+            [at(PointerAction::Move), at(PointerAction::Click)]
         );
 
         // Outside the window: an error, never a clamped click.
@@ -1111,7 +1116,8 @@ fn pointer_coordinates_need_a_current_basis_and_stay_inside_the_window() {
         assert_code(&e, ErrorCode::StaleBasis);
         assert!(e.message.contains("focus"), "{}", e.message);
     });
-    assert_eq!(env.driver.actions().len(), 1);
+    // The first click alone ran (its hover move, then its press).
+    assert_eq!(env.driver.actions().len(), 2);
 }
 
 // ---------------------------------------------------------------------------------
