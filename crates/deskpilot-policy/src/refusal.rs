@@ -434,7 +434,7 @@ impl Refusals {
         self.check_window(t).or_else(|| {
             t.focused_password.then(|| Refusal {
                 code: ErrorCode::SecureInput,
-                reason: "a password field has focus: no capture and no synthesized input while it does; the user types secrets".into(),
+                reason: "input could reach a password field (it has focus, or it is the element written): no capture and no synthesized input there, the user types secrets; to go on, move the focus away without keys — `act REF focus` on another control, or press Cancel by its ref (`act REF click`)".into(),
             })
         })
     }

@@ -111,7 +111,9 @@ impl Effect {
             "covered" => {
                 "windows of other apps cover all of it, so a pointer gesture would land on them; work through its accessible elements (act), or bring it to the front first"
             }
-            "minimized" => "it is minimised; restore it first",
+            "minimized" => {
+                "deskpilot does not restore minimised windows: ask the user to restore it"
+            }
             "other_workspace" => "it is on another workspace; switch to that workspace first",
             _ => "its window is not mapped (hidden by its app or another program); show it first",
         };

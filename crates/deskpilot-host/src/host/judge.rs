@@ -266,7 +266,9 @@ impl Judge {
         });
         (!named).then(|| Irreversible {
             kind: "other".into(),
-            matched: "nothing the tree names at the point".into(),
+            matched:
+                "nothing the tree names at the point, so what a click there presses cannot be known"
+                    .into(),
         })
     }
 
@@ -606,7 +608,15 @@ impl Judge {
             key,
             screen: screen_hash(root),
             summary,
-            irreversible: irreversible.map(|m| format!("{:?} matched {}", m.matched, m.kind)),
+            // A rule of its own ("other") says what it found; a label rule names
+            // the label and the kind it matched.
+            irreversible: irreversible.map(|m| {
+                if m.kind == "other" {
+                    m.matched
+                } else {
+                    format!("{:?} matched {}", m.matched, m.kind)
+                }
+            }),
         };
         note.passed = gate(&self.o, &self.approved_apps, ask)?;
         Ok(())

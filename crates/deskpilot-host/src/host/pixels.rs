@@ -403,7 +403,7 @@ impl Host {
         }
         Err(fail(
             ErrorCode::ScopeViolation,
-            "pixels are not allowed: the grant's capture is \"a11y-only\". The user allows them with `deskpilot config set capture a11y-and-pixels` (config key `capture`), then a new grant; the accessibility tree (observe) needs no pixels",
+            "pixels are not allowed: the grant's capture is \"a11y-only\". The user allows them with `deskpilot config set capture a11y-and-pixels` (config key `capture`), then a new grant (`deskpilot revoke` ends this one; the next call issues one); the accessibility tree (observe) needs no pixels",
         ))
     }
 

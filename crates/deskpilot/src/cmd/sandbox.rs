@@ -38,7 +38,7 @@ fn chosen(sandbox: Option<u32>) -> Result<Sandbox> {
         many => Err(ComputerError::new(
             ErrorCode::InvalidArgument,
             format!(
-                "several sandboxes exist (displays {}); choose one with --sandbox N",
+                "several sandboxes exist (displays {}); choose one with --sandbox N (`deskpilot sandbox list` shows them; `deskpilot sandbox stop --all` stops every one)",
                 many.iter()
                     .map(|s| format!(":{}", s.display))
                     .collect::<Vec<_>>()
