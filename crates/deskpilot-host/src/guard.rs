@@ -147,49 +147,45 @@ impl Guarded {
         }
     }
 
-    /// Refuses input into `window` while a password field could receive it (for an
-    /// act, `element` is the element written to).
-    /// This machine's places for files an app is made to write
-    /// (docs/ARCHITECTURE.md §7.21): in a save dialog, an element action or keys
-    /// that would save outside them are refused. A window without a tree has no
-    /// save dialog anything could read.
-    async fn saves_allowed(&self, s: &Effective, window: &Handle, what: Served<'_>) -> Result<()> {
+    /// The tree of `window` as this machine reads it whole; `None` for a window
+    /// without one (an X11 app with no accessibility), which shows nothing the
+    /// checks on it could know of.
+    async fn tree(&self, window: &Handle) -> Result<Option<deskpilot_core::Node>> {
         match self
             .inner
             .snapshot(SnapshotParams::whole(window.clone()))
             .await
         {
-            Ok(snap) => crate::host::files::check_served(s, what, &snap.root),
-            Err(e) if e.code == ErrorCode::AccessibilityDisabled => Ok(()),
+            Ok(snap) => Ok(Some(snap.root)),
+            Err(e) if e.code == ErrorCode::AccessibilityDisabled => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    /// Refuses activating element `handle` of `window` when it shows a password in
-    /// clear (`reach::reveals_password`: a "Show", an eye, beside a password field),
-    /// as the host does (`COMPUTER_SECURE_INPUT`). A window without a tree shows no
-    /// such toggle anything could know of.
-    async fn reveal_refused(
-        &self,
+    /// This machine's places for files an app is made to write
+    /// (docs/ARCHITECTURE.md §7.21): in a save dialog, an element action or keys
+    /// that would save outside them are refused. A window without a tree has no
+    /// save dialog anything could read.
+    async fn saves_allowed(&self, s: &Effective, window: &Handle, what: Served<'_>) -> Result<()> {
+        match self.tree(window).await? {
+            Some(root) => crate::host::files::check_served(s, what, &root),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses activating element `handle` of the window whose tree is `root` when
+    /// it shows a password in clear (`reach::reveals_password`: a "Show", an eye,
+    /// beside a password field), as the host does (`COMPUTER_SECURE_INPUT`).
+    fn reveal_refused(
         s: &Effective,
         facts: Option<&TargetFacts>,
-        window: &Handle,
+        root: &deskpilot_core::Node,
         handle: &Handle,
     ) -> Result<()> {
-        let snap = match self
-            .inner
-            .snapshot(SnapshotParams::whole(window.clone()))
-            .await
-        {
-            Ok(snap) => snap,
-            Err(e) if e.code == ErrorCode::AccessibilityDisabled => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        let reveals = snap
-            .root
+        let reveals = root
             .walk()
             .find(|n| &n.handle == handle)
-            .is_some_and(|el| deskpilot_policy::reach::reveals_password(el, &snap.root));
+            .is_some_and(|el| deskpilot_policy::reach::reveals_password(el, root));
         if reveals {
             let mut f = facts.cloned().unwrap_or_default();
             f.focused_password = true;
@@ -200,6 +196,8 @@ impl Guarded {
         Ok(())
     }
 
+    /// Refuses input into `window` while a password field could receive it (for an
+    /// act, `element` is the element written to).
     async fn secure_input(
         &self,
         s: &Effective,
@@ -413,22 +411,27 @@ impl Driver for Guarded {
                 )
                 .await?;
             }
-            // A click on a toggle that shows a password in clear is secure input,
-            // as on the host.
-            if deskpilot_policy::irreversible::op_activates(p.op) {
-                self.reveal_refused(&s, facts.as_ref(), &p.window, &p.handle)
-                    .await?;
-            }
-            if matches!(
+            // One read of the window for both checks on it: a click on a toggle
+            // that shows a password in clear is secure input, as on the host; a save
+            // dialog writes only into this machine's places.
+            let activates = deskpilot_policy::irreversible::op_activates(p.op);
+            let saves = matches!(
                 p.op,
                 Op::SetValue | Op::Type | Op::Click | Op::DoubleClick | Op::Toggle
-            ) {
-                self.saves_allowed(
-                    &s,
-                    &p.window,
-                    Served::Act(p.op, p.value.as_deref(), &p.handle),
-                )
-                .await?;
+            );
+            if (activates || saves)
+                && let Some(root) = self.tree(&p.window).await?
+            {
+                if activates {
+                    Self::reveal_refused(&s, facts.as_ref(), &root, &p.handle)?;
+                }
+                if saves {
+                    crate::host::files::check_served(
+                        &s,
+                        Served::Act(p.op, p.value.as_deref(), &p.handle),
+                        &root,
+                    )?;
+                }
             }
             let mut r = self.inner.act(p.clone()).await?;
             // The window read after the action is served as a snapshot is: only
@@ -794,6 +797,29 @@ fn same_app(window: &Handle, element: &Handle) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// `driver` served under `reload`'s config, with its runtime directory in
+    /// `dir` and its audit log at `audit`, and a runtime to call it on.
+    fn guarded(
+        driver: Arc<dyn Driver>,
+        reload: Reload,
+        dir: &std::path::Path,
+        audit: PathBuf,
+    ) -> (Guarded, tokio::runtime::Runtime) {
+        let g = Guarded::new(
+            driver,
+            GuardOptions {
+                reload,
+                runtime_dir: dir.to_path_buf(),
+                audit: AuditLog::new(audit),
+            },
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        (g, rt)
+    }
+
     /// A click in an admitted window whose result carries the window read after it:
     /// when the window is refused by then (the click loaded a page whose title the
     /// user denies), the read is not served; while admitted, it is.
@@ -826,18 +852,7 @@ mod tests {
             }
             Ok(s)
         });
-        let g = Guarded::new(
-            fixture,
-            GuardOptions {
-                reload,
-                runtime_dir: dir.path().to_path_buf(),
-                audit: AuditLog::new(dir.path().join("audit.jsonl")),
-            },
-        );
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let (g, rt) = guarded(fixture, reload, dir.path(), dir.path().join("audit.jsonl"));
         rt.block_on(async {
             let window = g.windows().await.unwrap()[0].clone();
             assert_eq!(window.app, "editor");
@@ -902,18 +917,7 @@ mod tests {
             Ok(s)
         });
         let audit = dir.path().join("audit.jsonl");
-        let g = Guarded::new(
-            fixture.clone(),
-            GuardOptions {
-                reload,
-                runtime_dir: dir.path().to_path_buf(),
-                audit: AuditLog::new(audit.clone()),
-            },
-        );
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let (g, rt) = guarded(fixture.clone(), reload, dir.path(), audit.clone());
         rt.block_on(async {
             let window = g.windows().await.unwrap()[0].clone();
             let click = ActParams {
@@ -1014,18 +1018,12 @@ mod tests {
             s.mode = deskpilot_policy::mode::Mode::Bypass;
             Ok(s)
         });
-        let g = Guarded::new(
+        let (g, rt) = guarded(
             fixture.clone(),
-            GuardOptions {
-                reload,
-                runtime_dir: dir.path().to_path_buf(),
-                audit: AuditLog::new(dir.path().join("audit.jsonl")),
-            },
+            reload,
+            dir.path(),
+            dir.path().join("audit.jsonl"),
         );
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
         rt.block_on(async {
             let window = g.windows().await.unwrap()[0].clone();
             let click = |h: &str| ActParams {

@@ -142,9 +142,29 @@ fn mask_random_looking(s: &mut String) {
         .join(" ");
 }
 
-/// Whether two OCR runs lie on one line: their vertical extents overlap.
-fn same_line(a: &deskpilot_core::Bounds, b: &deskpilot_core::Bounds) -> bool {
-    a.y < b.y + b.height && b.y < a.y + a.height
+/// The OCR runs of `words` grouped into lines, once (pure): a run joins the first
+/// line whose first run its vertical extent overlaps, else starts one; each line's
+/// runs (indices into `words`) are in left-to-right order.
+fn ocr_lines(words: &[OcrWord]) -> Vec<Vec<usize>> {
+    let overlaps = |a: &deskpilot_core::Bounds, b: &deskpilot_core::Bounds| {
+        let (at, ab) = (i64::from(a.y), i64::from(a.y) + i64::from(a.height));
+        let (bt, bb) = (i64::from(b.y), i64::from(b.y) + i64::from(b.height));
+        at < bb && bt < ab
+    };
+    let mut lines: Vec<Vec<usize>> = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        match lines
+            .iter_mut()
+            .find(|l| overlaps(&words[l[0]].bounds, &w.bounds))
+        {
+            Some(l) => l.push(i),
+            None => lines.push(vec![i]),
+        }
+    }
+    for l in &mut lines {
+        l.sort_by_key(|&i| words[i].bounds.x);
+    }
+    lines
 }
 
 /// Whether the runs OCR read on one line hold a secret once put back together
@@ -292,16 +312,13 @@ impl Driver for Redacting {
         // A token OCR split into runs (`sk_live_ 51H8 xQ…`) or read with look-alike
         // characters is found on its line put back together: every run of such a
         // line is masked.
-        let texts: Vec<(String, deskpilot_core::Bounds)> =
-            r.words.iter().map(|w| (w.text.clone(), w.bounds)).collect();
-        for (i, word) in r.words.iter_mut().enumerate() {
-            let line: Vec<&str> = texts
-                .iter()
-                .filter(|(_, b)| same_line(b, &texts[i].1))
-                .map(|(t, _)| t.as_str())
-                .collect();
-            if line_holds_secret(&line) {
-                word.text = format!("[masked secret, {} chars]", word.text.chars().count());
+        for line in ocr_lines(&r.words) {
+            let runs: Vec<&str> = line.iter().map(|&i| r.words[i].text.as_str()).collect();
+            if line_holds_secret(&runs) {
+                for i in line {
+                    let n = r.words[i].text.chars().count();
+                    r.words[i].text = format!("[masked secret, {n} chars]");
+                }
             }
         }
         for word in &mut r.words {
@@ -341,6 +358,22 @@ impl Driver for Redacting {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ocr_runs_are_grouped_into_lines_once_left_to_right() {
+        let w = |text: &str, x: i32, y: i32| OcrWord {
+            text: text.into(),
+            bounds: deskpilot_core::Bounds::new(x, y, 40, 20),
+            confidence: 90.0,
+        };
+        let words = [
+            w("51H8", 60, 12),
+            w("Total", 0, 100),
+            w("sk_live_", 0, 10),
+            w("42", 50, 102),
+        ];
+        assert_eq!(ocr_lines(&words), vec![vec![2, 0], vec![1, 3]]);
+    }
 
     #[test]
     fn a_token_split_or_misread_by_ocr_is_found_on_its_line() {
