@@ -95,17 +95,28 @@ pub fn set_user_entry(description: &str, value: &[u8]) -> io::Result<()> {
     ))
 }
 
-/// Removes the entry `description` from this user's keyring; a missing entry is
-/// not an error.
+/// Removes the entry `description` from this user's keyring; a missing entry (or
+/// one removed and not yet collected) is not an error.
 ///
 /// Errors: `Unsupported` where the kernel has no keyrings, else the keyring call's.
 #[cfg(target_os = "linux")]
 pub fn clear_user_flag(description: &str) -> io::Result<()> {
     use linux_keyutils::{KeyError, KeyRing, KeyRingIdentifier};
     let ring = KeyRing::from_special_id(KeyRingIdentifier::User, true).map_err(unsupported)?;
+    // An entry invalidated a moment ago may still be found until the kernel
+    // collects it (asynchronously), and then answers "revoked": it is gone.
+    let gone = |e: &KeyError| {
+        matches!(
+            e,
+            KeyError::KeyDoesNotExist | KeyError::KeyExpired | KeyError::KeyRevoked
+        )
+    };
     match ring.search(description) {
-        Ok(k) => k.invalidate().map_err(other),
-        Err(KeyError::KeyDoesNotExist) => Ok(()),
+        Ok(k) => match k.invalidate() {
+            Err(e) if !gone(&e) => Err(other(e)),
+            _ => Ok(()),
+        },
+        Err(e) if gone(&e) => Ok(()),
         Err(e) => Err(other(e)),
     }
 }

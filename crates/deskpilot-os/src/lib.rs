@@ -31,10 +31,10 @@ pub use paths::{
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub use process::peer_uid;
 pub use process::{
-    Signal, ancestors, boot_id, current_uid, descends_from, effective_uid, holds_pty_master,
-    own_process_group, pid_alive, process_comm, process_env_contains, process_env_has, process_exe,
-    process_ids, process_name, process_start, process_uid, program_name, reap_if_exited,
-    signal_group_or_pid,
+    Signal, ancestors, boot_id, children, current_uid, descends_from, effective_uid,
+    holds_pty_master, own_process_group, pid_alive, process_comm, process_env_contains,
+    process_env_has, process_exe, process_ids, process_name, process_start, process_uid,
+    program_name, reap_if_exited, signal_group_or_pid,
 };
 
 /// Wall-clock ms since the Unix epoch. Grants and stop records are compared across

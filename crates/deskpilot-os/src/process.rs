@@ -172,20 +172,27 @@ pub fn holds_pty_master(pid: u32) -> Option<bool> {
             // A process that ended meanwhile holds nothing; any other might.
             None => unknown |= Path::new(&format!("/proc/{p}")).exists(),
         }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else {
-            continue;
-        };
-        for task in tasks.flatten() {
-            let children =
-                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            queue.extend(
-                children
-                    .split_whitespace()
-                    .filter_map(|c| c.parse::<u32>().ok()),
-            );
-        }
+        queue.extend(children(p));
     }
     (!unknown).then_some(false)
+}
+
+/// The children of process `pid`, from `/proc/PID/task/*/children` (Linux 3.5
+/// and later; empty when unreadable, when `pid` ended, or not on Linux).
+pub fn children(pid: u32) -> Vec<u32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .flat_map(|task| {
+            std::fs::read_to_string(task.path().join("children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// The most processes [`holds_pty_master`] reads (the app and its descendants)

@@ -88,10 +88,38 @@ const ENTER: [Keysym; 7] = [
 /// pieces, its last letter sent with Enter in one chord, is judged whole with the
 /// field's text. An unreadable string types nothing (the driver refuses it).
 pub fn chord_text(chords: &str) -> String {
-    let Ok(parsed) = parse_chords(chords) else {
-        return String::new();
-    };
-    let mut out = String::new();
+    chord_edits(chords)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| match e {
+            Edit::Insert(c) => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// One edit a key makes to a one-line field, for [`field_after`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Edit {
+    Insert(char),
+    /// BackSpace (`word`: with Ctrl, back to the start of the word).
+    Back {
+        word: bool,
+    },
+    /// Delete (`word`: with Ctrl, up to the end of the word).
+    Forward {
+        word: bool,
+    },
+    Home,
+    End,
+}
+
+/// The edits keys make to the field that has focus, in pressing order, up to the
+/// first Enter (as [`chord_text`] reads them; Home, End, BackSpace and Delete
+/// too). `None` for a string that does not parse.
+fn chord_edits(chords: &str) -> Option<Vec<Edit>> {
+    let parsed = parse_chords(chords).ok()?;
+    let mut out = Vec::new();
     for c in &parsed {
         let keys: Vec<Keysym> = c.keys.iter().copied().map(keysym::canonical).collect();
         let has = |a: Keysym, b: Keysym| keys.iter().any(|k| *k == a || *k == b);
@@ -101,23 +129,115 @@ pub fn chord_text(chords: &str) -> String {
             || has(keysym::XK_META_L, keysym::XK_META_R)
             || has(keysym::XK_SUPER_L, keysym::XK_SUPER_R);
         if ctrl && keys.iter().any(|k| matches!(*k, 0x6d | 0x4d | 0x6a | 0x4a)) {
-            return out; // Ctrl+M, Ctrl+J: Enter.
+            return Some(out); // Ctrl+M, Ctrl+J: Enter.
         }
         let shift = has(keysym::XK_SHIFT_L, keysym::XK_SHIFT_R);
         for k in keys.iter().filter(|k| !keysym::is_modifier(**k)) {
             if ENTER.contains(k) {
-                return out;
+                return Some(out);
             }
-            if shortcut {
-                continue;
-            }
-            if let Some(ch) = keysym::keysym_to_char(*k) {
-                if shift {
-                    out.extend(ch.to_uppercase());
-                } else {
-                    out.push(ch);
+            let edit = match *k {
+                0xff08 => Some(Edit::Back { word: ctrl }),
+                0xffff | 0xff9f => Some(Edit::Forward { word: ctrl }),
+                0xff50 | 0xff95 => Some(Edit::Home),
+                0xff57 | 0xff9c => Some(Edit::End),
+                _ if shortcut => None,
+                k => keysym::keysym_to_char(k).map(|ch| {
+                    Edit::Insert(if shift {
+                        ch.to_uppercase().next().unwrap_or(ch)
+                    } else {
+                        ch
+                    })
+                }),
+            };
+            out.extend(edit);
+        }
+    }
+    Some(out)
+}
+
+/// The most caret positions [`field_after`] tries; a longer field is tried with
+/// the caret at its start and at its end only.
+pub const FIELD_CARETS_MAX: usize = 512;
+
+/// Every text a one-line field holding `value` may hold after keys `chords` (or
+/// text `typed`, up to its first line break) — one for each place the caret may be
+/// in, since the tree does not say where it is, and one for the whole text
+/// selected (the first key replaces it): printable keys insert, BackSpace and
+/// Delete remove (Ctrl: a word), Home and End move, up to the first Enter. A path
+/// finished inside the field (typed before what it holds, a stray letter deleted)
+/// is judged whole so. Distinct results, in caret order, the selected case last.
+pub fn field_after(value: &str, chords: Option<&str>, typed: Option<&str>) -> Vec<String> {
+    let edits: Vec<Edit> = match (typed, chords) {
+        (Some(t), _) => t
+            .chars()
+            .take_while(|c| !matches!(c, '\n' | '\r'))
+            .map(Edit::Insert)
+            .collect(),
+        (None, Some(c)) => chord_edits(c).unwrap_or_default(),
+        (None, None) => Vec::new(),
+    };
+    let start: Vec<char> = value.chars().collect();
+    let n = start.len();
+    let carets: Vec<usize> = if n <= FIELD_CARETS_MAX {
+        (0..=n).collect()
+    } else {
+        vec![0, n]
+    };
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out: Vec<String> = Vec::new();
+    // `None`: the field's text selected (a save dialog selects the name), so the
+    // first key that edits replaces it (a character) or removes it (BackSpace,
+    // Delete); Home and End only drop the selection.
+    let selected = match edits.first() {
+        Some(Edit::Insert(_)) => Some(&edits[..]),
+        Some(Edit::Back { .. } | Edit::Forward { .. }) => Some(&edits[1..]),
+        _ => None,
+    };
+    let runs = carets
+        .into_iter()
+        .map(|at| (start.clone(), at, &edits[..]))
+        .chain(selected.map(|rest| (Vec::new(), 0, rest)));
+    for (mut text, mut caret, edits) in runs {
+        for e in edits {
+            match *e {
+                Edit::Insert(ch) => {
+                    text.insert(caret, ch);
+                    caret += 1;
                 }
+                Edit::Back { word: w } => {
+                    let mut from = caret.saturating_sub(1);
+                    if w {
+                        while from > 0 && !word(text[from]) {
+                            from -= 1;
+                        }
+                        while from > 0 && word(text[from - 1]) {
+                            from -= 1;
+                        }
+                    }
+                    if caret > 0 {
+                        text.drain(from..caret);
+                        caret = from;
+                    }
+                }
+                Edit::Forward { word: w } => {
+                    let mut to = (caret + 1).min(text.len());
+                    if w {
+                        while to < text.len() && word(text[to]) {
+                            to += 1;
+                        }
+                    }
+                    if caret < text.len() {
+                        text.drain(caret..to);
+                    }
+                }
+                Edit::Home => caret = 0,
+                Edit::End => caret = text.len(),
             }
+        }
+        let t: String = text.into_iter().collect();
+        if !out.contains(&t) {
+            out.push(t);
         }
     }
     out
@@ -451,6 +571,46 @@ mod tests {
         assert_eq!(chord_text("ctrl+a alt+d super+e x"), "x");
         assert_eq!(chord_text("U+0070 KP_Enter q"), "p");
         assert_eq!(chord_text("not a key name"), "");
+    }
+
+    #[test]
+    fn a_field_is_judged_with_the_caret_anywhere() {
+        let has = |v: &str, c: Option<&str>, t: Option<&str>, want: &str| {
+            let got = field_after(v, c, t);
+            assert!(got.iter().any(|g| g == want), "{v:?} {c:?} {t:?}: {got:?}");
+        };
+        // A folder typed before the name the field holds.
+        has("onfig", Some("Home+period+c+Return"), None, ".config");
+        has("onfig", None, Some(".c"), ".config");
+        // A stray letter deleted with the Enter that loads the path.
+        has(
+            "~/.config/deskpilotX",
+            Some("BackSpace+Return"),
+            None,
+            "~/.config/deskpilot",
+        );
+        has(
+            "X~/.config/deskpilot",
+            Some("Home+Delete"),
+            None,
+            "~/.config/deskpilot",
+        );
+        has(
+            "~/.config/deskpilot/evil",
+            Some("ctrl+BackSpace"),
+            None,
+            "~/.config/deskpilot/",
+        );
+        // The selected name replaced by the first key.
+        has("Untitled 1", None, Some("~/x"), "~/x");
+        // Enter alone leaves the field as it is; Home drops a selection.
+        assert_eq!(field_after("abc", Some("Return"), None), ["abc"]);
+        assert_eq!(field_after("ab", Some("Home"), None), ["ab"]);
+        // Nothing past Enter; the field's ends only, when it is long.
+        assert_eq!(field_after("", Some("a+Return+b"), None), ["a"]);
+        assert_eq!(field_after("", None, Some("a\nb")), ["a"]);
+        let long = "y".repeat(FIELD_CARETS_MAX + 1);
+        assert_eq!(field_after(&long, None, Some("x")).len(), 3);
     }
     #[test]
     fn keys_that_press_a_reveal_toggle_are_secure_input() {

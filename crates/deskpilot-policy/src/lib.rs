@@ -19,6 +19,7 @@ pub mod allow;
 pub mod approval;
 pub mod audit;
 pub mod clipboard;
+pub mod console;
 pub mod files;
 pub mod grant;
 pub mod input;

@@ -180,6 +180,37 @@ pub fn opens_devtools(chords: &str) -> Option<String> {
     })
 }
 
+/// A web engine's developer tools run what is typed into them in the page (the
+/// `code` tier): the sentence of a `COMPUTER_DENYLISTED` refusal for keys `chord`
+/// (`None` for an act, a pointer gesture or text) on the window `root` of an app
+/// whose toolkit is `toolkit`, or `None`. Every effect on a window that
+/// [`shows_devtools`] is refused but F12 alone, which closes them; a chord that
+/// [`opens_devtools`] in a web engine is refused. `grantee` is the name a `code`
+/// grant takes. The caller skips this for an app granted the `code` tier.
+pub fn devtools_refused(
+    chord: Option<&str>,
+    root: &deskpilot_core::Node,
+    toolkit: Option<&str>,
+    grantee: &str,
+) -> Option<String> {
+    let grant = format!(
+        "unless you grant this app the `code` tier (`deskpilot config set app_tiers {grantee}=code` at a terminal)"
+    );
+    if shows_devtools(root) {
+        let closes = chord.is_some_and(|c| c.trim().eq_ignore_ascii_case("F12"));
+        return (!closes).then(|| format!(
+            "this window shows the browser's developer tools, a console that runs what is typed there as code in the page: nothing is done in it {grant}. `keys F12` closes them"
+        ));
+    }
+    let c = chord
+        .filter(|_| is_web_engine(toolkit))
+        .and_then(opens_devtools)?;
+    Some(format!(
+        "{:?} opens the browser's developer tools, a console that runs what is typed there as code in the page; refused {grant}",
+        deskpilot_core::sanitize::one_line(&c)
+    ))
+}
+
 /// Whether the window `root` shows a web engine's developer tools: a document
 /// named "DevTools" (docked) or "DevTools - …" (its own window), or a window so
 /// titled. A page titled so is refused too, which only ever refuses more.

@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::own::{Desk, TempDir};
+use common::own::{Desk, TempDir, error_message as message};
 use serde_json::Value;
 
 const ACCEPT_EDITS: &str =
@@ -72,13 +72,6 @@ fn named(desk: &Desk<'_>, app: &str, name: &str) -> String {
 /// The `reason` of a refusal as `apps` lists it.
 fn message_of(refused: &Value) -> String {
     refused["reason"].as_str().unwrap_or_default().to_owned()
-}
-
-fn message(v: &Value) -> String {
-    v["error"]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// `keys "Tab+x"` typed `x` into the field after the one that had focus — here a

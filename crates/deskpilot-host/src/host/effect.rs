@@ -109,7 +109,7 @@ impl Effect {
         };
         let remedy = match why {
             "covered" => {
-                "windows of other apps cover all of it, so a pointer gesture would land on them; work through its accessible elements (act), or bring it to the front first"
+                "windows of other apps cover all of it and raising it did not bring it to the front, so a pointer gesture would land on them; work through its accessible elements (act)"
             }
             "minimized" => {
                 "deskpilot does not restore minimised windows: ask the user to restore it"
@@ -149,12 +149,21 @@ impl Effect {
             } => value.as_ref().map(|v| v.chars().count()),
             Effect::Act { .. } | Effect::Pointer { .. } => None,
             Effect::Clipboard { text } => Some(text.chars().count()),
-            Effect::Keys { chord, text, .. } => Some(
-                chord
-                    .as_deref()
-                    .or(text.as_deref())
-                    .map_or(0, |s| s.chars().count()),
-            ),
+            Effect::Keys { chord, text, .. } => {
+                Some(keys_text_len(chord.as_deref(), text.as_deref()))
+            }
         }
+    }
+}
+
+/// The characters keys type, for the audit's `text_len`: the text, else the
+/// printable keys of the chords up to the first Enter
+/// ([`deskpilot_policy::input::chord_text`]), not the length of their spelling
+/// (`ctrl+a` types nothing).
+pub(crate) fn keys_text_len(chord: Option<&str>, text: Option<&str>) -> usize {
+    match (text, chord) {
+        (Some(t), _) => t.chars().count(),
+        (None, Some(c)) => deskpilot_policy::input::chord_text(c).chars().count(),
+        (None, None) => 0,
     }
 }

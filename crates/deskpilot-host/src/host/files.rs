@@ -155,15 +155,17 @@ pub(super) fn save_refused(r: &PlaceRefusal, places: &FilePlaces) -> ComputerErr
     .with_detail(serde_json::json!({ "path": r.path }))
 }
 
-/// What an effect does in a save dialog: the name field's text it leaves, and
-/// whether it saves.
+/// What an effect does in a save dialog: the texts the name field may hold after
+/// it (one for each place the caret may be in when keys or typed text edit it,
+/// [`deskpilot_policy::input::field_after`]; empty when it leaves the field as it
+/// is), and whether it saves.
 fn in_dialog(
     effect: &Effect,
     d: &SaveDialog<'_>,
     root: &Node,
     element: Option<&Node>,
     point: Option<(i32, i32)>,
-) -> (Option<String>, bool) {
+) -> (Vec<String>, bool) {
     let now = d.name.value.as_deref().unwrap_or_default();
     // Up to the first line break: what is typed after Enter lands in what Enter
     // opened.
@@ -172,33 +174,36 @@ fn in_dialog(
     match effect {
         Effect::Act { op, value, .. } => {
             let Some(el) = element else {
-                return (None, false);
+                return (Vec::new(), false);
             };
             match op {
                 Op::SetValue | Op::Type if is(el, d.name) => {
                     let v = value.as_deref().unwrap_or_default();
-                    let text = if *op == Op::SetValue {
-                        before_break(v)
+                    let texts = if *op == Op::SetValue {
+                        vec![before_break(v)]
                     } else {
-                        format!("{now}{}", before_break(v))
+                        deskpilot_policy::input::field_after(now, None, Some(v))
                     };
-                    (Some(text), v.contains(['\n', '\r']))
+                    (texts, v.contains(['\n', '\r']))
                 }
-                Op::Click | Op::DoubleClick | Op::Toggle if is(el, d.save) => (None, true),
-                _ => (None, false),
+                Op::Click | Op::DoubleClick | Op::Toggle if is(el, d.save) => (Vec::new(), true),
+                _ => (Vec::new(), false),
             }
         }
         Effect::Keys { chord, text, .. } => {
             let focus = focused(root);
             let in_name = focus.is_some_and(|f| is(f, d.name));
-            // Typed text, or the characters the keys type (a name's last letter
-            // sent with Enter in one chord), added to the field's text.
-            let keyed = match (chord, text) {
-                (_, Some(t)) => before_break(t),
-                (Some(c), None) => deskpilot_policy::input::chord_text(c),
-                (None, None) => String::new(),
+            // Typed text, or the edits the keys make (a name's last letter sent
+            // with Enter in one chord, a folder typed before the name), applied
+            // to the field's text with the caret anywhere.
+            let typed: Vec<String> = if in_name {
+                deskpilot_policy::input::field_after(now, chord.as_deref(), text.as_deref())
+                    .into_iter()
+                    .filter(|t| t != now)
+                    .collect()
+            } else {
+                Vec::new()
             };
-            let typed = (in_name && !keyed.is_empty()).then(|| format!("{now}{keyed}"));
             // Enter activates the focused button when one has focus, else the
             // dialog's default button, Save.
             let on_other_button = focus.is_some_and(|f| f.role == Role::Button && !is(f, d.save));
@@ -219,9 +224,9 @@ fn in_dialog(
             );
             let on_save = point
                 .is_some_and(|(x, y)| elements_at(root, x, y).into_iter().any(|n| is(n, d.save)));
-            (None, clicks && on_save)
+            (Vec::new(), clicks && on_save)
         }
-        Effect::Clipboard { .. } => (None, false),
+        Effect::Clipboard { .. } => (Vec::new(), false),
     }
 }
 
@@ -244,7 +249,7 @@ pub(super) fn check_save(
     };
     // Measured only in a save dialog: the file system is read for nothing else.
     let places = &places();
-    let (text, saves) = in_dialog(effect, &d, root, element, point);
+    let (texts, saves) = in_dialog(effect, &d, root, element, point);
     // A value set is the name as it will be; typed text may be on its way.
     let complete = saves
         || matches!(
@@ -254,16 +259,28 @@ pub(super) fn check_save(
                 ..
             }
         );
-    let field = text
-        .clone()
-        .unwrap_or_else(|| d.name.value.clone().unwrap_or_default());
-    if !saves && !text.as_deref().is_some_and(names_a_path) {
-        return Ok(());
+    if texts.is_empty() {
+        if !saves {
+            return Ok(());
+        }
+        let field = d.name.value.clone().unwrap_or_default();
+        return judge_name(&d, places, &field, complete);
     }
+    for field in &texts {
+        if saves || names_a_path(field) {
+            judge_name(&d, places, field, complete)?;
+        }
+    }
+    Ok(())
+}
+
+/// Judges the name field of save dialog `d` holding `field`: where the file would
+/// be written once saved (`complete`), or the path typed so far.
+fn judge_name(d: &SaveDialog<'_>, places: &FilePlaces, field: &str, complete: bool) -> Result<()> {
     if field.trim().is_empty() {
         return Ok(());
     }
-    let Some(path) = d.target(&field, places.home.as_deref()) else {
+    let Some(path) = d.target(field, places.home.as_deref()) else {
         if !complete {
             return Ok(());
         }
@@ -271,7 +288,7 @@ pub(super) fn check_save(
             ErrorCode::ScopeViolation,
             format!(
                 "this save dialog's current folder cannot be read from its path bar, so where {:?} would be written is unknown; nothing was saved. Type the full path into the name field (such as ~/Documents/{}), or back out with Escape",
-                deskpilot_core::sanitize::one_line(&field),
+                deskpilot_core::sanitize::one_line(field),
                 deskpilot_core::sanitize::one_line(field.rsplit('/').next().unwrap_or_default())
             ),
         ));
@@ -289,6 +306,7 @@ pub(super) fn check_save(
 }
 
 /// What the served driver is asked to do, for [`check_served`].
+#[derive(Clone, Copy)]
 pub(crate) enum Served<'a> {
     /// `node.act`: the op, its value and the element's handle.
     Act(Op, Option<&'a str>, &'a deskpilot_core::Handle),

@@ -277,38 +277,43 @@ impl Judge {
     /// chord that opens them in a web engine is refused, and so is every effect on
     /// a window that shows them — but F12 alone, which closes them.
     fn devtools(&self, chord: Option<&str>, root: &Node) -> Result<()> {
-        use deskpilot_policy::tier::{is_web_engine, opens_devtools, shows_devtools};
         if self.rules.code_granted(&self.facts) {
             return Ok(());
         }
-        let grant = format!(
-            "unless you grant this app the `code` tier (`deskpilot config set app_tiers {}=code` at a terminal)",
-            self.facts.exe.as_deref().unwrap_or(&self.facts.app)
-        );
-        if shows_devtools(root) {
-            let closes = chord.is_some_and(|c| c.trim().eq_ignore_ascii_case("F12"));
-            if !closes {
-                return Err(fail(
-                    ErrorCode::Denylisted,
-                    format!(
-                        "this window shows the browser's developer tools, a console that runs what is typed there as code in the page: nothing is done in it {grant}. `keys F12` closes them"
-                    ),
-                ));
+        let grantee = self.facts.exe.as_deref().unwrap_or(&self.facts.app);
+        match deskpilot_policy::tier::devtools_refused(
+            chord,
+            root,
+            self.facts.toolkit.as_deref(),
+            grantee,
+        ) {
+            Some(why) => Err(fail(ErrorCode::Denylisted, why)),
+            None => Ok(()),
+        }
+    }
+
+    /// A console inside the app (docs/ARCHITECTURE.md §7.22: a text surface whose
+    /// input line starts with an interpreter's prompt, `policy::console`) runs
+    /// what is typed there as code: unless the app has the `code` tier, no text
+    /// and no keys go into one — but keys that only move focus out of it (Tab, F6,
+    /// Escape). `lands_on` is the element an act writes or the focused element for
+    /// keys; clicks and focus moves onto a console run nothing and pass.
+    fn console(&self, effect: &Effect, lands_on: Option<&Node>) -> Result<()> {
+        let writes = match effect {
+            Effect::Act { op, .. } => matches!(op, Op::SetValue | Op::Type | Op::Clear),
+            Effect::Keys { chord, text, .. } => {
+                deskpilot_policy::console::keys_write(chord.as_deref(), text.as_deref())
             }
+            Effect::Pointer { .. } | Effect::Clipboard { .. } => false,
+        };
+        if !writes || self.rules.code_granted(&self.facts) {
             return Ok(());
         }
-        if is_web_engine(self.facts.toolkit.as_deref())
-            && let Some(c) = chord.and_then(opens_devtools)
-        {
-            return Err(fail(
-                ErrorCode::Denylisted,
-                format!(
-                    "{:?} opens the browser's developer tools, a console that runs what is typed there as code in the page; refused {grant}",
-                    deskpilot_core::sanitize::one_line(&c)
-                ),
-            ));
+        let grantee = self.facts.exe.as_deref().unwrap_or(&self.facts.app);
+        match deskpilot_policy::console::refused(writes, lands_on, grantee) {
+            Some(why) => Err(fail(ErrorCode::Denylisted, why)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Judges `effect` on the window tree `root` read just before dispatch;
@@ -361,6 +366,7 @@ impl Judge {
             Effect::Keys { .. } => focus,
             Effect::Pointer { .. } | Effect::Clipboard { .. } => None,
         };
+        self.console(effect, lands_on)?;
         note.role = lands_on.map(|n| n.role);
         let fingerprint = lands_on.map(|n| element_fingerprint(root, n));
         note.fingerprint.clone_from(&fingerprint);
@@ -648,6 +654,8 @@ impl Judge {
         // This step's keys with the text of the field they land in now (a path
         // finished by a later key of the sequence).
         written_refused(&self.rules, &keys, focused(root), None)?;
+        // A step that moved focus into a console types nothing more there.
+        self.console(&keys, focused(root))?;
         let mut facts = self.facts.clone();
         // A step that presses a toggle showing a password (space on it, its
         // mnemonic) is secure input, as the whole sequence's first key is.
@@ -698,46 +706,93 @@ impl Judge {
 
 /// Refuses an effect whose text names one of deskpilot's own places, judged on
 /// what it leaves in the field it writes (`COMPUTER_SCOPE_VIOLATION`): typed text
-/// and the keys' printable characters ([`deskpilot_policy::input::chord_text`])
-/// are added to what a one-line field (`focus` for keys, `element` for an act)
-/// already holds, so a path typed in pieces is judged whole; a set value replaces
-/// it; what is put on the clipboard is written wherever it is pasted. Used for a
-/// whole effect and again for each step of a key sequence.
+/// and the keys' edits ([`deskpilot_policy::input::field_after`]: printable keys,
+/// BackSpace, Delete, Home, End) are applied to what a one-line field (`focus` for
+/// keys, `element` for an act) already holds, with the caret at each place it may
+/// be, so a path typed in pieces — before or after what the field holds, or
+/// finished by deleting a stray letter — is judged whole; a set value replaces it;
+/// what is put on the clipboard is written wherever it is pasted. Used for a whole
+/// effect and again for each step of a key sequence.
 pub(super) fn written_refused(
     rules: &Refusals,
     effect: &Effect,
     focus: Option<&Node>,
     element: Option<&Node>,
 ) -> Result<()> {
+    use deskpilot_policy::input::field_after;
     let holds = |n: Option<&Node>| {
         n.filter(|n| !n.has(State::Multiline))
             .and_then(|n| n.value.clone())
             .unwrap_or_default()
     };
-    let written = match effect {
+    let written: Vec<String> = match effect {
         Effect::Act {
             op: Op::SetValue,
-            value,
+            value: Some(v),
             ..
-        } => value.clone(),
+        } => vec![v.clone()],
         Effect::Act {
             op: Op::Type,
-            value,
+            value: Some(v),
             ..
-        } => value.as_deref().map(|v| format!("{}{v}", holds(element))),
-        Effect::Keys { chord, text, .. } => {
-            let typed = match (chord, text) {
-                (_, Some(t)) => t.clone(),
-                (Some(c), None) => deskpilot_policy::input::chord_text(c),
-                (None, None) => String::new(),
-            };
-            (!typed.is_empty()).then(|| format!("{}{typed}", holds(focus)))
+        } => field_after(&holds(element), None, Some(v)),
+        Effect::Keys { chord, text, .. } if chord.is_some() || text.is_some() => {
+            let now = holds(focus);
+            field_after(&now, chord.as_deref(), text.as_deref())
+                .into_iter()
+                .filter(|t| *t != now)
+                .collect()
         }
-        Effect::Clipboard { text } => Some(text.clone()),
-        _ => None,
+        Effect::Clipboard { text } => vec![text.clone()],
+        _ => Vec::new(),
     };
-    match written.as_deref().and_then(|t| rules.protected_in(t)) {
+    match written.iter().find_map(|t| rules.protected_in(t)) {
         Some(p) => Err(protected_refused(&p)),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field's text with the keys' edits applied wherever the caret may be: a
+    /// protected folder finished by deleting a stray letter, or typed before what
+    /// the field holds, is refused; a harmless edit passes.
+    #[test]
+    fn a_path_finished_anywhere_in_the_field_is_judged_whole() {
+        let rules = Refusals {
+            protected: vec!["/home/me/.config/deskpilot".into()],
+            home: Some("/home/me".into()),
+            ..Refusals::default()
+        };
+        let field = |v: &str| {
+            let mut n = Node::new("f", Role::Textbox, "Name");
+            n.value = Some(v.into());
+            n.states.insert(State::Focused);
+            n
+        };
+        let keys = |c: &str| Effect::Keys {
+            target: crate::session::Target::Current,
+            chord: Some(c.into()),
+            text: None,
+        };
+        let refused = |v: &str, c: &str| {
+            let f = field(v);
+            written_refused(&rules, &keys(c), Some(&f), None)
+                .is_err_and(|e| e.code == ErrorCode::ScopeViolation)
+        };
+        assert!(refused("~/.config/deskpilotX", "BackSpace+Return"));
+        assert!(refused("/.config/deskpilot", "Home+asciitilde+Return"));
+        assert!(refused("~/.config/deskpilo", "t+Return"));
+        assert!(!refused("~/.config/deskpilotX", "y+Return"));
+        assert!(!refused("notes.txt", "BackSpace+Return"));
+        let typed = Effect::Act {
+            r: "e1".into(),
+            op: Op::Type,
+            value: Some("~/.config/desk".into()),
+        };
+        let f = field("pilot");
+        assert!(written_refused(&rules, &typed, None, Some(&f)).is_err());
     }
 }

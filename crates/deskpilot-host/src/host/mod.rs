@@ -60,7 +60,7 @@ mod launch;
 pub use bind::window_facts;
 pub use launch::vet_launch;
 mod aim;
-mod effect;
+pub(crate) mod effect;
 pub(crate) mod files;
 mod judge;
 mod pipeline;

@@ -38,6 +38,10 @@ use super::{Basis, Host};
 /// 150 ms, longer than GTK's, Qt's and browsers' hover feedback takes to reach the
 /// tree (a few frames) and shorter than a tooltip's delay (500 ms).
 pub const HOVER_SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
+
+/// How long a covered window raised for a pointer gesture may take to come to the
+/// front: 1 s, as long as a window manager's focus change takes under load.
+pub const RAISE_WAIT: std::time::Duration = std::time::Duration::from_millis(1000);
 use crate::control;
 use crate::session::{ActOutcome, Change, KeysOutcome, Target};
 use deskpilot_protocol::Result;
@@ -239,10 +243,22 @@ impl Host {
             !matches!(&effect, Effect::Keys { target, .. } if !matches!(target, Target::Current));
         let (window, cand, moved) = self.action_target(&op, aimed).await?;
         let app = cand.facts.app.clone();
-        // A window that is not on screen takes nothing it could not show.
-        if let Some(e) = effect.not_viewable(&window) {
-            return Err(self.refuse(e, Some(&op), Some(&app)));
-        }
+        // A window that is not on screen takes nothing it could not show; one that
+        // other windows cover is raised for a pointer gesture, and the result says
+        // so.
+        let (window, raised) = match effect.not_viewable(&window) {
+            None => (window, None),
+            Some(e) => match self.raise_covered(&effect, &window).await {
+                Some(w) => {
+                    let said = format!(
+                        "raised window {:?} to the front first: other windows covered all of it",
+                        deskpilot_core::sanitize::one_line(&w.title)
+                    );
+                    (w, Some(said))
+                }
+                None => return Err(self.refuse(e, Some(&op), Some(&app))),
+            },
+        };
         let revision = self.revision();
         // 2. What the effect was aimed with is current.
         let point = self
@@ -358,7 +374,7 @@ impl Host {
         if let Some(change) = out.change_mut() {
             self.mark_new_windows(change);
         }
-        if let Some(n) = moved {
+        for n in [moved, raised].into_iter().flatten() {
             out.append(&n);
         }
         if let Some(n) = out
@@ -375,6 +391,46 @@ impl Host {
         }
         self.after_call()?;
         Ok(out)
+    }
+
+    /// The bound `window`, raised, for a pointer gesture on it while other windows
+    /// cover all of it (docs/ARCHITECTURE.md §7.11): the driver activates it, as it
+    /// does for keys and a pointer gesture in a window without focus, and the
+    /// windows are read again until it is active and not wholly covered, for up to
+    /// [`RAISE_WAIT`]. `None` for any other effect or reason (unmapped, minimised,
+    /// another workspace: deskpilot does not restore or switch), or when raising
+    /// failed or left it covered.
+    async fn raise_covered(&mut self, effect: &Effect, window: &WindowInfo) -> Option<WindowInfo> {
+        if !matches!(effect, Effect::Pointer { .. })
+            || window.hidden.is_some()
+            || !window.fully_covered()
+        {
+            return None;
+        }
+        let driver = self.session.driver().clone();
+        driver
+            .activate(deskpilot_protocol::types::ActivateParams {
+                window: window.handle.clone(),
+            })
+            .await
+            .inspect_err(|e| tracing::debug!(error = %e.message, "raising a covered window failed"))
+            .ok()?;
+        let start = std::time::Instant::now();
+        loop {
+            let now = driver
+                .windows()
+                .await
+                .ok()?
+                .into_iter()
+                .find(|w| w.handle == window.handle)?;
+            if now.active && now.hidden.is_none() && !now.fully_covered() {
+                return Some(now);
+            }
+            if start.elapsed() >= RAISE_WAIT {
+                return None;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
     }
 
     /// Steps 4–5: the judge on the window as it is now, then the session's dispatch.

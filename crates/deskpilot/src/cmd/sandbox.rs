@@ -111,14 +111,25 @@ pub async fn run(json: bool, sandbox: Option<u32>, cmd: SandboxCmd) -> Result<()
                 eprintln!("warning: the audit log was not written: {e}");
             }
             let child = child?;
-            let pid = child.id();
+            let wrapper = child.id();
             // The app belongs to the sandbox now; it is stopped with it.
             std::mem::forget(child);
+            let pid = app_behind(wrapper);
+            let confined = if pid == wrapper {
+                String::new()
+            } else {
+                format!(", confined by bubblewrap pid {wrapper}")
+            };
             print_ok(
                 json,
-                &serde_json::json!({ "pid": pid, "display": sb.state().display, "command": command }),
+                &serde_json::json!({
+                    "pid": pid,
+                    "wrapper_pid": (pid != wrapper).then_some(wrapper),
+                    "display": sb.state().display,
+                    "command": command,
+                }),
                 &format!(
-                    "started {} (pid {pid}) on display :{}",
+                    "started {} (pid {pid}{confined}) on display :{}",
                     command.join(" "),
                     sb.state().display
                 ),
@@ -233,4 +244,27 @@ pub fn spawn_watcher(display: u32) -> std::io::Result<()> {
         .stderr(std::process::Stdio::null());
     deskpilot_os::own_process_group(&mut c);
     c.spawn().map(drop)
+}
+
+/// The process of the app a `sandbox run` started as `wrapper`: the app itself when
+/// it ran unconfined, else the end of bubblewrap's chain of single children (its
+/// namespace's init, a `sh -c exec`, then the app), waited for up to 1 s while
+/// the chain still ends in bubblewrap or the shell that execs the app. `wrapper`
+/// when the chain cannot be read.
+fn app_behind(wrapper: u32) -> u32 {
+    let wrapping = |pid: u32| {
+        deskpilot_os::process_exe(pid)
+            .is_some_and(|e| matches!(e.as_str(), "bwrap" | "sh" | "dash" | "bash"))
+    };
+    let start = std::time::Instant::now();
+    loop {
+        let mut pid = wrapper;
+        while let [only] = deskpilot_os::children(pid)[..] {
+            pid = only;
+        }
+        if !wrapping(pid) || start.elapsed() > std::time::Duration::from_secs(1) {
+            return pid;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -60,6 +60,14 @@ pub fn fails_json(command: Command, args: &[&str], code: &str) -> Value {
     v
 }
 
+/// The `error.message` of a `--json` failure (empty when there is none).
+pub fn error_message(v: &Value) -> String {
+    v["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// One sandbox desktop, started and stopped through the CLI.
 pub struct Desk<'a> {
     pub root: &'a Path,

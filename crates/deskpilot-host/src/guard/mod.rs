@@ -166,9 +166,72 @@ impl Guarded {
     /// (docs/ARCHITECTURE.md §7.21): in a save dialog, an element action or keys
     /// that would save outside them are refused. A window without a tree has no
     /// save dialog anything could read.
-    async fn saves_allowed(&self, s: &Effective, window: &Handle, what: Served<'_>) -> Result<()> {
+    /// Also the `code` surfaces of the window ([`Guarded::code_surface_refused`]),
+    /// and a pointer press on a toggle that shows a password
+    /// ([`Guarded::reveal_refused`]), from the same read.
+    async fn saves_allowed(
+        &self,
+        s: &Effective,
+        facts: Option<&TargetFacts>,
+        window: &Handle,
+        what: Served<'_>,
+    ) -> Result<()> {
         match self.tree(window).await? {
-            Some(root) => crate::host::files::check_served(s, what, &root),
+            Some(root) => {
+                Self::code_surface_refused(s, facts, &root, what)?;
+                // A press at a point on a toggle that shows a password in clear is
+                // secure input, as a press of it by handle is.
+                if let Served::Pointer(PointerAction::Click | PointerAction::DoubleClick, (x, y)) =
+                    what
+                {
+                    let toggles = deskpilot_policy::input::elements_at(&root, x, y)
+                        .into_iter()
+                        .filter(|n| deskpilot_policy::reach::reveals_password(n, &root));
+                    for n in toggles {
+                        Self::reveal_refused(s, facts, &root, &n.handle)?;
+                    }
+                }
+                crate::host::files::check_served(s, what, &root)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The `code` surfaces of this machine's window whose tree is `root`
+    /// (docs/ARCHITECTURE.md §7.22), judged as the host judges them: unless this
+    /// machine's config grants the app the `code` tier, a browser's developer
+    /// tools take nothing but the F12 that closes them, a chord that opens them
+    /// in a web engine is refused, and no text or keys go into a console inside an
+    /// app (`COMPUTER_DENYLISTED`).
+    fn code_surface_refused(
+        s: &Effective,
+        facts: Option<&TargetFacts>,
+        root: &deskpilot_core::Node,
+        what: Served<'_>,
+    ) -> Result<()> {
+        let f = facts.cloned().unwrap_or_default();
+        if refusals_for(s).code_granted(&f) {
+            return Ok(());
+        }
+        let (chord, writes, lands_on) = match what {
+            Served::Act(op, _, h) => (
+                None,
+                matches!(op, Op::SetValue | Op::Type | Op::Clear),
+                root.walk().find(|n| &n.handle == h),
+            ),
+            Served::Keys(chord, text) => (
+                chord,
+                deskpilot_policy::console::keys_write(chord, text),
+                deskpilot_policy::input::focused(root),
+            ),
+            Served::Pointer(..) => (None, false, None),
+        };
+        let grantee = f.exe.as_deref().unwrap_or(&f.app);
+        let why =
+            deskpilot_policy::tier::devtools_refused(chord, root, f.toolkit.as_deref(), grantee)
+                .or_else(|| deskpilot_policy::console::refused(writes, lands_on, grantee));
+        match why {
+            Some(w) => Err(ComputerError::new(ErrorCode::Denylisted, w)),
             None => Ok(()),
         }
     }
@@ -411,27 +474,17 @@ impl Driver for Guarded {
                 )
                 .await?;
             }
-            // One read of the window for both checks on it: a click on a toggle
-            // that shows a password in clear is secure input, as on the host; a save
-            // dialog writes only into this machine's places.
-            let activates = deskpilot_policy::irreversible::op_activates(p.op);
-            let saves = matches!(
-                p.op,
-                Op::SetValue | Op::Type | Op::Click | Op::DoubleClick | Op::Toggle
-            );
-            if (activates || saves)
-                && let Some(root) = self.tree(&p.window).await?
-            {
-                if activates {
+            // One read of the window for every check on it, made for every act: a
+            // click on a toggle that shows a password in clear is secure input, as
+            // on the host; a save dialog writes only into this machine's places; a
+            // browser's developer tools take no act and a console no text.
+            if let Some(root) = self.tree(&p.window).await? {
+                if deskpilot_policy::irreversible::op_activates(p.op) {
                     Self::reveal_refused(&s, facts.as_ref(), &root, &p.handle)?;
                 }
-                if saves {
-                    crate::host::files::check_served(
-                        &s,
-                        Served::Act(p.op, p.value.as_deref(), &p.handle),
-                        &root,
-                    )?;
-                }
+                let what = Served::Act(p.op, p.value.as_deref(), &p.handle);
+                Self::code_surface_refused(&s, facts.as_ref(), &root, what)?;
+                crate::host::files::check_served(&s, what, &root)?;
             }
             let mut r = self.inner.act(p.clone()).await?;
             // The window read after the action is served as a snapshot is: only
@@ -457,11 +510,10 @@ impl Driver for Guarded {
     }
 
     async fn keys(&self, p: KeysParams) -> Result<InputResult> {
-        let len = p
-            .chord
-            .as_deref()
-            .or(p.text.as_deref())
-            .map(|t| t.chars().count());
+        let len = Some(crate::host::effect::keys_text_len(
+            p.chord.as_deref(),
+            p.text.as_deref(),
+        ));
         let mut facts = None;
         let r = async {
             let (s, f) = self.admit_window(&p.window).await?;
@@ -539,6 +591,7 @@ impl Driver for Guarded {
             .await?;
             self.saves_allowed(
                 &s,
+                facts.as_ref(),
                 &p.window,
                 Served::Keys(p.chord.as_deref(), p.text.as_deref()),
             )
@@ -578,8 +631,13 @@ impl Driver for Guarded {
                 if let Some(w) = window {
                     let (tx, ty) = w.device_to_tree(f64::from(p.x), f64::from(p.y));
                     let at = (tx.floor() as i32, ty.floor() as i32);
-                    self.saves_allowed(&s, &p.window, Served::Pointer(p.action, at))
-                        .await?;
+                    self.saves_allowed(
+                        &s,
+                        facts.as_ref(),
+                        &p.window,
+                        Served::Pointer(p.action, at),
+                    )
+                    .await?;
                 }
             }
             self.inner.pointer(p.clone()).await
@@ -794,250 +852,4 @@ fn same_app(window: &Handle, element: &Handle) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `driver` served under `reload`'s config, with its runtime directory in
-    /// `dir` and its audit log at `audit`, and a runtime to call it on.
-    fn guarded(
-        driver: Arc<dyn Driver>,
-        reload: Reload,
-        dir: &std::path::Path,
-        audit: PathBuf,
-    ) -> (Guarded, tokio::runtime::Runtime) {
-        let g = Guarded::new(
-            driver,
-            GuardOptions {
-                reload,
-                runtime_dir: dir.to_path_buf(),
-                audit: AuditLog::new(audit),
-            },
-        );
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        (g, rt)
-    }
-
-    /// A click in an admitted window whose result carries the window read after it:
-    /// when the window is refused by then (the click loaded a page whose title the
-    /// user denies), the read is not served; while admitted, it is.
-    #[test]
-    fn the_read_after_an_action_is_served_only_while_its_window_is_admitted() {
-        use deskpilot_protocol::fixture_driver::FixtureDriver;
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let dir = tempfile::tempdir().unwrap();
-        let fixture = Arc::new(FixtureDriver::desktop());
-        // The fixture's apps run as this test's user (not another user's windows).
-        fixture.mutate(|apps| {
-            for a in apps.iter_mut() {
-                a.info.uid = Some(deskpilot_os::current_uid());
-            }
-            // Fixture handles carry no bus name, so the guard lets an action name
-            // only the window itself: give it a click.
-            apps[0].windows[0].actions = vec!["click".into()];
-        });
-        // Each admission reloads the settings once: the ones numbered past
-        // `deny_after` see the window's app on the user's deny-list.
-        let calls = Arc::new(AtomicUsize::new(0));
-        let deny_after = Arc::new(AtomicUsize::new(usize::MAX));
-        let (c, d) = (calls.clone(), deny_after.clone());
-        let reload: Reload = Arc::new(move || {
-            let n = c.fetch_add(1, Ordering::SeqCst) + 1;
-            let mut s = crate::config::Config::default().effective(true);
-            s.enabled = true;
-            if n > d.load(Ordering::SeqCst) {
-                s.deny_apps = vec!["editor".into()];
-            }
-            Ok(s)
-        });
-        let (g, rt) = guarded(fixture, reload, dir.path(), dir.path().join("audit.jsonl"));
-        rt.block_on(async {
-            let window = g.windows().await.unwrap()[0].clone();
-            assert_eq!(window.app, "editor");
-            let click = || ActParams {
-                window: window.handle.clone(),
-                handle: window.handle.clone(),
-                op: Op::Click,
-                value: None,
-                settle: Some(Settle {
-                    read: true,
-                    ..Settle::default()
-                }),
-            };
-            let served = g.act(click()).await.unwrap();
-            assert!(served.after.is_some(), "admitted: the read is served");
-            // Admitted when the action is asked for, refused when its read is
-            // judged after it.
-            deny_after.store(calls.load(Ordering::SeqCst) + 1, Ordering::SeqCst);
-            let withheld = g.act(click()).await.unwrap();
-            assert!(withheld.after.is_none(), "refused by then: not served");
-            assert_eq!(withheld.status, ActStatus::Executed);
-            let e = g
-                .snapshot(SnapshotParams::whole(window.handle.clone()))
-                .await
-                .unwrap_err();
-            assert_eq!(e.code, ErrorCode::Denylisted, "{e:?}");
-        });
-    }
-
-    #[test]
-    fn an_element_must_be_of_the_named_windows_app() {
-        let w = Handle::new(":1.20|/org/a11y/atspi/accessible/9");
-        assert!(same_app(&w, &Handle::new(":1.20|/org/a11y/atspi/accessible/12")).is_ok());
-        let e = same_app(&w, &Handle::new(":1.21|/org/a11y/atspi/accessible/12")).unwrap_err();
-        assert_eq!(e.code, ErrorCode::ScopeViolation);
-        assert!(same_app(&w, &Handle::new("/org/a11y/atspi/accessible/12")).is_err());
-        let x = Handle::new("x11win:4194313.77");
-        assert!(same_app(&x, &x).is_ok());
-        assert!(same_app(&x, &w).is_err());
-    }
-
-    /// `deskpilot driver` on a machine in plan mode clicked Delete: the served driver
-    /// applies its machine's mode, so plan serves reads and refuses every effect (and
-    /// audits the refusal); a paste needs its machine's clipboard switch.
-    #[test]
-    fn plan_mode_on_the_served_machine_refuses_every_effect() {
-        use deskpilot_protocol::fixture_driver::{FixtureDriver, RecordedAction};
-        let dir = tempfile::tempdir().unwrap();
-        let fixture = Arc::new(FixtureDriver::desktop());
-        fixture.mutate(|apps| {
-            for a in apps.iter_mut() {
-                a.info.uid = Some(deskpilot_os::current_uid());
-            }
-            apps[0].windows[0].actions = vec!["click".into()];
-        });
-        let mode = Arc::new(std::sync::Mutex::new(deskpilot_policy::mode::Mode::Plan));
-        let m = mode.clone();
-        let reload: Reload = Arc::new(move || {
-            let mut s = crate::config::Config::default().effective(true);
-            s.enabled = true;
-            s.mode = *m.lock().unwrap();
-            Ok(s)
-        });
-        let audit = dir.path().join("audit.jsonl");
-        let (g, rt) = guarded(fixture.clone(), reload, dir.path(), audit.clone());
-        rt.block_on(async {
-            let window = g.windows().await.unwrap()[0].clone();
-            let click = ActParams {
-                window: window.handle.clone(),
-                handle: window.handle.clone(),
-                op: Op::Click,
-                value: None,
-                settle: None,
-            };
-            let e = g.act(click.clone()).await.unwrap_err();
-            assert_eq!(e.code, ErrorCode::ScopeViolation, "{e:?}");
-            assert!(e.message.contains("plan"), "{e:?}");
-            let keys = KeysParams {
-                window: window.handle.clone(),
-                chord: Some("Delete".into()),
-                text: None,
-            };
-            assert_eq!(
-                g.keys(keys).await.unwrap_err().code,
-                ErrorCode::ScopeViolation
-            );
-            let ptr = PointerParams {
-                window: window.handle.clone(),
-                action: PointerAction::Click,
-                x: 1,
-                y: 1,
-                to: None,
-            };
-            assert_eq!(
-                g.pointer(ptr).await.unwrap_err().code,
-                ErrorCode::ScopeViolation
-            );
-            // Reads still work in plan mode.
-            g.snapshot(SnapshotParams::whole(window.handle.clone()))
-                .await
-                .unwrap();
-            assert!(
-                fixture.actions().is_empty(),
-                "nothing reached the desktop: {:?}",
-                fixture.actions()
-            );
-            *mode.lock().unwrap() = deskpilot_policy::mode::Mode::Bypass;
-            g.act(click).await.unwrap();
-            assert!(matches!(
-                fixture.actions().as_slice(),
-                [RecordedAction::Act { .. }]
-            ));
-            let paste = KeysParams {
-                window: window.handle.clone(),
-                chord: Some("ctrl+v".into()),
-                text: None,
-            };
-            assert_eq!(
-                g.keys(paste).await.unwrap_err().code,
-                ErrorCode::ScopeViolation
-            );
-        });
-        let log = std::fs::read_to_string(&audit).unwrap();
-        assert!(
-            log.lines()
-                .filter(|l| l.contains("\"refused\"") || l.contains("refusal"))
-                .count()
-                >= 3,
-            "{log}"
-        );
-    }
-
-    /// A click by handle on a "Show password" toggle beside a password field showed
-    /// the password through the served driver: it is secure input there too, as on
-    /// the host; a click on another control runs.
-    #[test]
-    fn a_reveal_toggle_is_secure_input_on_the_served_machine() {
-        use deskpilot_core::{Node, Role, State};
-        use deskpilot_protocol::fixture_driver::FixtureDriver;
-        let dir = tempfile::tempdir().unwrap();
-        let fixture = Arc::new(FixtureDriver::desktop());
-        // Handles as AT-SPI's: the application's bus name, then the object.
-        let (mut pw, mut show, mut ok) = (
-            Node::new("fx|/pw", Role::Textbox, "Password"),
-            Node::new("fx|/show", Role::Checkbox, "Show password"),
-            Node::new("fx|/ok", Role::Button, "Log in"),
-        );
-        pw.states.insert(State::Password);
-        show.actions = vec!["click".into()];
-        ok.actions = vec!["click".into()];
-        fixture.mutate(|apps| {
-            for a in apps.iter_mut() {
-                a.info.uid = Some(deskpilot_os::current_uid());
-            }
-            let mut row = Node::new("row", Role::Group, "");
-            row.children = vec![pw.clone(), show.clone(), ok.clone()];
-            apps[0].windows[0].handle = Handle::new("fx|/w");
-            apps[0].windows[0].children.push(row);
-        });
-        let reload: Reload = Arc::new(|| {
-            let mut s = crate::config::Config::default().effective(true);
-            s.enabled = true;
-            s.mode = deskpilot_policy::mode::Mode::Bypass;
-            Ok(s)
-        });
-        let (g, rt) = guarded(
-            fixture.clone(),
-            reload,
-            dir.path(),
-            dir.path().join("audit.jsonl"),
-        );
-        rt.block_on(async {
-            let window = g.windows().await.unwrap()[0].clone();
-            let click = |h: &str| ActParams {
-                window: window.handle.clone(),
-                handle: Handle::new(h),
-                op: Op::Click,
-                value: None,
-                settle: None,
-            };
-            let e = g.act(click("fx|/show")).await.unwrap_err();
-            assert_eq!(e.code, ErrorCode::SecureInput, "{e:?}");
-            assert!(fixture.actions().is_empty(), "{:?}", fixture.actions());
-            g.act(click("fx|/ok")).await.unwrap();
-            assert_eq!(fixture.actions().len(), 1);
-        });
-    }
-}
+mod tests;
