@@ -191,10 +191,36 @@ impl Guarded {
                         Self::reveal_refused(s, facts, &root, &n.handle)?;
                     }
                 }
+                Self::field_unprotected(s, &root, what)?;
                 crate::host::files::check_served(s, what, &root)
             }
             None => Ok(()),
         }
+    }
+
+    /// What keys or a `type` leave in the one-line field they edit, with the caret
+    /// anywhere in it (`input::field_after`), must not name this machine's
+    /// deskpilot files: a path typed in pieces, finished by its last letter, a
+    /// BackSpace or a Home, is judged whole, as on the host.
+    fn field_unprotected(
+        s: &Effective,
+        root: &deskpilot_core::Node,
+        what: Served<'_>,
+    ) -> Result<()> {
+        use deskpilot_policy::input::{field_after, focused};
+        let field = |n: Option<&deskpilot_core::Node>| {
+            n.filter(|n| !n.has(deskpilot_core::State::Multiline))
+                .and_then(|n| n.value.clone())
+                .unwrap_or_default()
+        };
+        let texts = match what {
+            Served::Keys(chord, text) => field_after(&field(focused(root)), chord, text),
+            Served::Act(Op::Type, Some(v), h) => {
+                field_after(&field(root.walk().find(|n| &n.handle == h)), None, Some(v))
+            }
+            _ => Vec::new(),
+        };
+        texts.iter().try_for_each(|t| Self::unprotected(s, Some(t)))
     }
 
     /// The `code` surfaces of this machine's window whose tree is `root`
@@ -484,6 +510,7 @@ impl Driver for Guarded {
                 }
                 let what = Served::Act(p.op, p.value.as_deref(), &p.handle);
                 Self::code_surface_refused(&s, facts.as_ref(), &root, what)?;
+                Self::field_unprotected(&s, &root, what)?;
                 crate::host::files::check_served(&s, what, &root)?;
             }
             let mut r = self.inner.act(p.clone()).await?;

@@ -369,3 +369,66 @@ fn code_surfaces_are_judged_on_the_served_machine() {
         assert_eq!(sent(), 3, "{:?}", fixture.actions());
     });
 }
+
+/// A path to this machine's deskpilot files finished inside the focused field —
+/// the first letter of its last folder typed where it is missing (the caret moved
+/// there before) with the Enter that loads it — was judged as typed after the
+/// field's text: the field's text is edited with the caret anywhere and each
+/// result judged (`COMPUTER_SCOPE_VIOLATION`, nothing sent).
+#[test]
+fn a_path_finished_in_the_field_is_judged_on_the_served_machine() {
+    use deskpilot_core::{Node, Role, State};
+    use deskpilot_protocol::fixture_driver::FixtureDriver;
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Arc::new(FixtureDriver::desktop());
+    let reload: Reload = Arc::new(|| {
+        let mut s = crate::config::Config::default().effective(true);
+        s.enabled = true;
+        s.mode = deskpilot_policy::mode::Mode::Bypass;
+        Ok(s)
+    });
+    let protected = refusals_for(&reload().unwrap()).protected[0].clone();
+    let mut name = Node::new("fx|/name", Role::Textbox, "Name");
+    let cut = protected.rfind('/').expect("an absolute path") + 1;
+    let first = protected[cut..].chars().next().expect("a folder name");
+    assert!(first.is_ascii_lowercase(), "{protected}");
+    let mut missing = protected.clone();
+    missing.remove(cut);
+    name.value = Some(missing);
+    name.states.insert(State::Editable);
+    name.states.insert(State::Focused);
+    fixture.mutate(|apps| {
+        for a in apps.iter_mut() {
+            a.info.uid = Some(deskpilot_os::current_uid());
+        }
+        apps[0].windows[0].states.remove(State::Focused);
+        apps[0].windows[0].handle = Handle::new("fx|/w");
+        apps[0].windows[0].children = vec![name.clone()];
+    });
+    let (g, rt) = guarded(
+        fixture.clone(),
+        reload,
+        dir.path(),
+        dir.path().join("audit.jsonl"),
+    );
+    rt.block_on(async {
+        let window = g.windows().await.unwrap()[0].clone();
+        let keys = |chord: &str| KeysParams {
+            window: window.handle.clone(),
+            chord: Some(chord.into()),
+            text: None,
+        };
+        let e = g.keys(keys(&format!("{first}+Return"))).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::ScopeViolation, "{e:?}");
+        assert!(fixture.actions().is_empty(), "{:?}", fixture.actions());
+        // Another letter leaves no protected path: the keys are not refused here.
+        let other = g.keys(keys("0+Return")).await;
+        assert!(
+            other
+                .as_ref()
+                .err()
+                .is_none_or(|e| e.code != ErrorCode::ScopeViolation),
+            "{other:?}"
+        );
+    });
+}

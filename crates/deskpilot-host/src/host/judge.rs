@@ -782,11 +782,11 @@ mod tests {
             written_refused(&rules, &keys(c), Some(&f), None)
                 .is_err_and(|e| e.code == ErrorCode::ScopeViolation)
         };
-        assert!(refused("~/.config/deskpilotX", "BackSpace+Return"));
+        assert!(refused("~/.config/deskpilotX", "BackSpace"));
         assert!(refused("/.config/deskpilot", "Home+asciitilde+Return"));
         assert!(refused("~/.config/deskpilo", "t+Return"));
         assert!(!refused("~/.config/deskpilotX", "y+Return"));
-        assert!(!refused("notes.txt", "BackSpace+Return"));
+        assert!(!refused("notes.txt", "BackSpace"));
         let typed = Effect::Act {
             r: "e1".into(),
             op: Op::Type,
