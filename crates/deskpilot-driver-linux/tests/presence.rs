@@ -382,6 +382,76 @@ fn clear_hides_everything_and_drop_removes_the_windows() {
     });
 }
 
+/// The frame's outer box, once all four sides are mapped and `ready` holds for it.
+fn frame_box(x: &Xvfb, what: &str, ready: impl Fn(Bounds) -> bool) -> Bounds {
+    let outer = std::cell::Cell::new(Bounds::new(0, 0, 0, 0));
+    overlays_when(x, "deskpilot-frame", what, |w| {
+        if w.len() != 4 || !w.iter().all(|w| w.mapped) {
+            return false;
+        }
+        let left = w.iter().map(|f| f.bounds.x).min().unwrap();
+        let top = w.iter().map(|f| f.bounds.y).min().unwrap();
+        let right = w.iter().map(|f| f.bounds.x + f.bounds.width).max().unwrap();
+        let bottom = w
+            .iter()
+            .map(|f| f.bounds.y + f.bounds.height)
+            .max()
+            .unwrap();
+        outer.set(Bounds::new(left, top, right - left, bottom - top));
+        ready(outer.get())
+    });
+    outer.get()
+}
+
+/// The frame stayed where the host last measured the bound window: made
+/// fullscreen (here by the test, which plays the window manager: it lists the
+/// window in `_NET_CLIENT_LIST` and resizes it) between two calls, the window was
+/// outlined at its old place, and a minimised window kept its frame. The frame
+/// follows the window it was drawn around, in sight on a fullscreen one, and goes
+/// when the window is unmapped.
+#[test]
+fn the_frame_follows_the_bound_window_between_calls() {
+    let xvfb = Xvfb::start();
+    let conn = xvfb.conn();
+    let root = conn.setup().roots[0].root;
+    let win = test_window(&conn, 100, 100);
+    let list = conn
+        .intern_atom(false, b"_NET_CLIENT_LIST")
+        .unwrap()
+        .reply()
+        .unwrap()
+        .atom;
+    conn.change_property32(PropMode::REPLACE, root, list, AtomEnum::WINDOW, &[win])
+        .unwrap();
+    conn.sync().unwrap();
+    let (p, _) = presence(&xvfb);
+    p.frame(Some(Bounds::new(100, 100, 400, 300)));
+    frame_box(&xvfb, "the frame around the window", |b| {
+        b == Bounds::new(97, 97, 406, 306)
+    });
+
+    // Fullscreen: no call from the host, the frame moves, inside the screen.
+    conn.configure_window(
+        win,
+        &x11rb::protocol::xproto::ConfigureWindowAux::new()
+            .x(0)
+            .y(0)
+            .width(SCREEN.0 as u32)
+            .height(SCREEN.1 as u32),
+    )
+    .unwrap();
+    conn.sync().unwrap();
+    let full = frame_box(&xvfb, "the frame around the fullscreen window", |b| {
+        b == Bounds::new(0, 0, SCREEN.0, SCREEN.1)
+    });
+    assert!(on_screen(&full), "{full:?}");
+
+    // Minimised (unmapped by the window manager): no frame.
+    conn.unmap_window(win).unwrap();
+    conn.sync().unwrap();
+    hidden(&xvfb, "deskpilot-frame");
+}
+
 #[test]
 fn opening_without_a_display_fails_with_a_sentence() {
     let err = Presence::open("", Box::new(|| {})).err().unwrap();

@@ -185,6 +185,14 @@ pub fn refused(writes: bool, lands_on: Option<&Node>, grantee: &str) -> Option<S
     ))
 }
 
+/// Where keys land, for the console rule: the focused element `focus`; when no
+/// element of window `root` shows the focus (a window that is not active shows
+/// none, and the driver activates it before it types), any console the window
+/// holds, since the keys may land in it.
+pub fn keys_land_on<'a>(focus: Option<&'a Node>, root: &'a Node) -> Option<&'a Node> {
+    focus.or_else(|| root.walk().find(|n| shows_console(n).is_some()))
+}
+
 /// Whether keys `chord`/`text` write into the element they land on: any text,
 /// and any chord but one that [`only_leaves`].
 pub fn keys_write(chord: Option<&str>, text: Option<&str>) -> bool {
@@ -265,6 +273,23 @@ mod tests {
         let mut label = Node::new("l", Role::Label, "");
         label.value = Some(">>> ".into());
         assert_eq!(shows_console(&label), None);
+    }
+
+    #[test]
+    fn keys_into_a_window_without_focus_may_land_in_its_console() {
+        let mut doc = field("notes");
+        doc.states.remove(State::Editable);
+        let mut root = Node::new("w", Role::Window, "gedit");
+        root.children = vec![doc, field("banner\n>>> ")];
+        assert_eq!(
+            keys_land_on(None, &root).map(|n| n.value.as_deref()),
+            Some(Some("banner\n>>> "))
+        );
+        let focus = Node::new("b", Role::Button, "Close");
+        assert_eq!(
+            keys_land_on(Some(&focus), &root).map(|n| n.role),
+            Some(Role::Button)
+        );
     }
 
     #[test]

@@ -178,7 +178,7 @@ impl FilePlaces {
 /// A save dialog as read from its window's tree.
 #[derive(Debug, Clone, Copy)]
 pub struct SaveDialog<'a> {
-    /// The enabled "Save" button.
+    /// The button that saves ("Save", or the one beside Cancel).
     pub save: &'a Node,
     /// The single-line field holding the file's name.
     pub name: &'a Node,
@@ -199,6 +199,22 @@ fn name_field(n: &Node) -> bool {
 /// enabled or not (GTK disables it while the name is empty).
 fn save_button(n: &Node) -> bool {
     n.role == Role::Button && label_is(&n.name, &["save", "保存", "儲存"])
+}
+
+/// The button that accepts dialog `root`: one labelled Save, else the named
+/// button beside its Cancel button (the action area of GTK's, Qt's and Windows'
+/// dialogs holds the two), whatever it is called ("OK", "Select", "Export").
+fn accept_button(root: &Node) -> Option<&Node> {
+    root.walk().find(|n| save_button(n)).or_else(|| {
+        root.walk().find_map(|p| {
+            if !p.children.iter().any(cancels) {
+                return None;
+            }
+            p.children
+                .iter()
+                .find(|c| c.role == Role::Button && !cancels(c) && !c.name.trim().is_empty())
+        })
+    })
 }
 
 /// Whether `label`, folded ([`fold`]), is one of `words` folded the same way.
@@ -223,16 +239,17 @@ fn path_bar(n: &Node) -> bool {
     folder_buttons(n).any(|c| c.has(State::Checked))
 }
 
-/// The save dialog `root` is, if it is one: a "Save" button, a single-line
-/// name field and a path bar, wherever they are in the tree (recognised by what the
-/// window shows, never by the app's name).
+/// The save dialog `root` is, if it is one: a single-line name field, a path bar
+/// and the button that accepts it ([`accept_button`]: "Save", or whatever the
+/// button beside Cancel is called — zenity's "OK"), wherever they are in the tree
+/// (recognised by what the window shows, never by the app's name).
 pub fn save_dialog(root: &Node) -> Option<SaveDialog<'_>> {
     // A dialog window: an app's main window with a Save button on its toolbar, a
     // one-line field and a group of toggle buttons (LibreOffice) is not one.
     if root.role != Role::Dialog {
         return None;
     }
-    let save = root.walk().find(|n| save_button(n))?;
+    let save = accept_button(root)?;
     let name = root
         .walk()
         .filter(|n| name_field(n))
@@ -507,10 +524,16 @@ mod tests {
         );
         let s = save_dialog(&d).expect("a save dialog");
         assert_eq!(s.target("c", home).as_deref(), Some("/tmp/c"));
-        // Not a save dialog: no Save button.
+        // Not a save dialog: no button accepts it.
         let mut open = dialog("c", &[("tmp", true)]);
         open.children.pop();
         assert!(save_dialog(&open).is_none());
+        // zenity's save chooser accepts with "OK", beside Cancel: a save dialog.
+        let mut zenity = dialog("c", &[("tmp", true), ("File System Root", false)]);
+        zenity.children[3] = Node::new("h:5", Role::Button, "OK").state(State::Disabled);
+        let s = save_dialog(&zenity).expect("a save dialog");
+        assert_eq!(s.save.name, "OK");
+        assert_eq!(s.target("c", home).as_deref(), Some("/tmp/c"));
         assert!(names_a_path("~/x") && names_a_path("a/b") && !names_a_path("notes.txt"));
         assert!(only_escape("Escape") && only_escape("Escape Escape") && only_escape("0xff1b"));
         assert!(!only_escape("ctrl+Escape") && !only_escape("Escape Return") && !only_escape("x"));

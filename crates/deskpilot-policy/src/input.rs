@@ -166,7 +166,8 @@ pub const FIELD_CARETS_MAX: usize = 512;
 /// selected (the first key replaces it): printable keys insert, BackSpace and
 /// Delete remove (Ctrl: a word), Home and End move, up to the first Enter. A path
 /// finished inside the field (typed before what it holds, a stray letter deleted)
-/// is judged whole so. Distinct results, in caret order, the selected case last.
+/// is judged whole so. Distinct results: the caret at the end first, then the
+/// selected text replaced, then the caret at each other place from the start.
 pub fn field_after(value: &str, chords: Option<&str>, typed: Option<&str>) -> Vec<String> {
     let edits: Vec<Edit> = match (typed, chords) {
         (Some(t), _) => t
@@ -179,10 +180,12 @@ pub fn field_after(value: &str, chords: Option<&str>, typed: Option<&str>) -> Ve
     };
     let start: Vec<char> = value.chars().collect();
     let n = start.len();
+    // The caret at the end first (where it is after typing or a set value), then
+    // the other places.
     let carets: Vec<usize> = if n <= FIELD_CARETS_MAX {
-        (0..=n).collect()
+        std::iter::once(n).chain(0..n).collect()
     } else {
-        vec![0, n]
+        vec![n, 0]
     };
     let word = |c: char| c.is_alphanumeric() || c == '_';
     let mut out: Vec<String> = Vec::new();
@@ -194,10 +197,14 @@ pub fn field_after(value: &str, chords: Option<&str>, typed: Option<&str>) -> Ve
         Some(Edit::Back { .. } | Edit::Forward { .. }) => Some(&edits[1..]),
         _ => None,
     };
-    let runs = carets
+    let mut runs: Vec<(Vec<char>, usize, &[Edit])> = carets
         .into_iter()
         .map(|at| (start.clone(), at, &edits[..]))
-        .chain(selected.map(|rest| (Vec::new(), 0, rest)));
+        .collect();
+    // The selected text replaced comes second.
+    if let Some(rest) = selected {
+        runs.insert(1.min(runs.len()), (Vec::new(), 0, rest));
+    }
     for (mut text, mut caret, edits) in runs {
         for e in edits {
             match *e {

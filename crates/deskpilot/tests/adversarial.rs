@@ -814,6 +814,22 @@ fn deskpilots_own_files_cannot_be_written_through_an_app() {
     );
     assert!(message(&v).contains("deskpilot's own files"), "{v}");
     still_open(&outside);
+    // A path relative to the folder the dialog shows (/tmp) names the config's
+    // folder as surely as a full one (before: zenity's chooser accepts with "OK",
+    // not "Save", so it was not judged as a save dialog, and it printed the path).
+    let cfg_dir = iso.config.parent().unwrap();
+    let relative = cfg_dir
+        .strip_prefix("/tmp")
+        .expect("the test's config is under /tmp")
+        .join("x");
+    let v = fails_with(
+        &sb,
+        &iso,
+        &["act", &name, "set_value", relative.to_str().unwrap()],
+        "COMPUTER_SCOPE_VIOLATION",
+    );
+    assert!(message(&v).contains("deskpilot's own files"), "{v}");
+    still_open(&outside);
     ok(&sb, &iso, &["act", &name, "set_value", "notes.txt"]);
 
     ok(&sb, &iso, &["observe", "--window", "Inside"]);

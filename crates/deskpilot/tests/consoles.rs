@@ -85,6 +85,29 @@ fn an_editors_python_console_is_code_without_a_pty() {
         "COMPUTER_DENYLISTED",
     );
 
+    // Another window made active: gedit's console, still its focus widget, shows
+    // no focus, and keys sent to gedit (which the driver activates first) would
+    // land in it. Before, they did and the console ran them.
+    desk.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "zenity",
+        "--info",
+        "--text",
+        "elsewhere",
+    ]);
+    desk.wait_for("zenity", "label", "elsewhere", 60_000);
+    desk.ok(&["observe", "--app", "gedit"]);
+    let v = desk.fails_with(
+        &["keys", "--app", "gedit", "--text", &format!("{code}\n")],
+        "COMPUTER_DENYLISTED",
+    );
+    assert!(message(&v).contains("shows the keyboard focus"), "{v}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!fired.exists(), "the console ran code");
+    desk.ok(&["act", &console, "focus"]);
+
     // ctrl+Tab leaves the console (a text view keeps plain Tab); from there a
     // sequence that comes back and types is stopped at the key after it came back.
     desk.ok(&["keys", "ctrl+Tab", "--app", "gedit"]);

@@ -248,7 +248,10 @@ impl Guarded {
             Served::Keys(chord, text) => (
                 chord,
                 deskpilot_policy::console::keys_write(chord, text),
-                deskpilot_policy::input::focused(root),
+                deskpilot_policy::console::keys_land_on(
+                    deskpilot_policy::input::focused(root),
+                    root,
+                ),
             ),
             Served::Pointer(..) => (None, false, None),
         };

@@ -28,6 +28,34 @@ fn guarded(
 /// A click in an admitted window whose result carries the window read after it:
 /// when the window is refused by then (the click loaded a page whose title the
 /// user denies), the read is not served; while admitted, it is.
+/// A config with computer use on in bypass mode: nothing is asked, only the
+/// served machine's own checks refuse.
+fn bypass() -> Reload {
+    Arc::new(|| {
+        let mut s = crate::config::Config::default().effective(true);
+        s.enabled = true;
+        s.mode = deskpilot_policy::mode::Mode::Bypass;
+        Ok(s)
+    })
+}
+
+/// `fixture`'s apps run as this test's user, and its first window (handle
+/// `fx|/w`, not focused itself) holds `children` alone.
+fn alone_in_window(
+    fixture: &deskpilot_protocol::fixture_driver::FixtureDriver,
+    children: Vec<deskpilot_core::Node>,
+) {
+    fixture.mutate(|apps| {
+        for a in apps.iter_mut() {
+            a.info.uid = Some(deskpilot_os::current_uid());
+        }
+        let w = &mut apps[0].windows[0];
+        w.states.remove(deskpilot_core::State::Focused);
+        w.handle = Handle::new("fx|/w");
+        w.children = children;
+    });
+}
+
 #[test]
 fn the_read_after_an_action_is_served_only_while_its_window_is_admitted() {
     use deskpilot_protocol::fixture_driver::FixtureDriver;
@@ -224,12 +252,7 @@ fn a_reveal_toggle_is_secure_input_on_the_served_machine() {
         apps[0].windows[0].handle = Handle::new("fx|/w");
         apps[0].windows[0].children.push(row);
     });
-    let reload: Reload = Arc::new(|| {
-        let mut s = crate::config::Config::default().effective(true);
-        s.enabled = true;
-        s.mode = deskpilot_policy::mode::Mode::Bypass;
-        Ok(s)
-    });
+    let reload = bypass();
     let (g, rt) = guarded(
         fixture.clone(),
         reload,
@@ -283,15 +306,8 @@ fn code_surfaces_are_judged_on_the_served_machine() {
     console.states.insert(State::Focused);
     let mut doc = Node::new("fx|/doc", Role::Document, "DevTools");
     doc.actions = vec!["click".into()];
-    fixture.mutate(|apps| {
-        for a in apps.iter_mut() {
-            a.info.uid = Some(deskpilot_os::current_uid());
-        }
-        // The window holds the console alone, which has the focus.
-        apps[0].windows[0].states.remove(State::Focused);
-        apps[0].windows[0].handle = Handle::new("fx|/w");
-        apps[0].windows[0].children = vec![console.clone()];
-    });
+    // The window holds the console alone, which has the focus.
+    alone_in_window(&fixture, vec![console.clone()]);
     let mut app = String::new();
     fixture.mutate(|apps| app = apps[0].info.name.clone());
     let granted = Arc::new(AtomicBool::new(false));
@@ -381,12 +397,7 @@ fn a_path_finished_in_the_field_is_judged_on_the_served_machine() {
     use deskpilot_protocol::fixture_driver::FixtureDriver;
     let dir = tempfile::tempdir().unwrap();
     let fixture = Arc::new(FixtureDriver::desktop());
-    let reload: Reload = Arc::new(|| {
-        let mut s = crate::config::Config::default().effective(true);
-        s.enabled = true;
-        s.mode = deskpilot_policy::mode::Mode::Bypass;
-        Ok(s)
-    });
+    let reload = bypass();
     let protected = refusals_for(&reload().unwrap()).protected[0].clone();
     let mut name = Node::new("fx|/name", Role::Textbox, "Name");
     let cut = protected.rfind('/').expect("an absolute path") + 1;
@@ -397,14 +408,7 @@ fn a_path_finished_in_the_field_is_judged_on_the_served_machine() {
     name.value = Some(missing);
     name.states.insert(State::Editable);
     name.states.insert(State::Focused);
-    fixture.mutate(|apps| {
-        for a in apps.iter_mut() {
-            a.info.uid = Some(deskpilot_os::current_uid());
-        }
-        apps[0].windows[0].states.remove(State::Focused);
-        apps[0].windows[0].handle = Handle::new("fx|/w");
-        apps[0].windows[0].children = vec![name.clone()];
-    });
+    alone_in_window(&fixture, vec![name.clone()]);
     let (g, rt) = guarded(
         fixture.clone(),
         reload,

@@ -43,7 +43,7 @@ pub(super) fn protected_refused(path: &str) -> ComputerError {
     fail(
         ErrorCode::ScopeViolation,
         format!(
-            "this would write to or navigate in deskpilot's own files ({:?}): its config, approvals, stop record and audit are changed only through `deskpilot config`, `approve` and `grant --user` at a terminal. Save elsewhere",
+            "this would write to or navigate in deskpilot's own files ({:?}): its config, approvals, stop record and audit are changed only through `deskpilot config`, `approve` and `grant --user` at a terminal. Back out of this (Escape, or Cancel by its ref: neither is refused) and save elsewhere",
             deskpilot_core::sanitize::one_line(path)
         ),
     )
@@ -297,8 +297,10 @@ impl Judge {
     /// what is typed there as code: unless the app has the `code` tier, no text
     /// and no keys go into one — but keys that only move focus out of it (Tab, F6,
     /// Escape). `lands_on` is the element an act writes or the focused element for
-    /// keys; clicks and focus moves onto a console run nothing and pass.
-    fn console(&self, effect: &Effect, lands_on: Option<&Node>) -> Result<()> {
+    /// keys (any console of the window when no element shows the focus:
+    /// `focus_seen` false); clicks and focus moves onto a console run nothing and
+    /// pass.
+    fn console(&self, effect: &Effect, lands_on: Option<&Node>, focus_seen: bool) -> Result<()> {
         let writes = match effect {
             Effect::Act { op, .. } => matches!(op, Op::SetValue | Op::Type | Op::Clear),
             Effect::Keys { chord, text, .. } => {
@@ -311,7 +313,13 @@ impl Judge {
         }
         let grantee = self.facts.exe.as_deref().unwrap_or(&self.facts.app);
         match deskpilot_policy::console::refused(writes, lands_on, grantee) {
-            Some(why) => Err(fail(ErrorCode::Denylisted, why)),
+            Some(why) if focus_seen => Err(fail(ErrorCode::Denylisted, why)),
+            Some(why) => Err(fail(
+                ErrorCode::Denylisted,
+                format!(
+                    "no element of the window shows the keyboard focus (it is not the active window), so keys sent to it may land in its console: {why}. Give the focus to the element you mean first (`click-at` on it, or `act REF focus` once the window is active)"
+                ),
+            )),
             None => Ok(()),
         }
     }
@@ -354,19 +362,24 @@ impl Judge {
         };
         // Escape is no way out of developer tools: it opens their console drawer.
         self.devtools(chord, root)?;
-        // A save dialog writes only into the allowed places (§7.21); on another
+        // Text naming deskpilot's own files first (the more precise reason), then a
+        // save dialog writes only into the allowed places (§7.21); on another
         // device the paths are that machine's.
+        written_refused(&self.rules, effect, focus, element)?;
         if !self.o.remote() {
             let places = || super::files::file_places(&self.o.settings);
             super::files::check_save(places, effect, root, element, point)?;
         }
-        written_refused(&self.rules, effect, focus, element)?;
         let lands_on = match effect {
             Effect::Act { .. } => element,
             Effect::Keys { .. } => focus,
             Effect::Pointer { .. } | Effect::Clipboard { .. } => None,
         };
-        self.console(effect, lands_on)?;
+        let console_target = match effect {
+            Effect::Keys { .. } => deskpilot_policy::console::keys_land_on(focus, root),
+            _ => lands_on,
+        };
+        self.console(effect, console_target, focus.is_some())?;
         note.role = lands_on.map(|n| n.role);
         let fingerprint = lands_on.map(|n| element_fingerprint(root, n));
         note.fingerprint.clone_from(&fingerprint);
@@ -647,15 +660,19 @@ impl Judge {
             chord: step.chord.clone(),
             text: step.text.clone(),
         };
+        // This step's keys with the text of the field they land in now (a path
+        // finished by a later key of the sequence).
+        written_refused(&self.rules, &keys, focused(root), None)?;
         if !self.o.remote() {
             let places = || super::files::file_places(&self.o.settings);
             super::files::check_save(places, &keys, root, None, None)?;
         }
-        // This step's keys with the text of the field they land in now (a path
-        // finished by a later key of the sequence).
-        written_refused(&self.rules, &keys, focused(root), None)?;
         // A step that moved focus into a console types nothing more there.
-        self.console(&keys, focused(root))?;
+        self.console(
+            &keys,
+            deskpilot_policy::console::keys_land_on(focused(root), root),
+            focused(root).is_some(),
+        )?;
         let mut facts = self.facts.clone();
         // A step that presses a toggle showing a password (space on it, its
         // mnemonic) is secure input, as the whole sequence's first key is.

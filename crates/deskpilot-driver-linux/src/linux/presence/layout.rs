@@ -45,15 +45,32 @@ pub(super) fn contains(b: &Bounds, x: i32, y: i32) -> bool {
     x >= b.x && y >= b.y && x < b.x + b.width && y < b.y + b.height
 }
 
-/// The four frame windows' areas (top, bottom, left, right) just outside `b`.
-pub(super) fn frame_rects(b: Bounds) -> [Bounds; 4] {
+/// The four frame windows' areas (top, bottom, left, right) just outside `b`; a
+/// side that would fall off a `screen`-sized root (a fullscreen or maximised
+/// window) is drawn just inside the window's edge instead, so the frame stays in
+/// sight.
+pub(super) fn frame_rects(b: Bounds, screen: (i32, i32)) -> [Bounds; 4] {
     let t = FRAME_WIDTH;
     let (w, h) = (b.width.max(0), b.height.max(0));
+    let (sw, sh) = screen;
+    let left = if b.x - t < 0 { b.x } else { b.x - t };
+    let right = if b.x + w + t > sw {
+        b.x + w - t
+    } else {
+        b.x + w
+    };
+    let top = if b.y - t < 0 { b.y } else { b.y - t };
+    let bottom = if b.y + h + t > sh {
+        b.y + h - t
+    } else {
+        b.y + h
+    };
+    let span = right + t - left;
     [
-        Bounds::new(b.x - t, b.y - t, w + 2 * t, t),
-        Bounds::new(b.x - t, b.y + h, w + 2 * t, t),
-        Bounds::new(b.x - t, b.y, t, h),
-        Bounds::new(b.x + w, b.y, t, h),
+        Bounds::new(left, top, span, t),
+        Bounds::new(left, bottom, span, t),
+        Bounds::new(left, top, t, bottom + t - top),
+        Bounds::new(right, top, t, bottom + t - top),
     ]
 }
 

@@ -34,7 +34,7 @@ use x11rb::protocol::Event;
 use x11rb::protocol::shape::{self, ConnectionExt as _, SK, SO};
 use x11rb::protocol::xinput::{self, ConnectionExt as _};
 use x11rb::protocol::xproto::{
-    AtomEnum, ChangeGCAux, ClipOrdering, ConfigureWindowAux, ConnectionExt as _, CreateGCAux,
+    Atom, AtomEnum, ChangeGCAux, ClipOrdering, ConfigureWindowAux, ConnectionExt as _, CreateGCAux,
     CreateWindowAux, EventMask, Font, Gcontext, MapState, PropMode, Rectangle, StackMode, Window,
     WindowClass,
 };
@@ -297,7 +297,26 @@ struct Server {
     /// The server time of the last click taken: one click arrives twice (the raw
     /// event and the window's own, with the same time), and counts once.
     last_click: Option<u32>,
+    /// The bound window the frame follows between the host's calls: its X
+    /// top-level (the managed client whose root rectangle was the frame's bounds),
+    /// the rectangle the frame is drawn at now, and when it was last measured.
+    followed: Option<Followed>,
+    /// `_NET_CLIENT_LIST`: the managed top-levels, where the bound one is looked for.
+    client_list: Atom,
 }
+
+/// The window the frame follows ([`Server::followed`]).
+#[derive(Debug, Clone, Copy)]
+struct Followed {
+    xid: Window,
+    at: Bounds,
+    measured: Instant,
+}
+
+/// How often the frame re-measures the window it follows between the host's
+/// calls: 200 ms, so a window made fullscreen, moved, resized, minimised or sent
+/// to another workspace is outlined where it is within a fifth of a second.
+pub const FOLLOW_MS: u64 = 200;
 
 type Conn<T = ()> = Result<T, ConnectionError>;
 
@@ -345,6 +364,12 @@ impl Server {
             next: alloc(0x1a73e8, black),
             exit: alloc(0x5f6368, black),
         };
+        let client_list = conn
+            .intern_atom(false, b"_NET_CLIENT_LIST")
+            .map_err(|x| e("InternAtom", &x))?
+            .reply()
+            .map_err(|x| e("InternAtom", &x))?
+            .atom;
         let pid_atom = conn
             .intern_atom(false, b"_NET_WM_PID")
             .map_err(|x| e("InternAtom", &x))?
@@ -526,6 +551,8 @@ impl Server {
             teach_size: (1, 1),
             on_stop,
             last_click: None,
+            followed: None,
+            client_list,
         })
     }
 
@@ -587,15 +614,16 @@ impl Server {
         let now = Instant::now();
         match cmd {
             Cmd::Frame(Some(b)) => {
-                for (&w, r) in self.frame_wins.iter().zip(frame_rects(b)) {
-                    self.raise(w, Some(r))?;
-                    self.conn.map_window(w)?;
-                }
+                self.draw_frame(Some(b))?;
+                self.followed = self.client_at(b)?.map(|xid| Followed {
+                    xid,
+                    at: b,
+                    measured: now,
+                });
             }
             Cmd::Frame(None) => {
-                for w in self.frame_wins {
-                    self.conn.unmap_window(w)?;
-                }
+                self.followed = None;
+                self.draw_frame(None)?;
             }
             Cmd::Indicator(Some(text)) => {
                 let m = &self.metrics;
@@ -720,8 +748,105 @@ impl Server {
         Ok(())
     }
 
-    /// Advances the glide, ends a flash, hides an idle cursor.
+    /// Draws the frame around `b` (device pixels), or hides it.
+    fn draw_frame(&self, b: Option<Bounds>) -> Conn {
+        match b {
+            Some(b) => {
+                for (&w, r) in self.frame_wins.iter().zip(frame_rects(b, self.screen)) {
+                    self.raise(w, Some(r))?;
+                    self.conn.map_window(w)?;
+                }
+            }
+            None => {
+                for w in self.frame_wins {
+                    self.conn.unmap_window(w)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where top-level `xid` is on the root now, when it is viewable; `None` when
+    /// it is unmapped (minimised, on another workspace, hidden) or gone.
+    fn measure(&self, xid: Window) -> Conn<Option<Bounds>> {
+        let attrs = self.conn.get_window_attributes(xid)?;
+        let geom = self.conn.get_geometry(xid)?;
+        let at = self.conn.translate_coordinates(xid, self.root, 0, 0)?;
+        let (Ok(attrs), Ok(geom), Ok(at)) = (attrs.reply(), geom.reply(), at.reply()) else {
+            return Ok(None);
+        };
+        if attrs.map_state != MapState::VIEWABLE {
+            return Ok(None);
+        }
+        Ok(Some(Bounds::new(
+            i32::from(at.dst_x),
+            i32::from(at.dst_y),
+            i32::from(geom.width),
+            i32::from(geom.height),
+        )))
+    }
+
+    /// The managed top-level (`_NET_CLIENT_LIST`) whose root rectangle is `b`, the
+    /// bound window the host measured; `None` when none is (a window manager
+    /// without the list: the frame then stays where the host drew it).
+    fn client_at(&self, b: Bounds) -> Conn<Option<Window>> {
+        let Ok(list) = self
+            .conn
+            .get_property(
+                false,
+                self.root,
+                self.client_list,
+                AtomEnum::WINDOW,
+                0,
+                4096,
+            )?
+            .reply()
+        else {
+            return Ok(None);
+        };
+        let Some(clients) = list.value32() else {
+            return Ok(None);
+        };
+        for xid in clients.collect::<Vec<_>>() {
+            if self.measure(xid)? == Some(b) {
+                return Ok(Some(xid));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every [`FOLLOW_MS`], the window the frame follows is measured again: the
+    /// frame moves with it, and goes when it is no longer viewable.
+    fn follow(&mut self, now: Instant) -> Conn {
+        let Some(f) = self.followed else {
+            return Ok(());
+        };
+        if now.duration_since(f.measured) < Duration::from_millis(FOLLOW_MS) {
+            return Ok(());
+        }
+        match self.measure(f.xid)? {
+            Some(at) => {
+                if at != f.at {
+                    self.draw_frame(Some(at))?;
+                }
+                self.followed = Some(Followed {
+                    xid: f.xid,
+                    at,
+                    measured: now,
+                });
+            }
+            None => {
+                self.draw_frame(None)?;
+                self.followed = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// Advances the glide, ends a flash, hides an idle cursor, follows the bound
+    /// window.
     fn tick(&mut self, now: Instant) -> Conn {
+        self.follow(now)?;
         if let Some((from, to, start)) = self.cursor.glide {
             let t = now.duration_since(start).as_secs_f64() / (GLIDE_MS as f64 / 1000.0);
             let at = if t >= 1.0 {

@@ -33,13 +33,25 @@ fn the_arrow_is_twenty_pixels_tall_with_its_tip_at_the_origin() {
 #[test]
 fn the_frame_lies_just_outside_the_window() {
     let b = Bounds::new(100, 100, 400, 300);
-    let rects = frame_rects(b);
+    let rects = frame_rects(b, (1280, 800));
     for r in rects {
         assert!(!r.intersects(&b), "{r:?}");
         assert!(r.width == FRAME_WIDTH || r.height == FRAME_WIDTH);
     }
     assert_eq!(rects[0], Bounds::new(97, 97, 406, 3));
-    assert_eq!(rects[3], Bounds::new(500, 100, 3, 300));
+    assert_eq!(rects[3], Bounds::new(500, 97, 3, 306));
+    // Fullscreen: every side just inside the screen's edge, in sight.
+    let full = Bounds::new(0, 0, 1280, 800);
+    let rects = frame_rects(full, (1280, 800));
+    let screen = Bounds::new(0, 0, 1280, 800);
+    for r in rects {
+        assert!(
+            r.x >= 0 && r.y >= 0 && r.x + r.width <= 1280 && r.y + r.height <= 800,
+            "{r:?} is off the screen {screen:?}"
+        );
+    }
+    assert_eq!(rects[0], Bounds::new(0, 0, 1280, 3));
+    assert_eq!(rects[3], Bounds::new(1277, 0, 3, 800));
 }
 
 #[test]
