@@ -16,7 +16,8 @@ use deskpilot_core::{Node, Role, State};
 
 /// The interpreter whose prompt starts `line`, or `None`. Recognised, each by
 /// its shape rather than one spelling:
-/// - Python's `>>> ` (and `>>>` alone) and its continuation `... `;
+/// - Python's `>>> ` (and `>>>` alone); its continuation `... ` counts in
+///   [`shows_console`] under a `>>> ` line;
 /// - IPython/Jupyter's `In [N]: ` and `   ...: `;
 /// - Ruby's `irb(main):001:0> ` and `[1] pry(main)> `;
 /// - a shell's `user@host:~/dir$ `, `[user@host dir]# `, `bash-5.2$ `;
@@ -143,6 +144,12 @@ pub fn shows_console(n: &Node) -> Option<(&'static str, String)> {
             .and_then(|l| Some((prompt_of(l)?, cut(l))));
     }
     let last = text.rsplit('\n').next().unwrap_or(text);
+    // Python's continuation prompt, under a statement begun at `>>> `.
+    let continued = (last == "..." || last.starts_with("... "))
+        && text.lines().any(|l| prompt_of(l) == Some("Python"));
+    if continued {
+        return Some(("Python", cut(last)));
+    }
     prompt_of(last).map(|p| (p, cut(last)))
 }
 
@@ -269,6 +276,10 @@ mod tests {
         let mut long = field("banner\n>>> print(1)\n1\n");
         long.value_length = Some(90_000);
         assert_eq!(shows_console(&long).map(|c| c.0), Some("Python"));
+        // Python's continuation prompt under a `>>> ` line; not alone.
+        let more = field("banner\n>>> if 1:\n... ");
+        assert_eq!(shows_console(&more).map(|c| c.0), Some("Python"));
+        assert_eq!(shows_console(&field("and so on\n... ")), None);
         // A label showing a prompt is no surface to type in.
         let mut label = Node::new("l", Role::Label, "");
         label.value = Some(">>> ".into());

@@ -19,7 +19,9 @@ use serde_json::Value;
 
 /// Accept-edits with zenity allow-listed: plain presses run without asking, so only
 /// the irreversible rule can stop one.
-const ACCEPT_EDITS: &str = "[sandbox]\nmode = \"accept-edits\"\nallow_apps = [\"zenity\"]\n";
+/// Its `serve = true` lets the tests' own `deskpilot driver` serve the sandbox.
+const ACCEPT_EDITS: &str =
+    "serve = true\n[sandbox]\nmode = \"accept-edits\"\nallow_apps = [\"zenity\"]\n";
 const UNATTENDED: &str = "[sandbox]\nmode = \"unattended\"\nallow_apps = [\"zenity\"]\n";
 
 /// `sh -c 'zenity ARGS; echo "exit=$?" >> OUT'` with zenity's stdout in OUT too.
@@ -657,14 +659,21 @@ fn the_served_driver_enforces_its_own_machines_rules() {
     let out = iso.root.join("pw.out");
     let prompt = recorded(&out, &["--password", "--title", &title]);
     let sb = sandbox_with_dialog(&iso, &prompt);
-    iso.write_config("[sandbox]\nenabled = false\n");
+    iso.write_config("serve = true\n[sandbox]\nenabled = false\n");
     let mut d = Served::start(&sb, &iso);
     // The machine's switch is off: nothing is served.
     assert_eq!(
         d.call("apps.list", Value::Null).unwrap_err(),
         "COMPUTER_FEATURE_DISABLED"
     );
+    // Computer use on, but serving not turned on by this machine's user: nothing
+    // is served either (any program here could start `deskpilot driver`).
     iso.write_config("");
+    assert_eq!(
+        d.call("apps.list", Value::Null).unwrap_err(),
+        "COMPUTER_FEATURE_DISABLED"
+    );
+    iso.write_config("serve = true\n");
     let apps = d.call("apps.list", Value::Null).unwrap();
     assert!(
         !apps.to_string().contains(token),
@@ -698,7 +707,7 @@ fn the_served_driver_enforces_its_own_machines_rules() {
         "COMPUTER_SECURE_INPUT"
     );
     // The user's deny-list.
-    iso.write_config("deny_apps = [\"zenity\"]\n");
+    iso.write_config("serve = true\ndeny_apps = [\"zenity\"]\n");
     assert_eq!(
         d.call("tree.snapshot", serde_json::json!({"window": window}))
             .unwrap_err(),

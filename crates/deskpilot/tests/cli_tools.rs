@@ -141,7 +141,15 @@ struct DriverProc {
 
 impl DriverProc {
     fn spawn(sb: &Sandbox) -> DriverProc {
+        // A config of its own in which this machine's user lets the driver serve.
+        let config = std::env::temp_dir().join(format!(
+            "deskpilot-driverproc-{}-{}.toml",
+            std::process::id(),
+            sb.state().display
+        ));
+        std::fs::write(&config, "serve = true\n").expect("config written");
         let mut child = bin()
+            .env("DESKPILOT_CONFIG", &config)
             .arg("--sandbox")
             .arg(sb.state().display.to_string())
             .arg("driver")

@@ -42,7 +42,8 @@ impl Desk {
         std::fs::create_dir_all(home.join(".config/autostart")).unwrap();
         std::os::unix::fs::symlink(home.join(".config/autostart"), home.join("Documents/notes"))
             .unwrap();
-        let iso = Isolated::new(tag, "");
+        // Its user lets the tests' own `deskpilot driver` serve the sandbox.
+        let iso = Isolated::new(tag, "serve = true\n");
         let env_home = format!("HOME={}", home.display());
         let (sb, _) = sandbox_with_apps(&iso, &[(&["env", &env_home, "mousepad"], "mousepad")]);
         Desk { sb, iso, home }

@@ -28,10 +28,18 @@ struct Link<'a> {
 const TEXT: &str = "written over ssh";
 const DEVICE: &str = "ssh:deskpilot-loopback";
 
+/// The far side's config (`far/cfg/config.toml`): its user lets `deskpilot driver`
+/// serve its desktop, which is off by default.
+fn serve_from(far: &Path) {
+    std::fs::create_dir_all(far.join("cfg")).unwrap();
+    std::fs::write(far.join("cfg").join("config.toml"), "serve = true\n").unwrap();
+}
+
 impl<'a> Link<'a> {
     /// Starts both sides under `dir`; the far desk lives in `far` (inside `dir`).
     fn start(dir: &Path, far: &'a Path) -> Link<'a> {
         std::fs::create_dir_all(far).unwrap();
+        serve_from(far);
         let desk = Desk::start(far);
         desk.ok(&["sandbox", "run", "--", "mousepad"]);
         desk.wait_for("mousepad", "menuitem", "File", 60000);
@@ -332,6 +340,7 @@ fn a_remote_driver_of_another_release_is_refused_and_one_a_patch_apart_is_used()
     let dir = TempDir::new("ssh-versions");
     let far = dir.path().join("far");
     std::fs::create_dir_all(&far).unwrap();
+    serve_from(&far);
     let desk = Desk::start(&far);
     desk.ok(&["sandbox", "run", "--", "mousepad"]);
     desk.wait_for("mousepad", "menuitem", "File", 60000);

@@ -88,7 +88,7 @@ fn parse_cli_value(path: &Path, key: &str, bare: &str, value: &str) -> Result<Va
     let v = value.trim();
     let bad = || key_error(path, key, &format!("{value:?} is not a valid value"));
     Ok(match bare {
-        "enabled" | "system_keys" | "clipboard" | "presence" => match v {
+        "enabled" | "system_keys" | "clipboard" | "serve" | "presence" => match v {
             "true" => Value::from(true),
             "false" => Value::from(false),
             _ => return Err(bad()),

@@ -185,6 +185,9 @@ impl Config {
         );
         let clipboard = choose(w, &sb.clipboard, &t.clipboard, false);
 
+        let w = pick("serve", sb.serve.is_some(), t.serve.is_some(), false);
+        let serve = choose(w, &sb.serve, &t.serve, false);
+
         let w = pick(
             "presence",
             sb.presence.is_some(),
@@ -195,13 +198,27 @@ impl Config {
 
         // A config changed outside deskpilot never widens the policy (and the user
         // keeps seeing the agent).
-        let (enabled, mode, system_keys, clipboard, presence) = if self.changed_outside {
-            for k in ["enabled", "mode", "system_keys", "clipboard", "presence"] {
+        let (enabled, mode, system_keys, clipboard, serve, presence) = if self.changed_outside {
+            for k in [
+                "enabled",
+                "mode",
+                "system_keys",
+                "clipboard",
+                "serve",
+                "presence",
+            ] {
                 sources.insert(k.to_string(), CHANGED_OUTSIDE.to_string());
             }
-            (false, Mode::Plan, false, false, !in_sandbox || presence)
+            (
+                false,
+                Mode::Plan,
+                false,
+                false,
+                false,
+                !in_sandbox || presence,
+            )
         } else {
-            (enabled, mode, system_keys, clipboard, presence)
+            (enabled, mode, system_keys, clipboard, serve, presence)
         };
         let allow_files = if self.changed_outside {
             sources.insert("allow_files".into(), CHANGED_OUTSIDE.to_string());
@@ -235,6 +252,7 @@ impl Config {
             system_keys,
             stop_hotkey,
             clipboard,
+            serve,
             presence,
             allow_files,
             sources,

@@ -26,6 +26,7 @@
 //! | `stop_hotkey`         | string          | `"ctrl+shift+Escape"` | same              | the chord long-lived hosts grab to stop every agent, like `deskpilot stop` ([`DEFAULT_STOP_HOTKEY`]) |
 //! | `system_keys`         | bool            | `false`               | `false`           | whether desktop shortcuts may be pressed (`ctrl+alt+F1`, `super`, `alt+Tab`, …: [`deskpilot_policy::system_keys`]) |
 //! | `clipboard`           | bool            | `false`               | `false`           | whether the agent may read or write the clipboard (`computer_clipboard`, `deskpilot clipboard`) |
+//! | `serve`               | bool            | `false`               | `false`           | whether `deskpilot driver` serves this machine's desktop to a host elsewhere (`--device ssh:`); while on, anything that can run `deskpilot driver` here drives the desktop under this machine's rules but without grants, budgets or confirmations, which are the remote host's (docs/ARCHITECTURE.md §7.16) |
 //! | `presence`            | bool            | `true`                | `false`           | whether long-lived hosts draw the agent's cursor, the bound window's frame and the indicator with Stop (docs/ARCHITECTURE.md §7.19) |
 //! | `app_tiers`           | list of `NAME=TIER` | `[]`              | `[]`              | capability tiers (docs/ARCHITECTURE.md §7.22): `read` (observe only), `click` (no text or keys), `type` (the default), `code` (grants a terminal, like `allow_terminals`) |
 //! | `allow_files`         | list of paths   | `[]`                  | `[]`              | folders (absolute, or `~/…`) an app may be made to save files in, besides the documents folder and the temporary directory (docs/ARCHITECTURE.md §7.21) |
@@ -99,7 +100,7 @@ pub const MAX_ACTION_BUDGET: u32 = 10_000;
 /// Largest `idle_expiry_minutes`: a day. A grant nobody used for a day is over.
 pub const MAX_IDLE_EXPIRY_MINUTES: u64 = 24 * 60;
 
-pub const KEYS: [&str; 15] = [
+pub const KEYS: [&str; 16] = [
     "enabled",
     "mode",
     "allow_apps",
@@ -113,6 +114,7 @@ pub const KEYS: [&str; 15] = [
     "system_keys",
     "stop_hotkey",
     "clipboard",
+    "serve",
     "presence",
     "allow_files",
 ];
@@ -194,6 +196,9 @@ pub struct Settings {
     pub system_keys: Option<bool>,
     pub stop_hotkey: Option<String>,
     pub clipboard: Option<bool>,
+    /// `deskpilot driver` serves this machine's desktop (default `false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve: Option<bool>,
     pub presence: Option<bool>,
     pub allow_files: Option<Vec<String>>,
 }
@@ -349,6 +354,9 @@ pub struct Effective {
     pub stop_hotkey: String,
     /// The clipboard may be read and written through deskpilot (default `false`).
     pub clipboard: bool,
+    /// `deskpilot driver` may serve this machine's desktop to a host elsewhere
+    /// (default `false`; docs/ARCHITECTURE.md §7.16).
+    pub serve: bool,
     /// Long-lived hosts show the agent on screen (default `true` on the user's own
     /// desktop, `false` in a sandbox).
     pub presence: bool,

@@ -23,7 +23,7 @@ fn fix_hint(key: &str) -> String {
 /// What a key accepts, for error messages.
 fn valid_values(key: &str) -> &'static str {
     match key {
-        "enabled" | "system_keys" | "clipboard" | "presence" => "true, false",
+        "enabled" | "system_keys" | "clipboard" | "serve" | "presence" => "true, false",
         "mode" => MODE_NAMES,
         "allow_files" => {
             "a list of folders, absolute or under ~, such as [\"~/Projects\", \"/srv/shared\"] (with `config set`: ~/Projects,/srv/shared)"
@@ -159,6 +159,9 @@ fn parse_layer(path: &Path, table: &dyn TableLike, prefix: &str) -> Result<Layer
             }
             "clipboard" => {
                 s.clipboard = Some(v.as_bool().ok_or_else(|| wrong("true or false"))?);
+            }
+            "serve" => {
+                s.serve = Some(v.as_bool().ok_or_else(|| wrong("true or false"))?);
             }
             "presence" => {
                 s.presence = Some(v.as_bool().ok_or_else(|| wrong("true or false"))?);

@@ -393,3 +393,18 @@ fn allowed_folders_are_absolute_or_under_home_and_never_come_from_a_changed_file
     );
     assert!(set_key(&p, "allow_files", "Projects").is_err());
 }
+
+/// `serve`: off by default on the user's desktop and in a sandbox, on only where
+/// the file says so, and never from a file changed outside deskpilot.
+#[test]
+fn serving_is_off_unless_the_user_turns_it_on() {
+    let none = cfg("").unwrap();
+    assert!(!none.effective(false).serve && !none.effective(true).serve);
+    let on = cfg("serve = true\n").unwrap();
+    assert!(on.effective(false).serve && on.effective(true).serve);
+    assert_eq!(on.effective(false).sources["serve"], "file");
+    let mut changed = on.clone();
+    changed.changed_outside = true;
+    assert!(!changed.effective(false).serve);
+    assert!(cfg("serve = \"yes\"\n").is_err());
+}

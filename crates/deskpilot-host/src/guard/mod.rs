@@ -47,6 +47,14 @@ pub struct Guarded {
     o: GuardOptions,
 }
 
+/// `COMPUTER_FEATURE_DISABLED`: this machine does not serve its desktop.
+pub fn serve_off() -> ComputerError {
+    ComputerError::new(
+        ErrorCode::FeatureDisabled,
+        "this machine does not serve its desktop to a host elsewhere: `deskpilot driver` takes no grant, budget or confirmation of its own, so its user turns serving on at a terminal there with `deskpilot config set serve true` (and `enabled true`), only on a machine meant to be driven through `--device ssh:`",
+    )
+}
+
 /// `COMPUTER_*` error of a refusal.
 fn refused(r: Refusal) -> ComputerError {
     ComputerError::new(r.code, r.reason)
@@ -62,7 +70,8 @@ impl Guarded {
     }
 
     /// The machine's settings, when it may be used at all: the feature switch is
-    /// on and no stop is in effect.
+    /// on, its user lets it serve a host elsewhere (`serve`), and no stop is in
+    /// effect.
     fn admit(&self) -> Result<Effective> {
         let s = (self.o.reload)()?;
         if !s.enabled {
@@ -70,6 +79,12 @@ impl Guarded {
                 ErrorCode::FeatureDisabled,
                 "computer use is off on the driver's machine; its user turns it on there with `deskpilot config set enabled true`",
             ));
+        }
+        // The served driver takes no grant, budget or confirmation of this
+        // machine's (those are the remote host's): anything here that can start
+        // it would drive the desktop past them, so its user opts in.
+        if !s.serve {
+            return Err(serve_off());
         }
         if let Some(stop) = control::read_stop_in(&self.o.runtime_dir)
             && control::now_ms() < stop.until_ms

@@ -34,6 +34,7 @@ fn bypass() -> Reload {
     Arc::new(|| {
         let mut s = crate::config::Config::default().effective(true);
         s.enabled = true;
+        s.serve = true;
         s.mode = deskpilot_policy::mode::Mode::Bypass;
         Ok(s)
     })
@@ -80,6 +81,7 @@ fn the_read_after_an_action_is_served_only_while_its_window_is_admitted() {
         let n = c.fetch_add(1, Ordering::SeqCst) + 1;
         let mut s = crate::config::Config::default().effective(true);
         s.enabled = true;
+        s.serve = true;
         if n > d.load(Ordering::SeqCst) {
             s.deny_apps = vec!["editor".into()];
         }
@@ -146,6 +148,7 @@ fn plan_mode_on_the_served_machine_refuses_every_effect() {
     let reload: Reload = Arc::new(move || {
         let mut s = crate::config::Config::default().effective(true);
         s.enabled = true;
+        s.serve = true;
         s.mode = *m.lock().unwrap();
         Ok(s)
     });
@@ -316,6 +319,7 @@ fn code_surfaces_are_judged_on_the_served_machine() {
     let reload: Reload = Arc::new(move || {
         let mut s = crate::config::Config::default().effective(true);
         s.enabled = true;
+        s.serve = true;
         s.mode = deskpilot_policy::mode::Mode::Bypass;
         if g2.load(Ordering::SeqCst) {
             s.app_tiers = vec![entry.clone()];
@@ -435,4 +439,35 @@ fn a_path_finished_in_the_field_is_judged_on_the_served_machine() {
             "{other:?}"
         );
     });
+}
+
+/// `deskpilot driver` started by anything on this machine (an agent's own shell)
+/// served the desktop with no grant, budget or confirmation: serving is this
+/// machine's user's choice (`serve`), and without it nothing is read or done.
+#[test]
+fn nothing_is_served_unless_the_machines_user_turned_serving_on() {
+    use deskpilot_protocol::fixture_driver::FixtureDriver;
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Arc::new(FixtureDriver::desktop());
+    alone_in_window(&fixture, Vec::new());
+    let reload: Reload = Arc::new(|| {
+        let mut s = crate::config::Config::default().effective(true);
+        s.enabled = true;
+        s.mode = deskpilot_policy::mode::Mode::Bypass;
+        Ok(s)
+    });
+    let (g, rt) = guarded(
+        fixture.clone(),
+        reload,
+        dir.path(),
+        dir.path().join("audit.jsonl"),
+    );
+    rt.block_on(async {
+        let e = g.apps().await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::FeatureDisabled, "{e:?}");
+        assert!(e.message.contains("config set serve true"), "{e:?}");
+        let e = g.windows().await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::FeatureDisabled, "{e:?}");
+    });
+    assert!(fixture.actions().is_empty());
 }

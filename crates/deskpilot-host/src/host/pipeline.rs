@@ -251,7 +251,7 @@ impl Host {
             Some(e) => match self.raise_covered(&effect, &window).await {
                 Some(w) => {
                     let said = format!(
-                        "raised window {:?} to the front first: other windows covered all of it",
+                        "\nraised window {:?} to the front first: other windows covered all of it",
                         deskpilot_core::sanitize::one_line(&w.title)
                     );
                     (w, Some(said))

@@ -29,8 +29,8 @@ struct Way {
 }
 
 /// Measures the links on the window `app` of the bench's sandbox `display`: the
-/// far drivers get `env` (the bench's runtime directory and sandbox), a config and
-/// audit of their own under `dir`.
+/// far drivers get `env` (the bench's runtime directory and sandbox), a config
+/// (serving on) and audit of their own under `dir`.
 ///
 /// Errors: those of the sshd start (`COMPUTER_PLATFORM_UNSUPPORTED` without
 /// openssh-server), of the links' `hello`, and of the reads.
@@ -45,6 +45,11 @@ pub async fn measure(
     let exe = std::env::current_exe()
         .map_err(|e| ComputerError::internal(format!("this executable's path: {e}")))?;
     let far = dir.join("far");
+    // The far side's own config lets its driver serve the bench's sandbox (off by
+    // default: docs/ARCHITECTURE.md §7.16).
+    std::fs::create_dir_all(&far)
+        .and_then(|()| std::fs::write(far.join("config.toml"), "serve = true\n"))
+        .map_err(|e| ComputerError::internal(format!("the far side's config: {e}")))?;
     let path = |p: &Path| p.display().to_string();
     let env: Vec<(String, String)> = [
         (

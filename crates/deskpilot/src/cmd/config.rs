@@ -24,7 +24,7 @@ pub enum ConfigCmd {
     ///
     /// Keys: enabled, mode, allow_apps, deny_apps, self_apps, allow_terminals, app_tiers,
     /// action_budget, idle_expiry_minutes, capture, system_keys, stop_hotkey,
-    /// clipboard, presence, allow_files; prefix
+    /// clipboard, serve, presence, allow_files; prefix
     /// `sandbox.` for a value used only on
     /// deskpilot sandbox desktops. Lists are comma-separated ("" = empty list).
     #[command(after_help = "Examples:
@@ -37,6 +37,7 @@ pub enum ConfigCmd {
   deskpilot config set idle_expiry_minutes 30
   deskpilot config set system_keys true         # desktop shortcuts (ctrl+alt+F1, super, alt+Tab)
   deskpilot config set clipboard true           # computer_clipboard, deskpilot clipboard
+  deskpilot config set serve true               # let `deskpilot driver` serve this desktop (--device ssh:)
   deskpilot config set presence false           # no drawn cursor, frame or indicator
   deskpilot config set model.provider openai    # the model `deskpilot run` uses
   deskpilot config set model.model gpt-4.1-mini
