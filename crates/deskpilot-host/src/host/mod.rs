@@ -269,11 +269,27 @@ pub fn refusals_on(settings: &Effective, local: bool) -> Refusals {
 
 /// deskpilot's own directories, which no effect may write or navigate into: the
 /// config file's directory, the runtime (state) directory with the approvals and the
-/// stop record, and the audit log's directory (docs/ARCHITECTURE.md §7.17).
+/// stop record, the audit log's directory, and `deskpilot` in the session's and the
+/// login's runtime directories, where hosts keep their control sockets
+/// (docs/ARCHITECTURE.md §7.17).
 pub fn protected_dirs() -> Vec<String> {
     let mut dirs: Vec<PathBuf> = vec![state_dir()];
     dirs.extend(crate::config::config_path().parent().map(PathBuf::from));
     dirs.extend(crate::audit::audit_path().parent().map(PathBuf::from));
+    // Where hosts' control sockets live besides the runtime directory
+    // (`control::scan_dirs`): the session's and the login's runtime directories'
+    // `deskpilot`.
+    dirs.extend(
+        std::env::var_os("XDG_RUNTIME_DIR")
+            .filter(|v| !v.is_empty())
+            .map(|x| PathBuf::from(x).join("deskpilot")),
+    );
+    if cfg!(target_os = "linux") {
+        dirs.push(PathBuf::from(format!(
+            "/run/user/{}/deskpilot",
+            deskpilot_os::current_uid()
+        )));
+    }
     let mut out: Vec<String> = dirs
         .into_iter()
         .filter(|d| d.is_absolute() && d.parent().is_some())
