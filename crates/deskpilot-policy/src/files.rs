@@ -265,44 +265,7 @@ impl SaveDialog<'_> {
     /// starts the bar there for folders under it). `None` when the bar cannot be
     /// read as a path.
     pub fn folder(&self, home: Option<&str>) -> Option<String> {
-        let mut buttons: Vec<&Node> = folder_buttons(self.bar).collect();
-        // GTK lists the deepest first; other toolkits root first. The root-most
-        // button names `/` or the home folder.
-        let home = home.map(clean);
-        let home_name = home
-            .as_deref()
-            .and_then(|h| h.rsplit('/').next())
-            .unwrap_or_default()
-            .to_owned();
-        let is_root =
-            |n: &Node| is_file_system(&n.name) || (!home_name.is_empty() && n.name == home_name);
-        if buttons.first().is_some_and(|b| !is_root(b))
-            && buttons.last().is_some_and(|b| is_root(b))
-        {
-            buttons.reverse();
-        }
-        // Two buttons that could each be the root (a folder named like the home
-        // folder): the order cannot be told, so neither can the folder.
-        if buttons.iter().filter(|b| is_root(b)).count() != 1 {
-            return None;
-        }
-        let current = buttons.iter().position(|b| b.has(State::Checked))?;
-        let first = buttons.first()?;
-        let mut path = if is_file_system(&first.name) {
-            String::new()
-        } else if first.name == home_name {
-            home.clone()?
-        } else {
-            return None;
-        };
-        for b in &buttons[1..=current] {
-            if b.name.is_empty() || b.name.contains('/') || b.name == ".." {
-                return None;
-            }
-            path.push('/');
-            path.push_str(&b.name);
-        }
-        Some(if path.is_empty() { "/".into() } else { path })
+        bar_folder(self.bar, home)
     }
 
     /// The path a Save would write with `text` in the name field: `text` itself when
@@ -360,6 +323,61 @@ pub fn only_escape(chord: &str) -> bool {
                     .all(|k| deskpilot_protocol::keys::keysym::canonical(*k) == 0xff1b)
             })
     })
+}
+
+/// The folder a path bar shows, absolute (see [`SaveDialog::folder`]).
+fn bar_folder(bar: &Node, home: Option<&str>) -> Option<String> {
+    let mut buttons: Vec<&Node> = folder_buttons(bar).collect();
+    // GTK lists the deepest first; other toolkits root first. The root-most
+    // button names `/` or the home folder.
+    let home = home.map(clean);
+    let home_name = home
+        .as_deref()
+        .and_then(|h| h.rsplit('/').next())
+        .unwrap_or_default()
+        .to_owned();
+    let is_root =
+        |n: &Node| is_file_system(&n.name) || (!home_name.is_empty() && n.name == home_name);
+    if buttons.first().is_some_and(|b| !is_root(b)) && buttons.last().is_some_and(|b| is_root(b)) {
+        buttons.reverse();
+    }
+    // A bar that starts at the file system names every folder from `/` (GTK keeps
+    // the buttons above the home folder, hidden): the home folder's button is then
+    // one folder among others. Otherwise two buttons that could each be the root
+    // (a folder named like the home folder) leave the order, and so the folder,
+    // unknown.
+    let from_fs = buttons.first().is_some_and(|b| is_file_system(&b.name))
+        && buttons.iter().filter(|b| is_file_system(&b.name)).count() == 1;
+    if !from_fs && buttons.iter().filter(|b| is_root(b)).count() != 1 {
+        return None;
+    }
+    let current = buttons.iter().position(|b| b.has(State::Checked))?;
+    let first = buttons.first()?;
+    let mut path = if is_file_system(&first.name) {
+        String::new()
+    } else if first.name == home_name {
+        home.clone()?
+    } else {
+        return None;
+    };
+    for b in &buttons[1..=current] {
+        if b.name.is_empty() || b.name.contains('/') || b.name == ".." {
+            return None;
+        }
+        path.push('/');
+        path.push_str(&b.name);
+    }
+    Some(if path.is_empty() { "/".into() } else { path })
+}
+
+/// The folder a file chooser shows — any dialog with a path bar, open or save —
+/// absolute, read from its path bar as [`SaveDialog::folder`] reads it; `None` for
+/// another window or a bar that cannot be read as a path.
+pub fn chooser_folder(root: &Node, home: Option<&str>) -> Option<String> {
+    if root.role != Role::Dialog {
+        return None;
+    }
+    bar_folder(root.walk().find(|n| path_bar(n))?, home)
 }
 
 /// Whether clicking `n` backs out of a dialog: a button labelled Cancel or Close.
@@ -513,6 +531,20 @@ mod tests {
             save_dialog(&d).expect("a save dialog").target("c", home),
             None
         );
+        // Under the home folder GTK keeps the buttons above it (hidden): the bar
+        // then starts at the file system, and the home folder is one folder.
+        let d = dialog(
+            "c",
+            &[
+                ("reports", true),
+                ("links", false),
+                ("u", false),
+                ("home", false),
+                ("File System Root", false),
+            ],
+        );
+        let s = save_dialog(&d).expect("a save dialog");
+        assert_eq!(s.folder(home).as_deref(), Some("/home/u/links/reports"));
         // GTK 3's own names: the root button and the sliders.
         let d = dialog(
             "c",

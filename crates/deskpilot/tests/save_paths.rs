@@ -392,3 +392,67 @@ fn node_of(n: &Value, role: &str, name: &str) -> Option<Value> {
         .iter()
         .find_map(|c| node_of(c, role, name))
 }
+
+/// A folder that links into deskpilot's config folder, under any name, was opened
+/// by a double click in a file chooser (which then listed the config folder and
+/// took a name there): a row whose folder resolves into one of deskpilot's
+/// directories is not opened, clicked or entered. A link to an ordinary folder
+/// still opens.
+#[test]
+fn a_link_into_deskpilots_folders_is_not_opened_in_a_file_chooser() {
+    let d = Desk::start("save-chooser-link");
+    let links = d.home.join("links");
+    std::fs::create_dir_all(&links).unwrap();
+    let own = d.iso.config.parent().unwrap();
+    std::os::unix::fs::symlink(own, links.join("reports")).unwrap();
+    std::os::unix::fs::symlink(d.home.join("Documents"), links.join("papers")).unwrap();
+    let start_in = format!("{}/", links.display());
+    d.ok(&[
+        "sandbox",
+        "run",
+        "--",
+        "zenity",
+        "--file-selection",
+        "--save",
+        "--title",
+        "Pick",
+        "--filename",
+        &start_in,
+    ]);
+    d.ok(&["wait", "--window-title", "Pick", "--timeout-ms", "30000"]);
+    d.ok(&["observe", "--window", "Pick"]);
+    let row = |name: &str| {
+        let start = Instant::now();
+        loop {
+            let (_, v) = d.run(&["find", name, "--window", "Pick"]);
+            let hit = v["matches"].as_array().and_then(|m| {
+                m.iter()
+                    .find(|h| h["name"] == name && h["role"] == "cell")
+                    .and_then(|h| h["ref"].as_str().map(str::to_owned))
+            });
+            if let Some(r) = hit {
+                return r;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no row {name:?}: {v}"
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    };
+    let reports = row("reports");
+    let m = d.refused(&["act", &reports, "double_click"]);
+    assert!(m.contains("deskpilot's own files"), "{m}");
+    let m = d.refused(&["act", &reports, "click"]);
+    assert!(m.contains("deskpilot's own files"), "{m}");
+    // Still in `links`: the config folder's files were never listed.
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, v) = d.run(&["find", "config.toml", "--window", "Pick"]);
+    assert!(
+        v["matches"].as_array().is_none_or(|m| m.is_empty()),
+        "the chooser lists deskpilot's config folder: {v}"
+    );
+    // An ordinary folder behind a link opens.
+    let papers = row("papers");
+    d.ok(&["act", &papers, "double_click"]);
+}

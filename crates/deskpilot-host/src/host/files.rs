@@ -305,6 +305,58 @@ fn judge_name(d: &SaveDialog<'_>, places: &FilePlaces, field: &str, complete: bo
     }
 }
 
+/// The deskpilot directory (docs/ARCHITECTURE.md §7.17) a file chooser — any
+/// dialog with a path bar, open or save — reaches: the folder it shows, or a row
+/// of its file list the effect opens (a click or double click on it, by ref or at
+/// a point; Enter while it is selected), each with its symbolic links resolved, so
+/// a link named anything does not walk into one. `None` for another window.
+pub(super) fn chooser_reaches(
+    rules: &deskpilot_policy::refusal::Refusals,
+    effect: &Effect,
+    root: &Node,
+    element: Option<&Node>,
+    point: Option<(i32, i32)>,
+) -> Option<String> {
+    let home = std::env::var("HOME").ok();
+    let folder = deskpilot_policy::files::chooser_folder(root, home.as_deref())?;
+    let hit = |p: &str| {
+        rules
+            .protected_in(p)
+            .or_else(|| rules.protected_in(&resolve_links(p)))
+    };
+    if let Some(p) = hit(&folder) {
+        return Some(p);
+    }
+    let row = |n: &&Node| {
+        matches!(
+            n.role,
+            Role::Cell | Role::Row | Role::Listitem | Role::Treeitem
+        ) && !n.name.trim().is_empty()
+            && !n.name.contains('/')
+    };
+    let opened: Vec<&Node> = match effect {
+        Effect::Act {
+            op: Op::Click | Op::DoubleClick,
+            ..
+        } => element.filter(row).into_iter().collect(),
+        Effect::Pointer {
+            action: PointerAction::Click | PointerAction::DoubleClick,
+            ..
+        } => point
+            .map(|(x, y)| elements_at(root, x, y).into_iter().filter(row).collect())
+            .unwrap_or_default(),
+        Effect::Keys { chord, text, .. } if keys_enter(chord.as_deref(), text.as_deref()) => root
+            .walk()
+            .filter(|n| row(n) && n.has(deskpilot_core::State::Selected))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let base = folder.trim_end_matches('/');
+    opened
+        .into_iter()
+        .find_map(|n| hit(&format!("{base}/{}", n.name)))
+}
+
 /// What the served driver is asked to do, for [`check_served`].
 #[derive(Clone, Copy)]
 pub(crate) enum Served<'a> {

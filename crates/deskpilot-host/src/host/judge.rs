@@ -362,6 +362,16 @@ impl Judge {
         };
         // Escape is no way out of developer tools: it opens their console drawer.
         self.devtools(chord, root)?;
+        // A file chooser that shows one of deskpilot's directories, or a row of it
+        // that opens one (through a link named anything), takes nothing but backing
+        // out.
+        if !backs_out
+            && !self.o.remote()
+            && let Some(p) =
+                super::files::chooser_reaches(&self.rules, effect, root, element, point)
+        {
+            return Err(protected_refused(&p));
+        }
         // Text naming deskpilot's own files first (the more precise reason), then a
         // save dialog writes only into the allowed places (§7.21); on another
         // device the paths are that machine's.
@@ -660,6 +670,12 @@ impl Judge {
             chord: step.chord.clone(),
             text: step.text.clone(),
         };
+        if !backs_out
+            && !self.o.remote()
+            && let Some(p) = super::files::chooser_reaches(&self.rules, &keys, root, None, None)
+        {
+            return Err(protected_refused(&p));
+        }
         // This step's keys with the text of the field they land in now (a path
         // finished by a later key of the sequence).
         written_refused(&self.rules, &keys, focused(root), None)?;
