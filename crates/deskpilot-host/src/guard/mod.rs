@@ -8,8 +8,10 @@
 //! each effect and refusal on this machine.
 //!
 //! What only the remote host does: grants and their budget and expiry, revisions and
-//! stale refs, modes and confirmations of irreversible actions, approvals, the
-//! per-key checks of a key sequence.
+//! stale refs, modes and confirmations of irreversible actions, approvals, and the
+//! judgement of what a key activates. A key sequence comes one step per request
+//! (one chord, or text with a Tab or line break only at its end), each judged here
+//! for the window as it is when it arrives.
 
 use crate::host::files::Served;
 use std::path::PathBuf;
@@ -570,6 +572,16 @@ impl Driver for Guarded {
                 deskpilot_policy::tier::Tier::Type,
                 "pressing keys",
             )?;
+            // One step per request, as hosts send them (`session::key_steps`): a
+            // chord, or text with a Tab or line break only at its end. Each is then
+            // judged here on the window as it is when it arrives — what a Tab moved
+            // the focus to included — instead of the rest landing unjudged.
+            if crate::session::key_steps(p.chord.as_deref(), p.text.as_deref()).len() > 1 {
+                return Err(ComputerError::new(
+                    ErrorCode::InvalidArgument,
+                    "input.keys takes one step per request on the served machine: one chord, or text with a Tab or line break only at its end; send the rest as further requests, each judged where it lands",
+                ));
+            }
             Self::unprotected(&s, p.text.as_deref())?;
             // The characters the keys type, as the host judges them.
             if let Some(c) = p.chord.as_deref() {

@@ -360,6 +360,13 @@ fn code_surfaces_are_judged_on_the_served_machine() {
         let e = g.keys(keys(Some("Return"), None)).await.unwrap_err();
         assert_eq!(e.code, ErrorCode::Denylisted, "{e:?}");
         assert_eq!(sent(), 0, "{:?}", fixture.actions());
+        // A request of several steps (a Tab, then text): each step is a request
+        // of its own, judged where it lands; nothing is sent.
+        for (c, t) in [(None, Some("\topen()\n")), (Some("Tab x"), None)] {
+            let e = g.keys(keys(c, t)).await.unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidArgument, "{e:?}");
+        }
+        assert_eq!(sent(), 0, "{:?}", fixture.actions());
         g.keys(keys(Some("ctrl+Tab"), None)).await.unwrap();
 
         // A window showing developer tools: nothing but F12.
