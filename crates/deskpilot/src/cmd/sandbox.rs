@@ -248,13 +248,19 @@ pub fn spawn_watcher(display: u32) -> std::io::Result<()> {
 
 /// The process of the app a `sandbox run` started as `wrapper`: the app itself when
 /// it ran unconfined, else the end of bubblewrap's chain of single children (its
-/// namespace's init, a `sh -c exec`, then the app), waited for up to 1 s while
-/// the chain still ends in bubblewrap or the shell that execs the app. `wrapper`
-/// when the chain cannot be read.
+/// namespace's init, the `sh -c 'exec "$0" "$@"'` shim, then the app), waited for
+/// up to 1 s while the chain still ends in bubblewrap or that shim (an app that is
+/// itself a shell is not waited on). `wrapper` when the chain cannot be read.
 fn app_behind(wrapper: u32) -> u32 {
     let wrapping = |pid: u32| {
-        deskpilot_os::process_exe(pid)
-            .is_some_and(|e| matches!(e.as_str(), "bwrap" | "sh" | "dash" | "bash"))
+        deskpilot_os::process_exe(pid).is_some_and(|e| e == "bwrap")
+            || std::fs::read(format!("/proc/{pid}/cmdline"))
+                // The shim's script (`linux::confine`'s `STDIN_NULL`) is its argv[2].
+                .is_ok_and(|c| {
+                    c.split(|&b| b == 0)
+                        .nth(2)
+                        .is_some_and(|a| a.starts_with(br#"exec "$0""#))
+                })
     };
     let start = std::time::Instant::now();
     loop {
