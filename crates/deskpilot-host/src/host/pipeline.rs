@@ -248,7 +248,7 @@ impl Host {
         // so.
         let (window, raised) = match effect.not_viewable(&window) {
             None => (window, None),
-            Some(e) => match self.raise_covered(&effect, &window).await {
+            Some(e) => match self.raise_covered(&effect, &window, &cand, &op).await? {
                 Some(w) => {
                     let said = format!(
                         "\nraised window {:?} to the front first: other windows covered all of it",
@@ -265,15 +265,8 @@ impl Host {
             .check_aim(&effect, &op, &window, revision, &app)
             .await?;
         // The app's capability tier (docs/ARCHITECTURE.md §7.22): an effect beyond it
-        // is refused, whatever it is spelled as.
-        let tier = self.rules.tier_of(&cand.facts);
-        if let Some(r) =
-            deskpilot_policy::tier::check(&cand.facts.app, tier, effect.tier(), &effect.describe())
-        {
-            return Err(self.refuse(super::refused(r), Some(&op), Some(&app)));
-        }
-        // 3. Budget.
-        self.check_budget(revision, &op, &app)?;
+        // is refused, whatever it is spelled as. 3. Budget.
+        self.tier_and_budget(&effect, &cand, &op, revision)?;
         // 4–5. Judge on the window as it is now, then dispatch.
         let judge = Judge {
             o: self.o.clone(),
@@ -393,41 +386,72 @@ impl Host {
         Ok(out)
     }
 
+    /// Steps 2½ and 3: the app's capability tier allows `effect`, and the budget
+    /// one more action (docs/ARCHITECTURE.md §7.11, §7.22).
+    fn tier_and_budget(
+        &mut self,
+        effect: &Effect,
+        cand: &deskpilot_policy::grant::Candidate,
+        op: &str,
+        revision: u64,
+    ) -> Result<()> {
+        let app = cand.facts.app.clone();
+        let tier = self.rules.tier_of(&cand.facts);
+        if let Some(r) =
+            deskpilot_policy::tier::check(&app, tier, effect.tier(), &effect.describe())
+        {
+            return Err(self.refuse(super::refused(r), Some(op), Some(&app)));
+        }
+        self.check_budget(revision, op, &app)
+    }
+
     /// The bound `window`, raised, for a pointer gesture on it while other windows
-    /// cover all of it (docs/ARCHITECTURE.md §7.11): the driver activates it, as it
-    /// does for keys and a pointer gesture in a window without focus, and the
-    /// windows are read again until it is active and not wholly covered, for up to
-    /// [`RAISE_WAIT`]. `None` for any other effect or reason (unmapped, minimised,
-    /// another workspace: deskpilot does not restore or switch), or when raising
-    /// failed or left it covered.
-    async fn raise_covered(&mut self, effect: &Effect, window: &WindowInfo) -> Option<WindowInfo> {
+    /// cover all of it (docs/ARCHITECTURE.md §7.11): once the app's tier and the
+    /// budget allow the gesture (nothing is done to the desktop for one they
+    /// refuse), the driver activates it, as it does for keys and a pointer gesture
+    /// in a window without focus, and the windows are read again until it is active
+    /// and not wholly covered, for up to [`RAISE_WAIT`]. `Ok(None)` for any other
+    /// effect or reason (unmapped, minimised, another workspace: deskpilot does not
+    /// restore or switch), or when raising failed or left it covered.
+    async fn raise_covered(
+        &mut self,
+        effect: &Effect,
+        window: &WindowInfo,
+        cand: &deskpilot_policy::grant::Candidate,
+        op: &str,
+    ) -> Result<Option<WindowInfo>> {
         if !matches!(effect, Effect::Pointer { .. })
             || window.hidden.is_some()
             || !window.fully_covered()
         {
-            return None;
+            return Ok(None);
         }
+        self.tier_and_budget(effect, cand, op, self.revision())?;
         let driver = self.session.driver().clone();
-        driver
+        if let Err(e) = driver
             .activate(deskpilot_protocol::types::ActivateParams {
                 window: window.handle.clone(),
             })
             .await
-            .inspect_err(|e| tracing::debug!(error = %e.message, "raising a covered window failed"))
-            .ok()?;
+        {
+            tracing::debug!(error = %e.message, "raising a covered window failed");
+            return Ok(None);
+        }
         let start = std::time::Instant::now();
         loop {
-            let now = driver
+            let Some(now) = driver
                 .windows()
                 .await
-                .ok()?
-                .into_iter()
-                .find(|w| w.handle == window.handle)?;
+                .ok()
+                .and_then(|ws| ws.into_iter().find(|w| w.handle == window.handle))
+            else {
+                return Ok(None);
+            };
             if now.active && now.hidden.is_none() && !now.fully_covered() {
-                return Some(now);
+                return Ok(Some(now));
             }
             if start.elapsed() >= RAISE_WAIT {
-                return None;
+                return Ok(None);
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
